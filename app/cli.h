@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <QStringList>
+
+namespace nnscope {
+
+/// The sub-commands the command line runs without a window.
+bool isCliCommand(const QString& name);
+/// Runs one command-line sub-command (DESIGN.md section 3); returns the process exit status.
+/// Errors go to stderr with a non-zero status; nothing is half-written.
+int runCli(const QStringList& arguments);
+
+}  // namespace nnscope

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// One binary: the explorer window (no sub-command, or `gui`) and the command-line tool.
+#include "cli.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+#include <cstring>
+
+#ifdef NNSCOPE_WITH_GUI
+namespace nnscope {
+int runGui(int& argc, char** argv);
+}
+#endif
+
+int main(int argc, char** argv) {
+    const bool cli = argc > 1 && nnscope::isCliCommand(QString::fromLocal8Bit(argv[1]));
+    const bool help = argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+                                   std::strcmp(argv[1], "--version") == 0);
+    if (cli || help) {
+        QCoreApplication app(argc, argv);
+        QCoreApplication::setOrganizationName("nnscope");
+        QCoreApplication::setApplicationName("nnscope");
+        QCoreApplication::setApplicationVersion("0.1.0");
+        return nnscope::runCli(QCoreApplication::arguments());
+    }
+#ifdef NNSCOPE_WITH_GUI
+    return nnscope::runGui(argc, argv);
+#else
+    std::fprintf(stderr, "nnscope: this build has no window (NNSCOPE_BUILD_GUI=OFF); use a sub-command, see nnscope --help.\n");
+    return 2;
+#endif
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include "error.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace nnscope {
+
+json readConfigJson(const std::string& dir) {
+    const fs::path p = fs::path(dir) / "config.json";
+    if (!fs::exists(p)) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
+    std::ifstream in(p);
+    if (!in) throw Error(p.string() + ": cannot be read.");
+    json j;
+    try {
+        j = json::parse(in);
+    } catch (const json::exception& e) {
+        throw Error(p.string() + ": not valid JSON (" + e.what() + ").");
+    }
+    if (!j.is_object()) throw Error(p.string() + ": not a JSON object.");
+    return j;
+}
+
+namespace cfg {
+
+static Error keyError(const std::string& file, const std::string& key, const std::string& why) {
+    return Error(file + ": key \"" + key + "\" " + why);
+}
+
+std::optional<int64_t> optInt(const json& j, const std::string& key, const std::string& file) {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    const json& v = j[key];
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
+        return static_cast<int64_t>(v.get<double>());
+    if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<int64_t>();  // eos_token_id lists
+    throw keyError(file, key, "must be an integer, not " + v.dump() + ".");
+}
+
+int64_t getInt(const json& j, const std::string& key, const std::string& file) {
+    auto v = optInt(j, key, file);
+    if (!v) throw keyError(file, key, "is missing and has no default for this family.");
+    return *v;
+}
+
+std::optional<double> optDouble(const json& j, const std::string& key, const std::string& file) {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    if (!j[key].is_number()) throw keyError(file, key, "must be a number, not " + j[key].dump() + ".");
+    return j[key].get<double>();
+}
+
+double getDouble(const json& j, const std::string& key, const std::string& file) {
+    auto v = optDouble(j, key, file);
+    if (!v) throw keyError(file, key, "is missing and has no default for this family.");
+    return *v;
+}
+
+bool getBool(const json& j, const std::string& key, bool fallback, const std::string& file) {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_boolean()) throw keyError(file, key, "must be true or false, not " + j[key].dump() + ".");
+    return j[key].get<bool>();
+}
+
+std::string getString(const json& j, const std::string& key, const std::string& fallback, const std::string& file) {
+    if (!j.contains(key) || j[key].is_null()) return fallback;
+    if (!j[key].is_string()) throw keyError(file, key, "must be a string, not " + j[key].dump() + ".");
+    return j[key].get<std::string>();
+}
+
+RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
+    RopeConfig r;
+    json params = json::object();
+    // Legacy keys first, then the current `rope_parameters` dict overrides (transformers'
+    // standardize_rope_params: setdefault of rope_theta / partial_rotary_factor into the dict).
+    if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+        params = j["rope_scaling"];
+        r.sourceStyle = "rope_scaling";
+    }
+    if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+        for (auto it = j["rope_parameters"].begin(); it != j["rope_parameters"].end(); ++it) params[it.key()] = *it;
+        r.sourceStyle = "rope_parameters";
+    }
+    if (r.sourceStyle.empty()) r.sourceStyle = "rope_theta";
+    const std::string where = file + " (" + r.sourceStyle + ")";
+    if (auto t = optDouble(params, "rope_theta", where)) r.theta = *t;
+    else if (auto t2 = optDouble(j, "rope_theta", file)) r.theta = *t2;
+    if (auto p = optDouble(params, "partial_rotary_factor", where)) r.partialRotaryFactor = *p;
+    else if (auto p2 = optDouble(j, "partial_rotary_factor", file)) r.partialRotaryFactor = *p2;
+    std::string type = getString(params, "rope_type", getString(params, "type", "default", where), where);
+    r.type = type;
+    r.factor = optDouble(params, "factor", where);
+    r.attentionFactor = optDouble(params, "attention_factor", where);
+    r.betaFast = optDouble(params, "beta_fast", where);
+    r.betaSlow = optDouble(params, "beta_slow", where);
+    r.mscale = optDouble(params, "mscale", where);
+    r.mscaleAllDim = optDouble(params, "mscale_all_dim", where);
+    r.truncate = getBool(params, "truncate", true, where);
+    r.lowFreqFactor = optDouble(params, "low_freq_factor", where);
+    r.highFreqFactor = optDouble(params, "high_freq_factor", where);
+    if (auto o = optInt(j, "original_max_position_embeddings", file)) r.originalMaxPositionEmbeddings = *o;
+    else r.originalMaxPositionEmbeddings = optInt(params, "original_max_position_embeddings", where).value_or(maxPos);
+    if (type != "default" && type != "linear" && type != "yarn" && type != "llama3")
+        throw Error(where + ": rope type \"" + type + "\" is not supported (nnscope computes default, linear, yarn and llama3).");
+    if ((type == "linear" || type == "llama3") && !r.factor)
+        throw Error(where + ": rope type \"" + type + "\" needs \"factor\".");
+    if (type == "llama3" && (!r.lowFreqFactor || !r.highFreqFactor))
+        throw Error(where + ": rope type llama3 needs low_freq_factor and high_freq_factor.");
+    return r;
+}
+
+void readCommon(const json& j, const std::string& file, const std::string& epsKey, ModelConfig& c) {
+    c.hiddenSize = getInt(j, "hidden_size", file);
+    c.intermediateSize = getInt(j, "intermediate_size", file);
+    c.numLayers = getInt(j, "num_hidden_layers", file);
+    c.numHeads = getInt(j, "num_attention_heads", file);
+    c.numKvHeads = optInt(j, "num_key_value_heads", file).value_or(c.numHeads);
+    c.headDim = optInt(j, "head_dim", file).value_or(c.numHeads > 0 ? c.hiddenSize / c.numHeads : 0);
+    c.vocabSize = getInt(j, "vocab_size", file);
+    c.maxPositionEmbeddings = optInt(j, "max_position_embeddings", file).value_or(2048);
+    c.normEps = getDouble(j, epsKey, file);
+    c.hiddenAct = getString(j, "hidden_act", "silu", file);
+    c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", false, file);
+    c.bosTokenId = optInt(j, "bos_token_id", file);
+    c.eosTokenId = optInt(j, "eos_token_id", file);
+    c.padTokenId = optInt(j, "pad_token_id", file);
+    c.dtype = getString(j, "dtype", getString(j, "torch_dtype", "float32", file), file);
+    c.rope = readRope(j, file, c.maxPositionEmbeddings);
+    for (const char* k : {"hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"})
+        if (getInt(j, k, file) <= 0) throw keyError(file, k, "must be positive.");
+    if (c.numKvHeads <= 0 || c.numHeads % c.numKvHeads != 0)
+        throw Error(file + ": num_attention_heads (" + std::to_string(c.numHeads) + ") must be a multiple of num_key_value_heads (" +
+                    std::to_string(c.numKvHeads) + ").");
+    if (c.headDim <= 0) throw keyError(file, "head_dim", "must be positive.");
+}
+
+}  // namespace cfg
+}  // namespace nnscope

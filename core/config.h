@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// Rotary position embedding parameters, resolved from either config style:
+/// legacy (`rope_theta`, `rope_scaling: {type|rope_type, factor, ...}`, `partial_rotary_factor` at the top)
+/// or current transformers (`rope_parameters: {rope_type, rope_theta, factor, ...}`), following
+/// transformers' `standardize_rope_params` (modeling_rope_utils.py).
+struct RopeConfig {
+    std::string type = "default";  ///< default | linear | yarn | llama3
+    double theta = 10000.0;        ///< rope_theta, the base of the frequencies
+    double partialRotaryFactor = 1.0;  ///< fraction of each head that rotates (Persimmon: 0.5)
+    std::optional<double> factor;      ///< linear/yarn/llama3 scale factor
+    std::optional<double> attentionFactor;  ///< yarn: multiplies cos and sin (None: derived from factor)
+    std::optional<double> betaFast, betaSlow, mscale, mscaleAllDim;  ///< yarn
+    bool truncate = true;                                             ///< yarn: floor/ceil the correction range
+    std::optional<double> lowFreqFactor, highFreqFactor;             ///< llama3
+    int64_t originalMaxPositionEmbeddings = 0;  ///< yarn/llama3: pretraining context (default: max_position_embeddings)
+    std::string sourceStyle;  ///< "rope_parameters", "rope_scaling" or "rope_theta" (which keys were read)
+};
+
+/// The resolved configuration the forward pass reads (step two of reading config.json: step one is the raw
+/// JSON, kept in `raw`, with the family's documented defaults filled in for missing keys).
+struct ModelConfig {
+    nlohmann::json raw;               ///< config.json as written in the folder
+    std::vector<std::string> architectures;
+    std::string modelType;
+    int64_t hiddenSize = 0;          ///< hidden_size: width of the residual stream
+    int64_t intermediateSize = 0;    ///< intermediate_size: MLP neurons per block
+    int64_t numLayers = 0;           ///< num_hidden_layers
+    int64_t numHeads = 0;            ///< num_attention_heads (query heads)
+    int64_t numKvHeads = 0;          ///< num_key_value_heads (defaults to num_attention_heads)
+    int64_t headDim = 0;             ///< head_dim (defaults to hidden_size / num_attention_heads)
+    int64_t vocabSize = 0;           ///< vocab_size: rows of embed_tokens and lm_head
+    int64_t maxPositionEmbeddings = 0;
+    double normEps = 1e-6;           ///< rms_norm_eps or layer_norm_eps, per the family
+    std::string hiddenAct = "silu";  ///< hidden_act: the MLP activation's name (ACT2FN key)
+    bool tieWordEmbeddings = false;  ///< lm_head shares embed_tokens' matrix
+    bool attentionBias = false;      ///< q/k/v(/o) projections carry biases
+    bool oProjBias = false;          ///< o_proj carries a bias
+    bool mlpBias = false;            ///< MLP projections carry biases
+    bool qkNorm = false;             ///< per-head norms of queries and keys
+    std::optional<int64_t> bosTokenId, eosTokenId, padTokenId;
+    std::string dtype;               ///< torch_dtype / dtype the checkpoint was saved in ("float32", "bfloat16", ...)
+    RopeConfig rope;
+
+    /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor).
+    int64_t rotaryDim() const { return static_cast<int64_t>(headDim * rope.partialRotaryFactor); }
+};
+
+/// Reads `dir/config.json` into JSON. Throws nnscope::Error naming the file when it is missing, not
+/// JSON, or not an object.
+nlohmann::json readConfigJson(const std::string& dir);
+
+/// Helpers for reading config keys with messages that name the key and the file.
+namespace cfg {
+int64_t getInt(const nlohmann::json& j, const std::string& key, const std::string& file);
+std::optional<int64_t> optInt(const nlohmann::json& j, const std::string& key, const std::string& file);
+double getDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
+std::optional<double> optDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
+bool getBool(const nlohmann::json& j, const std::string& key, bool fallback, const std::string& file);
+std::string getString(const nlohmann::json& j, const std::string& key, const std::string& fallback, const std::string& file);
+/// Fills the keys shared by every Llama-like family (sizes, eps from `epsKey`, act, tie, bos/eos,
+/// rope) into `c` from `j` (the raw config merged over the family defaults).
+void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
+/// Resolves the rotary parameters from either config style (see RopeConfig).
+RopeConfig readRope(const nlohmann::json& j, const std::string& file, int64_t maxPositionEmbeddings);
+}  // namespace cfg
+
+}  // namespace nnscope

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+#include "family.h"
+
+#include "error.h"
+
+namespace nnscope {
+
+std::string Family::weightName(Weight w, int layer) const {
+    auto it = weights.find(w);
+    if (it == weights.end() || it->second.empty()) return {};
+    std::string name = it->second;
+    const auto p = name.find("{i}");
+    if (p != std::string::npos) name.replace(p, 3, std::to_string(layer));
+    return name;
+}
+
+std::string Family::moduleLabel(Module m) const {
+    auto it = modules.find(m);
+    return it == modules.end() ? std::string() : it->second;
+}
+
+std::string Family::moduleName(Module m) const {
+    const std::string label = moduleLabel(m);
+    return label.substr(0, label.find('/'));
+}
+
+std::string Family::nativeValuePath(Value v, int layer) const {
+    Module m;
+    switch (v) {
+        case Value::NativeQProjOutput: m = Module::QProj; break;
+        case Value::NativeKProjOutput: m = Module::KProj; break;
+        case Value::NativeVProjOutput: m = Module::VProj; break;
+        case Value::NativeQkvProjOutput: m = Module::QkvProj; break;
+        case Value::NativeQNormOutput: m = Module::QNorm; break;
+        case Value::NativeKNormOutput: m = Module::KNorm; break;
+        case Value::NativeGateProjOutput: m = Module::GateProj; break;
+        case Value::NativeUpProjOutput: m = Module::UpProj; break;
+        case Value::NativeActFnInput: m = Module::ActFn; break;
+        default: return {};
+    }
+    const ValueInfo& info = valueInfo(v);
+    const std::string host = info.host == Host::Attention ? "self_attn" : "mlp";
+    return "layers." + std::to_string(layer) + "." + host + "." + moduleName(m) + "." + info.name;
+}
+
+std::string Family::readAt(Value v) const {
+    std::string s = valueInfo(v).readAt;
+    static const std::pair<const char*, Module> subs[] = {
+        {"{embed_tokens}", Module::EmbedTokens}, {"{norm}", Module::Norm}, {"{lm_head}", Module::LmHead},
+        {"{input_layernorm}", Module::InputNorm}, {"{post_attention_layernorm}", Module::PostAttentionNorm},
+        {"{mlp}", Module::Mlp}, {"{o_proj}", Module::OProj}, {"{act_fn}", Module::ActFn}, {"{down_proj}", Module::DownProj},
+        {"{q_proj}", Module::QProj}, {"{k_proj}", Module::KProj}, {"{v_proj}", Module::VProj}, {"{qkv_proj}", Module::QkvProj},
+        {"{q_norm}", Module::QNorm}, {"{k_norm}", Module::KNorm}, {"{gate_proj}", Module::GateProj}, {"{up_proj}", Module::UpProj}};
+    for (const auto& [key, mod] : subs) {
+        auto p = s.find(key);
+        if (p != std::string::npos) s.replace(p, std::string(key).size(), moduleName(mod));
+    }
+    return s;
+}
+
+bool Family::hasValue(Value v, std::string* whyNot) const {
+    auto no = [&](const std::string& why) {
+        if (whyNot) *whyNot = why;
+        return false;
+    };
+    switch (v) {
+        case Value::NativeQProjOutput:
+        case Value::NativeKProjOutput:
+        case Value::NativeVProjOutput:
+            if (qkv == QkvLayout::FusedPerHead)
+                return no("this family projects queries, keys and values with one fused " + moduleName(Module::QkvProj) +
+                          "; read its output and slice [num_heads, 3, head_dim]");
+            return true;
+        case Value::NativeQkvProjOutput:
+            if (qkv != QkvLayout::FusedPerHead) return no("this family has separate q_proj, k_proj and v_proj");
+            return true;
+        case Value::NativeQNormOutput:
+        case Value::NativeKNormOutput:
+            if (!qkNorm) return no("this family does not norm queries and keys per head");
+            return true;
+        case Value::NativeGateProjOutput:
+            if (mlp != MlpKind::Gated) return no("this family's MLP has no gate");
+            return true;
+        default: return true;
+    }
+}
+
+void readLlamaLikeConfig(const nlohmann::json& j, const std::string& file, const Family& family, ModelConfig& c) {
+    cfg::readCommon(j, file, family.epsKey, c);
+    c.attentionBias = cfg::getBool(j, "attention_bias", false, file);
+    c.oProjBias = c.attentionBias;
+    c.mlpBias = cfg::getBool(j, "mlp_bias", false, file);
+    c.qkNorm = family.qkNorm;
+}
+
+const Family& familyForConfig(const nlohmann::json& config, const std::string& file) {
+    const std::string modelType = config.contains("model_type") && config["model_type"].is_string()
+                                      ? config["model_type"].get<std::string>() : std::string();
+    std::vector<std::string> archs;
+    if (config.contains("architectures") && config["architectures"].is_array())
+        for (const auto& a : config["architectures"])
+            if (a.is_string()) archs.push_back(a.get<std::string>());
+    if (modelType.empty() && archs.empty())
+        throw Error(file + ": names neither \"model_type\" nor \"architectures\", so nnscope cannot tell the model's family.");
+    for (const Family& f : families())
+        if (!modelType.empty() && f.modelType == modelType) return f;
+    if (modelType.empty())
+        for (const Family& f : families())
+            for (const auto& a : archs)
+                for (const auto& fa : f.architectures)
+                    if (a == fa) return f;
+    std::string known;
+    for (const Family& f : families()) known += (known.empty() ? "" : ", ") + f.modelType + " (" + f.architectures.front() + ")";
+    const std::string what = !modelType.empty() ? "model_type \"" + modelType + "\"" : "architectures \"" + archs.front() + "\"";
+    const std::string key = !modelType.empty() ? modelType : archs.front();
+    throw Error(file + ": unknown " + what + ". nnscope supports: " + known +
+                ". To add this family, write families/" + key + ".cpp (start from families/llama.cpp) and register it in families/registry.cpp.");
+}
+
+}  // namespace nnscope

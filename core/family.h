@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include "config.h"
+#include "values.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// The norm a family uses for the stream (and, where it has them, for per-head q/k norms).
+enum class NormKind { RMSNorm, LayerNorm };
+/// How the rotary embedding pairs dimensions: HF Llama's rotate_half (i with i + d/2) or ERNIE's
+/// adjacent pairs (2i with 2i + 1, computed in float32).
+enum class RotaryStyle { RotateHalf, AdjacentPairs };
+/// Gated MLP: down(act(gate(x)) * up(x)); plain MLP: down(act(up(x))).
+enum class MlpKind { Gated, Plain };
+/// Separate q/k/v projections, or one fused projection whose output is laid out [num_heads, 3, head_dim].
+enum class QkvLayout { Separate, FusedPerHead };
+
+/// Native weight tensors, named by a template with `{i}` for the block index (llama.cpp's
+/// enum-keyed tensor tables). The loader fills in the index; no weight name is built elsewhere.
+enum class Weight {
+    EmbedTokens, FinalNorm, FinalNormBias, LmHead,
+    InputNorm, InputNormBias, PostAttentionNorm, PostAttentionNormBias,
+    QProj, QProjBias, KProj, KProjBias, VProj, VProjBias, QkvProj, QkvProjBias, OProj, OProjBias,
+    QNorm, QNormBias, KNorm, KNormBias,
+    GateProj, GateProjBias, UpProj, UpProjBias, DownProj, DownProjBias,
+    ActAlphaP, ActAlphaN, ActBeta, ActEps,
+    Count
+};
+
+/// Native module roles, for the printout, the support table's "read at" and native value paths.
+enum class Module {
+    EmbedTokens, Layers, Norm, LmHead,
+    SelfAttn, QProj, KProj, VProj, QkvProj, OProj, QNorm, KNorm, AttentionDropout,
+    Mlp, GateProj, UpProj, DownProj, ActFn,
+    InputNorm, PostAttentionNorm, LayerDropout,
+    Count
+};
+
+/// A note of the family page ("what to know before you run"): a title and a paragraph, with an optional
+/// check id that core/ runs on the loaded checkpoint (see core/checks.h).
+struct FamilyNote {
+    std::string title;
+    std::string text;
+    std::vector<std::string> checks;  ///< ids of the checks that prove this note on the loaded checkpoint
+};
+
+/// A family: the data the generic decoder executes, plus the page's words. Written in families/<model_type>.cpp
+/// as Llama's description with overrides (see families/llama.cpp).
+struct Family {
+    std::string modelType;                   ///< config.json "model_type" (registry key)
+    std::vector<std::string> architectures;  ///< config.json "architectures" that load as this family
+    std::string title;                       ///< page title, e.g. "Arcee AFM"
+    std::string classPrefix;                 ///< HF class prefix, e.g. "Arcee" (ArceeForCausalLM, ArceeMLP, ...)
+    std::string summary;                     ///< one sentence under the title
+    std::vector<std::string> quirks;         ///< chips: "Squared ReLU", "Grouped-query attention", ...
+    std::string description;                 ///< the family module's own description (nnterp's docstring role)
+    std::vector<std::string> blockFormulas;  ///< "h   = x + self_attn(input_layernorm(x))", ...
+    std::vector<FamilyNote> notes;
+
+    // Block features the forward pass reads.
+    NormKind norm = NormKind::RMSNorm;
+    bool qkNorm = false;                 ///< per-head norms of q and k before the rotary (kind: qkNormKind)
+    NormKind qkNormKind = NormKind::RMSNorm;
+    RotaryStyle rotary = RotaryStyle::RotateHalf;
+    QkvLayout qkv = QkvLayout::Separate;
+    MlpKind mlp = MlpKind::Gated;
+    std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
+
+    /// Weight name templates ({i} = block). Empty: the family has no such tensor.
+    std::map<Weight, std::string> weights;
+    /// Native module names (printout, read-at places, native value paths); several names separated by
+    /// '/' mean aliases (first = the standard name, then native: "o_proj/dense").
+    std::map<Module, std::string> modules;
+
+    /// config.json keys with the family's defaults (transformers' <Family>Config defaults), merged under
+    /// the checkpoint's own keys.
+    nlohmann::json configDefaults = nlohmann::json::object();
+    /// Step two of reading the config: fill the resolved struct from the merged JSON. Defaults to
+    /// readLlamaLikeConfig; a family overrides it only where its keys differ (biases, qk norms).
+    void (*readConfig)(const nlohmann::json& merged, const std::string& file, const Family& family, ModelConfig& out) = nullptr;
+
+    /// The weight name for block `layer` (or the root name when layer < 0). Empty when the family lacks it.
+    std::string weightName(Weight w, int layer = -1) const;
+    /// The standard name of a module role ("o_proj" for "o_proj/dense"); empty if the family lacks it.
+    std::string moduleName(Module m) const;
+    /// Every name of a module role as the printout shows it ("o_proj/dense").
+    std::string moduleLabel(Module m) const;
+    /// Native path of a native value, e.g. "layers.3.mlp.up_proj.output".
+    std::string nativeValuePath(Value v, int layer) const;
+    /// "read at" text with module names substituted.
+    std::string readAt(Value v) const;
+    /// Whether the family computes value `v` at all (e.g. no q_proj on a fused family), with the reason.
+    bool hasValue(Value v, std::string* whyNot = nullptr) const;
+};
+
+/// Llama's config reading (sizes, eps from family.epsKey, rope, attention_bias, mlp_bias).
+void readLlamaLikeConfig(const nlohmann::json& merged, const std::string& file, const Family& family, ModelConfig& out);
+
+/// Llama's description: the base every Llama-like family copies and then changes.
+Family llamaFamily();
+
+/// The registry, keyed by config.json's own words.
+const std::vector<Family>& families();
+/// The family of a config.json: by "model_type", then by "architectures". Throws nnscope::Error listing the
+/// known families and naming families/<model_type>.cpp when none matches, or when the config names neither.
+const Family& familyForConfig(const nlohmann::json& config, const std::string& file);
+
+}  // namespace nnscope

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* C interface of the Rust crate nnscope_hf_tokenizers (src/lib.rs), a thin wrapper around HuggingFace
+ * `tokenizers` that reads tokenizer.json files. Used by core/tokenizer_hf.cpp; nothing else should
+ * call it directly.
+ *
+ * Conventions:
+ * - Text going in is pointer + length, UTF-8 (checked; NUL bytes allowed).
+ * - Text coming out is pointer + length, owned by the library: free it with nns_hf_bytes_free.
+ * - Error messages are NUL-terminated full sentences: free them with nns_hf_string_free.
+ * - Out-pointers may be NULL (that output is dropped).
+ * - No function panics or unwinds into C; a failure inside the library becomes an error result.
+ * - A tokenizer may be used from several threads at once (encode/decode do not mutate it).
+ */
+#ifndef NNSCOPE_HF_TOKENIZERS_H
+#define NNSCOPE_HF_TOKENIZERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An opaque loaded tokenizer. */
+typedef struct NnsHfTokenizer NnsHfTokenizer;
+
+/** Loads the tokenizer.json file at `path` (NUL-terminated).
+ *  Returns the tokenizer (free with nns_hf_tokenizer_free), or NULL with `*error` set to a message that
+ *  names the file and says what is wrong (unreadable, not JSON, not a tokenizer). */
+NnsHfTokenizer* nns_hf_tokenizer_load(const char* path, char** error);
+
+/** Frees a tokenizer; NULL is allowed. */
+void nns_hf_tokenizer_free(NnsHfTokenizer* tokenizer);
+
+/** Encodes `text` (`text_len` bytes of UTF-8). With `add_special_tokens` non-zero, the tokenizer's
+ *  post_processor adds its special tokens (BOS ...). Returns 0 and sets `*ids` / `*ids_len` (free with
+ *  nns_hf_ids_free), or returns -1 with `*error` set (invalid UTF-8, failure inside the library). */
+int nns_hf_encode(const NnsHfTokenizer* tokenizer, const char* text, size_t text_len,
+                  int add_special_tokens, uint32_t** ids, size_t* ids_len, char** error);
+
+/** Decodes `ids` to UTF-8 text, skipping special tokens when `skip_special_tokens` is non-zero; unknown
+ *  ids are left out. Returns 0 and sets `*text` / `*text_len` (free with nns_hf_bytes_free), or -1 with
+ *  `*error` set. */
+int nns_hf_decode(const NnsHfTokenizer* tokenizer, const uint32_t* ids, size_t ids_len,
+                  int skip_special_tokens, char** text, size_t* text_len, char** error);
+
+/** The vocabulary's string for `id` (e.g. "Ġthe"). Returns 1 and sets `*token` / `*token_len` (free
+ *  with nns_hf_bytes_free), 0 when no token has that id, -1 on a failure inside the library. */
+int nns_hf_id_to_token(const NnsHfTokenizer* tokenizer, uint32_t id, char** token, size_t* token_len);
+
+/** The id of the vocabulary string `token` (`token_len` bytes, added tokens included). Returns 1 and sets
+ *  `*id`, 0 when the string is not in the vocabulary, -1 on a failure inside the library. */
+int nns_hf_token_to_id(const NnsHfTokenizer* tokenizer, const char* token, size_t token_len,
+                       uint32_t* id);
+
+/** Number of ids the tokenizer knows, added tokens included (at least the highest added id + 1);
+ *  0 for a NULL tokenizer. */
+size_t nns_hf_vocab_size(const NnsHfTokenizer* tokenizer);
+
+/** The tokenizer's model type: "BPE", "WordPiece", "WordLevel" or "Unigram" ("" for a NULL tokenizer).
+ *  The string is static: do not free it. */
+const char* nns_hf_model_type(const NnsHfTokenizer* tokenizer);
+
+/** Frees an error message; NULL is allowed. */
+void nns_hf_string_free(char* message);
+
+/** Frees a text buffer returned with its length; NULL is allowed. */
+void nns_hf_bytes_free(char* data, size_t len);
+
+/** Frees an id array returned with its length; NULL is allowed. */
+void nns_hf_ids_free(uint32_t* ids, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NNSCOPE_HF_TOKENIZERS_H */

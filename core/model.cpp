@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+//
+// The decoder, written once for every family, in the order of transformers' modeling_<family>.py: norms,
+// rotary, repeat_kv, the eager attention, the MLP, and the decoder layer with both residual adds written out.
+// The family's description (core/family.h) picks the norm kind, the rotary style, fused or separate q/k/v,
+// per-head q/k norms and the MLP kind. Each value goes through one `tap` at the line where it is computed.
+#include "model.h"
+
+#include "error.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+using namespace torch::indexing;
+
+namespace nnscope {
+namespace {
+
+std::string shapeOf(const torch::Tensor& t) {
+    std::ostringstream s;
+    s << t.sizes();
+    return s.str();
+}
+
+inline void tapValue(Taps* taps, Value v, int layer, torch::Tensor& t) {
+    if (taps) taps->tap(v, layer, t);
+}
+
+/// transformers' repeat_kv: [b, kv, s, d] -> [b, kv * n_rep, s, d], each kv head repeated n_rep times in place.
+torch::Tensor repeatKv(const torch::Tensor& x, int64_t nRep) {
+    if (nRep == 1) return x;
+    const auto b = x.size(0), kv = x.size(1), s = x.size(2), d = x.size(3);
+    return x.index({Slice(), Slice(), None}).expand({b, kv, nRep, s, d}).reshape({b, kv * nRep, s, d});
+}
+
+/// Llama's rotate_half: cat(-x2, x1) over the two halves of the last axis.
+torch::Tensor rotateHalf(const torch::Tensor& x) {
+    const auto half = x.size(-1) / 2;
+    return torch::cat({-x.index({"...", Slice(half, None)}), x.index({"...", Slice(None, half)})}, -1);
+}
+
+/// ERNIE's rotate_half: stack(-x[..., 1::2], x[..., 0::2]) interleaved back.
+torch::Tensor rotateAdjacent(const torch::Tensor& x) {
+    auto x1 = x.index({"...", Slice(0, None, 2)});
+    auto x2 = x.index({"...", Slice(1, None, 2)});
+    return torch::stack({-x2, x1}, -1).flatten(-2);
+}
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    return b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+}
+
+}  // namespace
+
+torch::ScalarType parseDtype(const std::string& name) {
+    if (name == "float32" || name == "f32" || name == "fp32" || name == "float") return torch::kFloat32;
+    if (name == "bfloat16" || name == "bf16") return torch::kBFloat16;
+    throw Error("unknown dtype \"" + name + "\": nnscope computes in float32 or bfloat16.");
+}
+
+std::string dtypeName(torch::ScalarType t) {
+    switch (t) {
+        case torch::kFloat32: return "float32";
+        case torch::kBFloat16: return "bfloat16";
+        case torch::kFloat16: return "float16";
+        default: return c10::toString(t);
+    }
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
+    if (options.dtype != torch::kFloat32 && options.dtype != torch::kBFloat16)
+        throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(options.dtype) + ".");
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = dir;
+    m->dtype_ = options.dtype;
+    const std::string configFile = dir + "/config.json";
+    nlohmann::json raw = readConfigJson(dir);
+    m->family_ = &familyForConfig(raw, configFile);
+    const Family& fam = *m->family_;
+    nlohmann::json merged = fam.configDefaults;
+    for (auto it = raw.begin(); it != raw.end(); ++it) merged[it.key()] = *it;
+    m->config_.raw = raw;
+    m->config_.modelType = fam.modelType;
+    if (raw.contains("architectures") && raw["architectures"].is_array())
+        for (const auto& a : raw["architectures"])
+            if (a.is_string()) m->config_.architectures.push_back(a.get<std::string>());
+    if (m->config_.architectures.empty()) m->config_.architectures = {fam.architectures.front()};
+    (fam.readConfig ? fam.readConfig : readLlamaLikeConfig)(merged, configFile, fam, m->config_);
+    const ModelConfig& c = m->config_;
+    if (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0)
+        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
+                    " must be a positive even number.");
+    m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
+
+    m->store_ = std::make_unique<WeightStore>(dir);
+    const WeightStore& ws = *m->store_;
+    const auto dt = options.dtype;
+    // Converted only when the stored dtype differs from the compute dtype; otherwise a view of the mapped file.
+    auto load = [&](Weight w, int layer, std::vector<int64_t> shape) -> torch::Tensor {
+        const std::string name = fam.weightName(w, layer);
+        if (name.empty()) throw Error("internal: family " + fam.modelType + " has no weight name for a tensor the config requires.");
+        torch::Tensor t = ws.get(name, shape);
+        return t.scalar_type() == dt ? t : t.to(dt);
+    };
+    auto loadIf = [&](bool wanted, Weight w, int layer, std::vector<int64_t> shape) -> torch::Tensor {
+        if (!wanted || fam.weightName(w, layer).empty()) return {};
+        return load(w, layer, shape);
+    };
+    const int64_t H = c.hiddenSize, I = c.intermediateSize, V = c.vocabSize, D = c.headDim;
+    const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
+    const bool layerNorm = fam.norm == NormKind::LayerNorm;
+    m->embed_ = load(Weight::EmbedTokens, -1, {V, H});
+    m->finalNorm_ = load(Weight::FinalNorm, -1, {H});
+    m->finalNormBias_ = loadIf(layerNorm, Weight::FinalNormBias, -1, {H});
+    const std::string headName = fam.weightName(Weight::LmHead);
+    if (c.tieWordEmbeddings || !ws.contains(headName)) {
+        if (!c.tieWordEmbeddings)
+            throw Error(dir + ": the checkpoint has no tensor '" + headName + "' and config.json sets tie_word_embeddings false.");
+        m->lmHead_ = m->embed_;
+        m->tied_ = true;
+    } else {
+        m->lmHead_ = load(Weight::LmHead, -1, {V, H});
+    }
+    for (int i = 0; i < c.numLayers; ++i) {
+        LayerWeights lw;
+        lw.inputNorm = load(Weight::InputNorm, i, {H});
+        lw.inputNormBias = loadIf(layerNorm, Weight::InputNormBias, i, {H});
+        lw.postAttentionNorm = load(Weight::PostAttentionNorm, i, {H});
+        lw.postAttentionNormBias = loadIf(layerNorm, Weight::PostAttentionNormBias, i, {H});
+        if (fam.qkv == QkvLayout::FusedPerHead) {
+            lw.qkvProj = load(Weight::QkvProj, i, {3 * QW, H});
+            lw.qkvProjBias = loadIf(c.attentionBias, Weight::QkvProjBias, i, {3 * QW});
+        } else {
+            lw.qProj = load(Weight::QProj, i, {QW, H});
+            lw.kProj = load(Weight::KProj, i, {KW, H});
+            lw.vProj = load(Weight::VProj, i, {KW, H});
+            lw.qProjBias = loadIf(c.attentionBias, Weight::QProjBias, i, {QW});
+            lw.kProjBias = loadIf(c.attentionBias, Weight::KProjBias, i, {KW});
+            lw.vProjBias = loadIf(c.attentionBias, Weight::VProjBias, i, {KW});
+        }
+        lw.oProj = load(Weight::OProj, i, {H, QW});
+        lw.oProjBias = loadIf(c.oProjBias, Weight::OProjBias, i, {H});
+        if (c.qkNorm) {
+            const bool qkLayerNorm = fam.qkNormKind == NormKind::LayerNorm;
+            lw.qNorm = load(Weight::QNorm, i, {D});
+            lw.kNorm = load(Weight::KNorm, i, {D});
+            lw.qNormBias = loadIf(qkLayerNorm, Weight::QNormBias, i, {D});
+            lw.kNormBias = loadIf(qkLayerNorm, Weight::KNormBias, i, {D});
+        }
+        if (fam.mlp == MlpKind::Gated) {
+            lw.gateProj = load(Weight::GateProj, i, {I, H});
+            lw.gateProjBias = loadIf(c.mlpBias, Weight::GateProjBias, i, {I});
+        }
+        lw.upProj = load(Weight::UpProj, i, {I, H});
+        lw.upProjBias = loadIf(c.mlpBias, Weight::UpProjBias, i, {I});
+        lw.downProj = load(Weight::DownProj, i, {H, I});
+        lw.downProjBias = loadIf(c.mlpBias, Weight::DownProjBias, i, {H});
+        if (c.hiddenAct == "xielu") {
+            lw.actAlphaP = load(Weight::ActAlphaP, i, {1});
+            lw.actAlphaN = load(Weight::ActAlphaN, i, {1});
+            // beta and eps are buffers made in the config's dtype (XIELUActivation(dtype=config.dtype)); use the stored ones.
+            const auto scalarShape = std::vector<int64_t>{};
+            auto buffer = [&](Weight w, double fallback) {
+                const std::string n = fam.weightName(w, i);
+                if (!n.empty() && ws.contains(n)) return ws.get(n).reshape(scalarShape).to(dt);
+                return torch::tensor(fallback, torch::TensorOptions().dtype(dt));
+            };
+            lw.actBeta = buffer(Weight::ActBeta, 0.5);
+            lw.actEps = buffer(Weight::ActEps, -1e-6);
+        }
+        m->layers_.push_back(std::move(lw));
+    }
+    if (options.loadTokenizer) {
+        try {
+            m->tokenizer_ = Tokenizer::load(dir);
+        } catch (const Error& e) {
+            m->tokenizerError_ = e.what();
+        }
+    } else {
+        m->tokenizerError_ = dir + ": the tokenizer was not loaded.";
+    }
+    return m;
+}
+
+torch::Tensor Model::positionIds(const torch::Tensor& mask) {
+    return (mask.to(torch::kInt64).cumsum(-1) - 1).clamp_min(0);
+}
+
+torch::Tensor Model::causalMask(const torch::Tensor& mask, torch::ScalarType dtype) {
+    const int64_t s = mask.size(1);
+    auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64));
+    auto causal = idx.index({None, Slice()}) <= idx.index({Slice(), None});  // [q, k]: key <= query
+    auto allowed = causal.index({None, None}) & (mask != 0).index({Slice(), None, None, Slice()});  // [b, 1, q, k]
+    const double minValue = dtype == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
+    auto zeros = torch::zeros({}, torch::TensorOptions().dtype(dtype));
+    auto mins = torch::full({}, minValue, torch::TensorOptions().dtype(dtype));
+    return torch::where(allowed, zeros, mins);
+}
+
+torch::Tensor Model::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const {
+    if (kind == NormKind::LayerNorm) return torch::layer_norm(x, {dim}, w, b, config_.normEps);
+    // RMSNorm: statistics in float32 (as transformers upcasts), the gain applied in the input dtype.
+    auto h = x.to(torch::kFloat32);
+    auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
+    h = h * torch::rsqrt(variance + config_.normEps);
+    return w * h.to(x.scalar_type());
+}
+
+torch::Tensor Model::finalNorm(const torch::Tensor& hidden) const {
+    return norm(hidden, finalNorm_, finalNormBias_, family_->norm, config_.hiddenSize);
+}
+
+torch::Tensor Model::projectOnVocab(const torch::Tensor& hidden) const {
+    return torch::linear(finalNorm(hidden.to(dtype_)), lmHead_);
+}
+
+torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) const {
+    const std::string& a = config_.hiddenAct;
+    if (a == "silu" || a == "swish") return torch::silu(x);
+    if (a == "gelu") return torch::gelu(x);
+    if (a == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
+    if (a == "gelu_new" || a == "gelu_python_tanh")
+        return 0.5 * x * (1.0 + torch::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * torch::pow(x, 3.0))));
+    if (a == "gelu_fast") return 0.5 * x * (1.0 + torch::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
+    if (a == "quick_gelu") return x * torch::sigmoid(1.702 * x);
+    if (a == "relu") return torch::relu(x);
+    if (a == "relu2") return torch::square(torch::relu(x));  // ReLUSquaredActivation
+    if (a == "relu6") return torch::clamp(x, 0, 6);
+    if (a == "sigmoid") return torch::sigmoid(x);
+    if (a == "tanh") return torch::tanh(x);
+    if (a == "linear") return x;
+    if (a == "xielu") {
+        // XIELUActivation._xielu_python: the stored scalars go through softplus first.
+        auto alphaP = torch::softplus(lw.actAlphaP);
+        auto alphaN = lw.actBeta + torch::softplus(lw.actAlphaN);
+        return torch::where(x > 0, alphaP * x * x + lw.actBeta * x,
+                            (torch::expm1(torch::minimum(x, lw.actEps)) - x) * alphaN + lw.actBeta * x);
+    }
+    throw Error(dir_ + "/config.json: hidden_act \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
+                "gelu_pytorch_tanh, gelu_new, gelu_fast, quick_gelu, relu, relu2, relu6, sigmoid, tanh, linear, xielu).");
+}
+
+torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
+    // cos, sin: [b, 1, s, rotary_dim]
+    if (family_->rotary == RotaryStyle::AdjacentPairs) {
+        // ERNIE: cos/sin kept in float32, each frequency repeated for its pair, the product in float32.
+        const auto half = cos.size(-1) / 2;
+        auto c = cos.index({"...", Slice(None, half)}).repeat_interleave(2, -1);
+        auto s = sin.index({"...", Slice(None, half)}).repeat_interleave(2, -1);
+        return (x.to(torch::kFloat32) * c + rotateAdjacent(x).to(torch::kFloat32) * s).to(x.scalar_type());
+    }
+    return x * cos + rotateHalf(x) * sin;
+}
+
+torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
+                               const torch::Tensor& mask, Taps* taps) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    const ModelConfig& c = config_;
+    const int64_t b = hidden.size(0), s = hidden.size(1), D = c.headDim;
+    torch::Tensor queryStates, keyStates, valueStates;
+    if (family_->qkv == QkvLayout::FusedPerHead) {
+        // Persimmon: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
+        auto fusedQkv = linear(hidden, lw.qkvProj, lw.qkvProjBias);
+        tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
+        auto split = fusedQkv.view({b, s, c.numHeads, 3, D});
+        queryStates = split.index({"...", 0, Slice()});
+        keyStates = split.index({"...", 1, Slice()});
+        valueStates = split.index({"...", 2, Slice()});
+        if (c.qkNorm) {
+            queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, family_->qkNormKind, D);
+            tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+            keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, family_->qkNormKind, D);
+            tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+        }
+        queryStates = queryStates.transpose(1, 2);
+        keyStates = keyStates.transpose(1, 2);
+        valueStates = valueStates.transpose(1, 2);
+    } else {
+        auto q = linear(hidden, lw.qProj, lw.qProjBias);
+        tapValue(taps, Value::NativeQProjOutput, layer, q);
+        auto k = linear(hidden, lw.kProj, lw.kProjBias);
+        tapValue(taps, Value::NativeKProjOutput, layer, k);
+        auto v = linear(hidden, lw.vProj, lw.vProjBias);
+        tapValue(taps, Value::NativeVProjOutput, layer, v);
+        queryStates = q.view({b, s, -1, D}).transpose(1, 2);
+        keyStates = k.view({b, s, -1, D}).transpose(1, 2);
+        valueStates = v.view({b, s, -1, D}).transpose(1, 2);
+        if (c.qkNorm) {
+            // Apertus: one RMSNorm gain over head_dim shared by every head, before the rotary.
+            queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, family_->qkNormKind, D);
+            tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+            keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, family_->qkNormKind, D);
+            tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+        }
+    }
+    const int64_t rot = c.rotaryDim();
+    if (rot == D) {
+        queryStates = applyRotary(queryStates, cos, sin);
+        keyStates = applyRotary(keyStates, cos, sin);
+    } else {
+        // Partial rotary: only the first rotary_dim dimensions of each head turn; the rest pass unchanged.
+        queryStates = torch::cat({applyRotary(queryStates.index({"...", Slice(None, rot)}), cos, sin),
+                                  queryStates.index({"...", Slice(rot, None)})}, -1);
+        keyStates = torch::cat({applyRotary(keyStates.index({"...", Slice(None, rot)}), cos, sin),
+                                keyStates.index({"...", Slice(rot, None)})}, -1);
+    }
+    tapValue(taps, Value::AttentionQueries, layer, queryStates);
+    tapValue(taps, Value::AttentionKeys, layer, keyStates);
+    tapValue(taps, Value::AttentionValues, layer, valueStates);
+
+    // eager_attention_forward
+    const int64_t groups = c.numHeads / c.numKvHeads;
+    auto keyRep = repeatKv(keyStates, groups);
+    auto valueRep = repeatKv(valueStates, groups);
+    const double scaling = std::pow(static_cast<double>(D), -0.5);
+    auto attnWeights = torch::matmul(queryStates, keyRep.transpose(2, 3)) * scaling;
+    attnWeights = attnWeights + mask;
+    tapValue(taps, Value::AttentionScores, layer, attnWeights);
+    // softmax in float32, then back to the query dtype (transformers upcasts here)
+    attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+    tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
+    auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
+    tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
+    tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
+    auto out = linear(attnOutput.reshape({b, s, -1}), lw.oProj, lw.oProjBias);
+    tapValue(taps, Value::AttentionOutput, layer, out);
+    return out;
+}
+
+torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    torch::Tensor neurons;
+    if (family_->mlp == MlpKind::Gated) {
+        auto gate = linear(hidden, lw.gateProj, lw.gateProjBias);
+        tapValue(taps, Value::NativeGateProjOutput, layer, gate);
+        auto up = linear(hidden, lw.upProj, lw.upProjBias);
+        tapValue(taps, Value::NativeUpProjOutput, layer, up);
+        tapValue(taps, Value::NativeActFnInput, layer, gate);
+        auto act = activation(gate, lw);
+        tapValue(taps, Value::MlpActivation, layer, act);
+        neurons = act * up;
+    } else {
+        auto up = linear(hidden, lw.upProj, lw.upProjBias);
+        tapValue(taps, Value::NativeUpProjOutput, layer, up);
+        tapValue(taps, Value::NativeActFnInput, layer, up);
+        neurons = activation(up, lw);
+        tapValue(taps, Value::MlpActivation, layer, neurons);
+    }
+    tapValue(taps, Value::MlpNeurons, layer, neurons);
+    auto out = linear(neurons, lw.downProj, lw.downProjBias);
+    tapValue(taps, Value::MlpOutput, layer, out);
+    return out;
+}
+
+torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tensor& attentionMaskIn, Taps* taps) const {
+    if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(1) == 0)
+        throw Error("input_ids must be a non-empty [batch, seq] tensor, got " +
+                    (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
+    torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
+    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
+    if (minId < 0 || maxId >= config_.vocabSize)
+        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
+                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+    torch::Tensor attentionMask =
+        attentionMaskIn.defined() ? attentionMaskIn.to(torch::kInt64) : torch::ones_like(inputIds);
+    if (attentionMask.sizes() != inputIds.sizes())
+        throw Error("attention_mask " + shapeOf(attentionMask) + " must have the shape of input_ids " + shapeOf(inputIds) + ".");
+    tapValue(taps, Value::InputIds, -1, inputIds);
+    tapValue(taps, Value::AttentionMask, -1, attentionMask);
+    if (taps) {
+        auto size = torch::tensor({inputIds.size(0), inputIds.size(1)}, torch::TensorOptions().dtype(torch::kInt64));
+        taps->tap(Value::InputSize, -1, size);
+    }
+
+    auto hiddenStates = torch::embedding(embed_, inputIds);
+    tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
+    auto positions = positionIds(attentionMask);
+    auto mask = causalMask(attentionMask, dtype_);
+
+    // Rotary tables: freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to
+    // the compute dtype (ERNIE keeps them in float32).
+    auto freqs = positions.index({"...", None}).to(torch::kFloat32) * rope_.invFreq;
+    auto emb = torch::cat({freqs, freqs}, -1);
+    auto cos = emb.cos() * rope_.attentionScaling;
+    auto sin = emb.sin() * rope_.attentionScaling;
+    if (family_->rotary != RotaryStyle::AdjacentPairs) {
+        cos = cos.to(dtype_);
+        sin = sin.to(dtype_);
+    }
+    cos = cos.unsqueeze(1);
+    sin = sin.unsqueeze(1);
+
+    for (int i = 0; i < config_.numLayers; ++i) {
+        if (taps && !taps->beforeLayer(i)) throw Cancelled{};
+        const LayerWeights& lw = layers_[static_cast<size_t>(i)];
+        tapValue(taps, Value::LayerInput, i, hiddenStates);
+        auto residual = hiddenStates;
+        hiddenStates = norm(hiddenStates, lw.inputNorm, lw.inputNormBias, family_->norm, config_.hiddenSize);
+        tapValue(taps, Value::AttentionNormOutput, i, hiddenStates);
+        hiddenStates = attention(i, hiddenStates, cos, sin, mask, taps);
+        hiddenStates = residual + hiddenStates;
+        tapValue(taps, Value::LayerMid, i, hiddenStates);
+        residual = hiddenStates;
+        hiddenStates = norm(hiddenStates, lw.postAttentionNorm, lw.postAttentionNormBias, family_->norm, config_.hiddenSize);
+        tapValue(taps, Value::MlpNormOutput, i, hiddenStates);
+        tapValue(taps, Value::MlpInput, i, hiddenStates);
+        hiddenStates = mlp(i, hiddenStates, taps);
+        hiddenStates = residual + hiddenStates;
+        tapValue(taps, Value::LayerOutput, i, hiddenStates);
+    }
+    if (taps && !taps->beforeLayer(static_cast<int>(config_.numLayers))) throw Cancelled{};
+    hiddenStates = finalNorm(hiddenStates);
+    tapValue(taps, Value::FinalNormOutput, -1, hiddenStates);
+    auto logits = torch::linear(hiddenStates, lmHead_);
+    tapValue(taps, Value::LmHeadOutput, -1, logits);
+    tapValue(taps, Value::Logits, -1, logits);  // no softcap or scale in these families
+    if (taps) {
+        auto probs = torch::softmax(logits.index({Slice(), -1}).to(torch::kFloat32), -1);
+        taps->tap(Value::NextTokenProbs, -1, probs);
+    }
+    return logits;
+}
+
+}  // namespace nnscope

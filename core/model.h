@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include "config.h"
+#include "family.h"
+#include "rope.h"
+#include "safetensors.h"
+#include "taps.h"
+#include "tokenizer.h"
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// How to load a checkpoint.
+struct LoadOptions {
+    /// The dtype the forward pass computes in: float32 (default) or bfloat16 (computed the way transformers
+    /// does: norm statistics, softmax and ERNIE's rotary in float32, everything else in bfloat16).
+    torch::ScalarType dtype = torch::kFloat32;
+    /// Load the tokenizer too (a folder without one still loads; encode() then throws).
+    bool loadTokenizer = true;
+
+    LoadOptions& withDtype(torch::ScalarType d) { dtype = d; return *this; }
+    LoadOptions& withTokenizer(bool t) { loadTokenizer = t; return *this; }
+};
+
+/// Parses a dtype name ("float32", "f32", "bfloat16", "bf16"). Throws nnscope::Error for others.
+torch::ScalarType parseDtype(const std::string& name);
+/// "float32" / "bfloat16".
+std::string dtypeName(torch::ScalarType t);
+
+/// One block's weights, in the compute dtype (undefined tensors where the family or config has none).
+struct LayerWeights {
+    torch::Tensor inputNorm, inputNormBias, postAttentionNorm, postAttentionNormBias;
+    torch::Tensor qProj, qProjBias, kProj, kProjBias, vProj, vProjBias, qkvProj, qkvProjBias, oProj, oProjBias;
+    torch::Tensor qNorm, qNormBias, kNorm, kNormBias;
+    torch::Tensor gateProj, gateProjBias, upProj, upProjBias, downProj, downProjBias;
+    torch::Tensor actAlphaP, actAlphaN, actBeta, actEps;  ///< xIELU parameters (raw, before softplus), [1]
+};
+
+/// A loaded checkpoint: config, family, weights (memory-mapped; converted only when the compute dtype
+/// differs from the stored one) and tokenizer. Immutable after load, so one Model can serve several
+/// threads' forward passes.
+class Model {
+public:
+    /// Opens the checkpoint folder `dir`: config.json (family found by model_type / architectures),
+    /// the safetensors weights (every tensor checked against the shape the config implies), the tokenizer.
+    /// Throws nnscope::Error naming the file and the problem.
+    static std::shared_ptr<const Model> load(const std::string& dir, const LoadOptions& options = {});
+
+    const std::string& dir() const { return dir_; }
+    const ModelConfig& config() const { return config_; }
+    const Family& family() const { return *family_; }
+    torch::ScalarType dtype() const { return dtype_; }
+    /// The tokenizer, or nullptr when the folder has none (tokenizerError() says why).
+    const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    const std::string& tokenizerError() const { return tokenizerError_; }
+    const WeightStore& weights() const { return *store_; }
+    const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
+    const torch::Tensor& embedTokens() const { return embed_; }
+    const torch::Tensor& lmHead() const { return lmHead_; }
+    /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
+    bool headTied() const { return tied_; }
+    const RopeTables& rope() const { return rope_; }
+
+    /// The forward pass of the family's decoder, written once (HF's modeling_<family>.py order).
+    /// inputIds: int64 [batch, seq]; attentionMask: int64 [batch, seq] (1 = token, 0 = left padding) or undefined
+    /// (all ones). Every value is passed through `taps` where it is computed (may be nullptr).
+    /// Returns the logits [batch, seq, vocab_size] in the compute dtype. Must run under c10::InferenceMode or
+    /// torch::NoGradGuard. Throws nnscope::Error on bad input shapes or ids, nnscope::Cancelled on cancel.
+    torch::Tensor forward(const torch::Tensor& inputIds, const torch::Tensor& attentionMask, Taps* taps) const;
+
+    /// The logit lens: lm_head(norm(hidden)), hidden [..., hidden_size] -> [..., vocab_size] (compute dtype).
+    torch::Tensor projectOnVocab(const torch::Tensor& hidden) const;
+    /// The final norm alone (what lm_head reads), [..., hidden_size].
+    torch::Tensor finalNorm(const torch::Tensor& hidden) const;
+
+    /// Position ids of a left-padded batch: cumsum(mask) - 1, clamped at 0 on the padding, so each row's real
+    /// tokens sit at 0, 1, 2, ... as when the prompt runs alone (generate()'s rule). [batch, seq] int64.
+    static torch::Tensor positionIds(const torch::Tensor& attentionMask);
+    /// The additive attention mask [batch, 1, query, key] in `dtype`: 0 where key <= query and the key is
+    /// not padding, finfo(dtype).min elsewhere (transformers' eager_mask).
+    static torch::Tensor causalMask(const torch::Tensor& attentionMask, torch::ScalarType dtype);
+
+private:
+    Model() = default;
+    torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const;
+    torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;
+    torch::Tensor attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
+                            const torch::Tensor& mask, Taps* taps) const;
+    torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
+    torch::Tensor applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
+
+    std::string dir_;
+    ModelConfig config_;
+    const Family* family_ = nullptr;
+    torch::ScalarType dtype_ = torch::kFloat32;
+    std::unique_ptr<WeightStore> store_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::string tokenizerError_;
+    torch::Tensor embed_, finalNorm_, finalNormBias_, lmHead_;
+    bool tied_ = false;
+    std::vector<LayerWeights> layers_;
+    RopeTables rope_;
+};
+
+}  // namespace nnscope

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <torch/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// One .safetensors file, memory-mapped read-only.
+///
+/// The format (huggingface/safetensors): an 8-byte little-endian header length N, N bytes of JSON
+/// mapping each tensor name to {dtype, shape, data_offsets:[begin, end]} (offsets relative to the byte
+/// after the header) plus an optional "__metadata__" object of strings, then the data.
+/// Every header is checked when the file is opened: the length fits in the file, the JSON parses, each
+/// dtype is known, each shape × dtype size equals its byte range, every range lies inside the file and no
+/// two ranges overlap. Any failure throws nnscope::Error naming the file (and the tensor).
+class SafetensorsFile {
+public:
+    struct Entry {
+        torch::ScalarType dtype;
+        std::vector<int64_t> shape;
+        size_t begin = 0;  ///< absolute byte offset in the file
+        size_t end = 0;
+    };
+
+    /// Maps `path` and validates its header. Throws nnscope::Error.
+    explicit SafetensorsFile(const std::string& path);
+    ~SafetensorsFile();
+    SafetensorsFile(const SafetensorsFile&) = delete;
+    SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+    const std::string& path() const { return path_; }
+    bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+    const std::map<std::string, Entry>& entries() const { return entries_; }
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+    /// A tensor viewing the mapped bytes (no copy; read-only memory: clone before writing to it).
+    /// Keeps the mapping alive for as long as the tensor lives. Throws nnscope::Error when absent.
+    torch::Tensor tensor(const std::string& name) const;
+
+private:
+    struct Mapping;
+    std::string path_;
+    std::shared_ptr<Mapping> map_;
+    std::map<std::string, Entry> entries_;
+    std::map<std::string, std::string> metadata_;
+};
+
+/// The weights of a checkpoint folder: `model.safetensors`, or the shards that
+/// `model.safetensors.index.json` lists. Pickled weights (pytorch_model.bin, *.pt, *.pth, *.ckpt) are
+/// refused: unpickling can run arbitrary code.
+class WeightStore {
+public:
+    /// Opens every weight file of `dir`. Throws nnscope::Error naming the file and the problem.
+    explicit WeightStore(const std::string& dir);
+
+    bool contains(const std::string& name) const { return where_.count(name) != 0; }
+    /// The tensor `name` as stored (dtype of the file). Throws nnscope::Error naming the tensor and the
+    /// folder when it is missing.
+    torch::Tensor get(const std::string& name) const;
+    /// The tensor `name`, checked to have `shape` (throws nnscope::Error printing both shapes).
+    torch::Tensor get(const std::string& name, const std::vector<int64_t>& shape) const;
+    /// Every tensor name across the files.
+    std::vector<std::string> names() const;
+    /// The file that holds `name` (for messages).
+    std::string fileOf(const std::string& name) const;
+    const std::string& dir() const { return dir_; }
+
+private:
+    std::string dir_;
+    std::vector<std::unique_ptr<SafetensorsFile>> files_;
+    std::map<std::string, size_t> where_;
+};
+
+/// Writes `tensors` (name → tensor, any of F32/F16/BF16/I64/I32/U8/BOOL) and string `metadata` to a
+/// .safetensors file at `path`, atomically: the bytes go to a temporary file beside it that is renamed
+/// only when everything was written, so a failure leaves nothing half-written. Throws nnscope::Error.
+void writeSafetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata);
+
+/// Writes one tensor to a NumPy .npy file (format 1.0, little-endian, C order), atomically.
+void writeNpy(const std::string& path, const torch::Tensor& tensor);
+/// Reads a .npy file (float32/float64/float16/int64/int32, C order) into a tensor. Throws nnscope::Error.
+torch::Tensor readNpy(const std::string& path);
+
+/// Writes `data` to `path` atomically (temporary file + rename). Throws nnscope::Error naming the path.
+void writeFileAtomically(const std::string& path, const std::string& data);
+
+/// The safetensors dtype string of a scalar type ("F32", "BF16", ...). Throws for unsupported types.
+std::string safetensorsDtypeName(torch::ScalarType t);
+
+}  // namespace nnscope

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include "model.h"
+#include "values.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// One row of the support table ("values, by host").
+struct SupportRow {
+    Host host;
+    std::string hostPath;   ///< "model", "model.layers[i]", "model.layers[i].self_attn", "model.layers[i].mlp"
+    std::string hostClass;  ///< "LlamaForCausalLM", "LlamaDecoderLayer", "LlamaAttention", "LlamaMLP"
+    Value value;
+    std::string name;       ///< standard name
+    std::string layout;     ///< "Queries [batch num_heads seq qk_head_dim]"
+    std::string description;
+    std::string readAt;     ///< with the family's module names
+    bool eagerOnly = false; ///< ⚠︎: transformers has it only under attn_implementation="eager"
+    bool readOnly = false;
+};
+
+/// The HF class name of a host for this family (e.g. "Ernie4_5DecoderLayer").
+std::string hostClass(const Family& family, Host host);
+/// The support table of a family, in the seeds' order.
+std::vector<SupportRow> supportTable(const Family& family);
+/// The support table as JSON: {"family", "architecture", "sizes": {...}, "hosts": [{"host", "class", "values": [...]}]}.
+nlohmann::json supportJson(const Model& model);
+/// The support table as text, one block per host (as `nnscope support` prints it).
+std::string supportText(const Model& model);
+/// The standard sizes: num_layers, hidden_size, num_heads, num_kv_heads, head_dim, qk_head_dim, vocab_size,
+/// intermediate_size.
+std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& config);
+/// What print(model) shows under nnterp: the native modules with their shapes, the standard names and every
+/// standard value with its layout (the seeds' "Printout").
+std::string printout(const Model& model);
+/// Python's repr() of a float (1e-05, 0.5, 0.0), for printouts that match transformers'.
+std::string pythonFloat(double v);
+
+}  // namespace nnscope

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+#include "trace.h"
+
+#include "edit.h"
+#include "error.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+using namespace torch::indexing;
+
+namespace nnscope {
+
+const char* version() { return "0.1.0"; }
+
+void configureThreads(int threads) {
+    if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    at::set_num_threads(threads);
+}
+
+namespace {
+
+const char* hostPrefix(Host h) {
+    switch (h) {
+        case Host::Attention: return "self_attn.";
+        case Host::Mlp: return "mlp.";
+        default: return "";
+    }
+}
+
+// Native spellings that name a standard value (nnsight module paths).
+struct Alias {
+    Host host;
+    const char* suffix;  // after "layers.{i}." (block hosts) or the bare root path
+    Value value;
+};
+const Alias kAliases[] = {
+    {Host::Model, "embed_tokens.output", Value::TokenEmbeddings}, {Host::Model, "norm.output", Value::FinalNormOutput},
+    {Host::Model, "lm_head.output", Value::LmHeadOutput},        {Host::Layer, "input", Value::LayerInput},
+    {Host::Layer, "output", Value::LayerOutput},                  {Host::Layer, "input_layernorm.output", Value::AttentionNormOutput},
+    {Host::Layer, "post_attention_layernorm.input", Value::LayerMid},
+    {Host::Layer, "post_attention_layernorm.output", Value::MlpNormOutput}, {Host::Layer, "mlp.input", Value::MlpInput},
+    {Host::Layer, "self_attn.output", Value::AttentionOutput},   {Host::Layer, "mlp.output", Value::MlpOutput},
+    {Host::Layer, "mlp.act_fn.output", Value::MlpActivation},   {Host::Layer, "mlp.down_proj.input", Value::MlpNeurons},
+    {Host::Layer, "self_attn.input", Value::AttentionNormOutput},
+};
+
+bool globMatch(const char* p, const char* s) {
+    if (*p == 0) return *s == 0;
+    if (*p == '*') return globMatch(p + 1, s) || (*s && globMatch(p, s + 1));
+    return *s && *p == *s && globMatch(p + 1, s + 1);
+}
+
+class TraceTaps : public Taps {
+public:
+    TraceTaps(const Model& m, const TraceOptions& o) : model_(m), options_(o) {
+        for (const auto& k : o.save) wanted_.insert(k);
+        wanted_.insert({Value::NextTokenProbs, -1});  // always reported (top-k), saved or not
+    }
+    void tap(Value v, int layer, torch::Tensor& t) override {
+        if (options_.intervention && options_.intervention->touches(v, layer)) options_.intervention->apply(v, layer, t);
+        const ValueKey key{v, layer};
+        if (wanted_.count(key)) saved_[key] = t;  // a reference: the pass never writes into a tensor in place
+    }
+    bool beforeLayer(int layer) override {
+        if (options_.progress) options_.progress(layer, static_cast<int>(model_.config().numLayers));
+        return !(options_.cancel && options_.cancel->load());
+    }
+    std::map<ValueKey, torch::Tensor> saved_;
+
+private:
+    const Model& model_;
+    const TraceOptions& options_;
+    std::set<ValueKey> wanted_;
+};
+
+}  // namespace
+
+std::string valuePath(const Family& family, const ValueKey& key) {
+    const ValueInfo& info = valueInfo(key.value);
+    if (static_cast<int>(key.value) >= kNumStandardValues) return family.nativeValuePath(key.value, key.layer);
+    if (info.host == Host::Model) return info.name;
+    return "layers." + std::to_string(key.layer) + "." + hostPrefix(info.host) + info.name;
+}
+
+std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
+    std::vector<ValueKey> out;
+    const int n = static_cast<int>(model.config().numLayers);
+    for (Value v : standardValues())
+        if (valueInfo(v).host == Host::Model) out.push_back({v, -1});
+    for (int i = 0; i < n; ++i)
+        for (Value v : standardValues())
+            if (valueInfo(v).host != Host::Model) out.push_back({v, i});
+    if (includeNative)
+        for (int i = 0; i < n; ++i)
+            for (int v = kNumStandardValues; v < kNumValues; ++v)
+                if (model.family().hasValue(static_cast<Value>(v))) out.push_back({static_cast<Value>(v), i});
+    return out;
+}
+
+ValueKey parseValuePath(const Model& model, const std::string& path) {
+    const Family& fam = model.family();
+    const int n = static_cast<int>(model.config().numLayers);
+    for (const auto& key : allValueKeys(model, true))
+        if (valuePath(fam, key) == path) return key;
+    // aliases, including every native alias of a module ("o_proj/dense")
+    int layer = -1;
+    std::string rest = path;
+    if (path.rfind("layers.", 0) == 0) {
+        const auto dot = path.find('.', 7);
+        try {
+            layer = std::stoi(path.substr(7, dot - 7));
+        } catch (...) {
+            throw Error("value path '" + path + "': expected layers.<block>.<name>.");
+        }
+        if (layer < 0) layer += n;
+        if (layer < 0 || layer >= n)
+            throw Error("value path '" + path + "': block " + path.substr(7, dot - 7) + " is out of range (the model has " +
+                        std::to_string(n) + " blocks, 0 to " + std::to_string(n - 1) + ").");
+        rest = dot == std::string::npos ? "" : path.substr(dot + 1);
+        for (const auto& key : allValueKeys(model, true))
+            if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
+    }
+    for (const auto& a : kAliases)
+        if ((a.host == Host::Model) == (layer < 0) && rest == a.suffix) return {a.value, layer};
+    if (layer >= 0) {
+        for (int v = kNumStandardValues; v < kNumValues; ++v) {
+            const Value val = static_cast<Value>(v);
+            const std::string canonical = fam.nativeValuePath(val, layer);
+            std::string why;
+            if (canonical.empty()) continue;
+            // compare with every alias of the module name
+            const ValueInfo& info = valueInfo(val);
+            const std::string host = info.host == Host::Attention ? "self_attn." : "mlp.";
+            for (int m = 0; m < static_cast<int>(Module::Count); ++m) {
+                const std::string label = fam.moduleLabel(static_cast<Module>(m));
+                if (label.empty()) continue;
+                size_t start = 0;
+                while (start <= label.size()) {
+                    const size_t slash = label.find('/', start);
+                    const std::string alias = label.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+                    if (rest == host + alias + "." + info.name && canonical.find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
+                        if (!fam.hasValue(val, &why)) throw Error("value path '" + path + "': " + why + ".");
+                        return {val, layer};
+                    }
+                    if (slash == std::string::npos) break;
+                    start = slash + 1;
+                }
+            }
+        }
+    }
+    throw Error("unknown value path '" + path + "'. Valid paths look like 'logits', 'layers.0.layer_output', "
+                "'layers.0.self_attn.attention_probabilities', 'layers.0.mlp.mlp_neurons' (see `nnscope support`).");
+}
+
+std::vector<ValueKey> matchValues(const Model& model, const std::string& pattern) {
+    if (pattern == "all") return allValueKeys(model, false);
+    if (pattern.find('*') == std::string::npos) return {parseValuePath(model, pattern)};
+    std::vector<ValueKey> out;
+    for (const auto& key : allValueKeys(model, true))
+        if (globMatch(pattern.c_str(), valuePath(model.family(), key).c_str())) out.push_back(key);
+    if (out.empty()) throw Error("--save pattern '" + pattern + "' matches no value of this model (see `nnscope support`).");
+    return out;
+}
+
+Batch batchFromIds(const std::vector<std::vector<int64_t>>& ids, int64_t padId) {
+    Batch b;
+    b.ids = ids;
+    b.padId = padId;
+    size_t maxLen = 0;
+    for (const auto& row : ids) {
+        if (row.empty()) throw Error("a prompt has no tokens: nothing to run.");
+        maxLen = std::max(maxLen, row.size());
+    }
+    if (ids.empty()) throw Error("no prompt given.");
+    const auto n = static_cast<int64_t>(ids.size()), s = static_cast<int64_t>(maxLen);
+    b.inputIds = torch::full({n, s}, padId, torch::TensorOptions().dtype(torch::kInt64));
+    b.attentionMask = torch::zeros({n, s}, torch::TensorOptions().dtype(torch::kInt64));
+    for (int64_t r = 0; r < n; ++r) {
+        const auto& row = ids[static_cast<size_t>(r)];
+        const int64_t off = s - static_cast<int64_t>(row.size());
+        for (size_t j = 0; j < row.size(); ++j) b.inputIds[r][off + static_cast<int64_t>(j)] = row[j];
+        b.attentionMask.index_put_({r, Slice(off, None)}, 1);
+    }
+    return b;
+}
+
+Batch encodeBatch(const Model& model, const std::vector<std::string>& prompts) {
+    const Tokenizer* tok = model.tokenizer();
+    if (!tok) throw Error("cannot tokenize: " + model.tokenizerError());
+    std::vector<std::vector<int64_t>> ids;
+    for (const auto& p : prompts) {
+        auto row = tok->encode(p, true);
+        if (row.empty())
+            throw Error("the prompt \"" + p + "\" tokenizes to nothing (" + tok->sourceFile() +
+                        " adds no BOS token), so there is no position to run.");
+        ids.push_back(std::move(row));
+    }
+    const auto& c = model.config();
+    const int64_t pad = c.padTokenId.value_or(c.eosTokenId.value_or(0));
+    Batch b = batchFromIds(ids, pad >= 0 && pad < c.vocabSize ? pad : 0);
+    b.prompts = prompts;
+    return b;
+}
+
+torch::Tensor TraceResult::value(const ValueKey& key) const {
+    for (const auto& [k, t] : values)
+        if (k == key) return t;
+    return {};
+}
+
+TraceResult trace(const Model& model, const Batch& batch, const TraceOptions& options) {
+    c10::InferenceMode guard;
+    TraceResult result;
+    result.batch = batch;
+    TraceTaps taps(model, options);
+    if (options.intervention) options.intervention->begin();
+    model.forward(batch.inputIds, batch.attentionMask, &taps);
+    const ValueKey probsKey{Value::NextTokenProbs, -1};
+    result.nextTokenProbs = taps.saved_.at(probsKey);
+    for (const auto& k : options.save) {
+        auto it = taps.saved_.find(k);
+        if (it != taps.saved_.end()) result.values.emplace_back(k, it->second);
+    }
+    return result;
+}
+
+std::vector<std::vector<TokenProb>> topK(const Model& model, const torch::Tensor& probs, int k) {
+    std::vector<std::vector<TokenProb>> out;
+    k = std::min<int>(k, static_cast<int>(probs.size(-1)));
+    auto [values, indices] = probs.to(torch::kFloat32).topk(k, -1);
+    for (int64_t r = 0; r < probs.size(0); ++r) {
+        std::vector<TokenProb> row;
+        for (int j = 0; j < k; ++j) {
+            const int64_t id = indices[r][j].item<int64_t>();
+            const std::string text = model.tokenizer() ? model.tokenizer()->tokenLabel(id) : std::to_string(id);
+            row.push_back({id, text, values[r][j].item<double>()});
+        }
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+std::vector<int64_t> generateGreedy(const Model& model, const std::vector<int64_t>& ids, int maxNewTokens, bool stopAtEos,
+                                    const std::atomic<bool>* cancel) {
+    c10::InferenceMode guard;
+    if (ids.empty()) throw Error("generate needs at least one token to start from.");
+    std::vector<int64_t> out = ids;
+    const auto eos = model.config().eosTokenId;
+    for (int step = 0; step < maxNewTokens; ++step) {
+        if (cancel && cancel->load()) throw Cancelled{};
+        auto input = torch::tensor(out, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
+        auto logits = model.forward(input, {}, nullptr);
+        const int64_t next = logits.index({0, -1}).argmax().item<int64_t>();
+        out.push_back(next);
+        if (stopAtEos && eos && next == *eos) break;
+    }
+    return out;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#include "values.h"
+
+#include <map>
+
+namespace nnscope {
+namespace {
+
+// The descriptions and read-at places are nnterp's (shared/seeds support tables).
+const std::vector<ValueInfo>& table() {
+    static const std::vector<ValueInfo> t = {
+        {Value::Logits, "logits", Host::Model, "Logits", {"batch", "seq", "vocab_size"},
+         "The logits the model returns, after anything it does past lm_head (a softcap, a scale)", "the module's own output"},
+        {Value::TokenEmbeddings, "token_embeddings", Host::Model, "Residual", {"batch", "seq", "hidden_size"},
+         "The embedding module's output; layers[0].input is what enters the first block", "the child module {embed_tokens}'s output"},
+        {Value::FinalNormOutput, "final_norm_output", Host::Model, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream after the final norm, what lm_head reads", "the child module {norm}'s output"},
+        {Value::LmHeadOutput, "lm_head_output", Host::Model, "Logits", {"batch", "seq", "vocab_size"},
+         "The head's logits before anything the model does past lm_head (a softcap, a scale)", "the child module {lm_head}'s output"},
+        {Value::NextTokenProbs, "next_token_probs", Host::Model, "NextTokenProbs", {"batch", "vocab_size"},
+         "The next-token distribution at the last position; derived, read-only", "the module's own output", true},
+        {Value::InputIds, "input_ids", Host::Model, "Tokens", {"batch", "seq"}, "The token ids the model was called with",
+         "the module's own input"},
+        {Value::AttentionMask, "attention_mask", Host::Model, "Tokens", {"batch", "seq"},
+         "The attention mask the model was called with; zeros are padding", "the module's own input"},
+        {Value::InputSize, "input_size", Host::Model, "scalar", {"batch", "seq"}, "[batch, seq] of the current call; read-only",
+         "the module's own input", true},
+        {Value::LayerInput, "layer_input", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream entering the block", "the module's own input"},
+        {Value::AttentionNormOutput, "attention_norm_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The normed stream entering the attention", "the child module {input_layernorm}'s output"},
+        {Value::LayerMid, "layer_mid", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream after the attention add", "the child module {post_attention_layernorm}'s input"},
+        {Value::MlpNormOutput, "mlp_norm_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The normed stream entering the MLP", "the child module {post_attention_layernorm}'s output"},
+        {Value::MlpInput, "mlp_input", Host::Layer, "Residual", {"batch", "seq", "hidden_size"}, "What the MLP is called with",
+         "the child module {mlp}'s input"},
+        {Value::LayerOutput, "layer_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream leaving the block, a tensor even when the block returns a tuple", "the module's own output"},
+        {Value::AttentionQueries, "attention_queries", Host::Attention, "Queries", {"batch", "num_heads", "seq", "qk_head_dim"},
+         "The queries entering attention", "inside the forward: the arguments of attention_interface_1, element 1", false, true},
+        {Value::AttentionKeys, "attention_keys", Host::Attention, "Keys", {"batch", "num_kv_heads", "seq", "qk_head_dim"},
+         "The keys entering attention", "inside the forward: the arguments of attention_interface_1, element 2", false, true},
+        {Value::AttentionValues, "attention_values", Host::Attention, "Values", {"batch", "num_kv_heads", "seq", "head_dim"},
+         "The values entering attention", "inside the forward: the arguments of attention_interface_1, element 3", false, true},
+        {Value::AttentionScores, "attention_scores", Host::Attention, "Pattern", {"batch", "num_heads", "query", "key"},
+         "The attention scores entering the softmax, masked",
+         "inside the forward: the input of nn_functional_softmax_0 inside attention_interface_1", false, true},
+        {Value::AttentionPremix, "attention_premix", Host::Attention, "HeadOutputs", {"batch", "seq", "num_heads", "head_dim"},
+         "Every head's output side by side, as the output projection takes it", "the child module {o_proj}'s input"},
+        {Value::AttentionOutput, "attention_output", Host::Attention, "Residual", {"batch", "seq", "hidden_size"},
+         "What the attention adds to the residual stream", "the module's own output"},
+        {Value::AttentionProbabilities, "attention_probabilities", Host::Attention, "Pattern", {"batch", "num_heads", "query", "key"},
+         "The attention pattern the values are mixed with",
+         "inside the forward: the output of nn_functional_dropout_0 inside attention_interface_1", false, true},
+        {Value::AttentionHeadOutputs, "attention_head_outputs", Host::Attention, "HeadOutputs", {"batch", "seq", "num_heads", "head_dim"},
+         "The per-head outputs before the output projection", "inside the forward: the output of attention_interface_1, element 0",
+         false, true},
+        {Value::MlpActivation, "mlp_activation", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "The activation function's output", "the child module {act_fn}'s output"},
+        {Value::MlpNeurons, "mlp_neurons", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "What the down projection receives: act(gate)·up on a gated MLP, the activation itself otherwise",
+         "the child module {down_proj}'s input"},
+        {Value::MlpOutput, "mlp_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
+         "What the MLP adds to the residual stream", "the module's own output"},
+        // native values: `name` is the suffix after the module path
+        {Value::NativeQProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*head_dim"},
+         "q_proj's output: the queries before any norm or rotary", "the child module {q_proj}'s output"},
+        {Value::NativeKProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_kv_heads*head_dim"},
+         "k_proj's output: the keys before any norm or rotary", "the child module {k_proj}'s output"},
+        {Value::NativeVProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_kv_heads*head_dim"},
+         "v_proj's output", "the child module {v_proj}'s output"},
+        {Value::NativeQkvProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*3*head_dim"},
+         "The fused projection's output, laid out head by head [num_heads, 3, head_dim]", "the child module {qkv_proj}'s output"},
+        {Value::NativeQNormOutput, "output", Host::Attention, "Queries", {"batch", "seq", "num_heads", "head_dim"},
+         "The per-head query norm's output, before the rotary", "the child module {q_norm}'s output"},
+        {Value::NativeKNormOutput, "output", Host::Attention, "Keys", {"batch", "seq", "num_kv_heads", "head_dim"},
+         "The per-head key norm's output, before the rotary", "the child module {k_norm}'s output"},
+        {Value::NativeGateProjOutput, "output", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "gate_proj's output: the gate's pre-activations", "the child module {gate_proj}'s output"},
+        {Value::NativeUpProjOutput, "output", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "up_proj's output", "the child module {up_proj}'s output"},
+        {Value::NativeActFnInput, "input", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "The activation function's input: the pre-activations", "the child module {act_fn}'s input"},
+    };
+    return t;
+}
+
+}  // namespace
+
+const ValueInfo& valueInfo(Value v) { return table().at(static_cast<size_t>(v)); }
+
+const std::vector<Value>& standardValues() {
+    // The seeds' order inside each host: attention lists premix and output before the interior probabilities.
+    static const std::vector<Value> order = {
+        Value::Logits, Value::TokenEmbeddings, Value::FinalNormOutput, Value::LmHeadOutput, Value::NextTokenProbs,
+        Value::InputIds, Value::AttentionMask, Value::InputSize,
+        Value::LayerInput, Value::AttentionNormOutput, Value::LayerMid, Value::MlpNormOutput, Value::MlpInput, Value::LayerOutput,
+        Value::AttentionQueries, Value::AttentionKeys, Value::AttentionValues, Value::AttentionScores, Value::AttentionPremix,
+        Value::AttentionOutput, Value::AttentionProbabilities, Value::AttentionHeadOutputs,
+        Value::MlpActivation, Value::MlpNeurons, Value::MlpOutput};
+    return order;
+}
+
+std::optional<Value> standardValueByName(const std::string& name) {
+    for (Value v : standardValues())
+        if (name == valueInfo(v).name) return v;
+    return std::nullopt;
+}
+
+const char* hostPath(Host h) {
+    switch (h) {
+        case Host::Model: return "model";
+        case Host::Layer: return "model.layers[i]";
+        case Host::Attention: return "model.layers[i].self_attn";
+        case Host::Mlp: return "model.layers[i].mlp";
+    }
+    return "";
+}
+
+std::string layoutString(const ValueInfo& info) {
+    if (info.id == Value::InputSize) return "scalar [batch, seq]";
+    std::string s = std::string(info.layout) + " [";
+    for (size_t i = 0; i < info.axes.size(); ++i) s += (i ? " " : "") + std::string(info.axes[i]);
+    return s + "]";
+}
+
+}  // namespace nnscope

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+//
+// ERNIE 4.5 dense (Ernie4_5ForCausalLM).
+//
+// Llama's tree and Llama's block. Two differences: the rotary embedding turns adjacent pairs (2i, 2i+1) and is
+// computed in float32 (transformers' "glm rope style ... full precision"), and every projection's bias follows one
+// config key, use_bias. The query heads together may be wider than the stream (0.3B: q_proj 1024 -> 2048).
+#include "families/families.h"
+
+namespace nnscope {
+
+Family ernie4_5Family() {
+    Family f = llamaFamily();
+    f.modelType = "ernie4_5";
+    f.architectures = {"Ernie4_5ForCausalLM"};
+    f.title = "ERNIE 4.5";
+    f.classPrefix = "Ernie4_5";
+    f.summary = "Llama's pre-norm block whose rotary embedding turns adjacent pairs of dimensions, with query heads that "
+                "together are wider than the residual stream.";
+    f.quirks = {"Adjacent-pair rotary", "Wide heads", "Grouped-query attention", "Tied embeddings"};
+    f.description =
+        "ERNIE 4.5 dense (Ernie4_5ForCausalLM).\n\nLlama's tree and Llama's block: model.{embed_tokens, layers[i].{input_layernorm, "
+        "self_attn, post_attention_layernorm, mlp}, norm} and lm_head, the residual added in the block, attention through the "
+        "shared eager forward.";
+    f.notes = {
+        {"The block, in order",
+         "Llama's pre-norm block and Llama's names. Nothing norms a sublayer's output, so attention_output is o_proj's output "
+         "and mlp_output the MLP's, and layers[i].input + attention_output + mlp_output == layer_output. Every projection has a "
+         "bias exactly when use_bias is true.",
+         {"contribution_identity"}},
+        {"The heads are wider than the stream",
+         "num_heads × head_dim may exceed hidden_size (0.3B: 16 heads of 128 over a stream of 1024), so q_proj widens and o_proj "
+         "narrows. The query heads share num_kv_heads key/value heads.",
+         {}},
+        {"Rotary turns adjacent pairs",
+         "The rotary embedding rotates dimensions (2i, 2i + 1) of each query and key head together, at frequency "
+         "rope_theta ** (−2i / head_dim), in float32; Llama's rotates i with i + head_dim/2. At position 0 attention_queries "
+         "is q_proj's output split into heads, and at position 1 dimensions 0 and 1 are that pair turned by one radian. A probe "
+         "that splits heads into halves, as rotate_half does, pairs the wrong dimensions here.",
+         {"rotation_position1"}},
+        {"The readout",
+         "logits is lm_head's output, with no cap or scale, and the logit lens at the last block equals the logits. On 0.3B "
+         "lm_head is embed_tokens' matrix (tie_word_embeddings).",
+         {"lens_equals_logits", "tied_head"}},
+        {"Tokenizer", "The tokenizer prepends <s>.", {"bos_prepended"}},
+    };
+    f.rotary = RotaryStyle::AdjacentPairs;
+    f.configDefaults.update({{"vocab_size", 103424}, {"hidden_size", 1024}, {"intermediate_size", 3072},
+                             {"num_hidden_layers", 18}, {"num_attention_heads", 16}, {"num_key_value_heads", 2},
+                             {"hidden_act", "silu"}, {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5},
+                             {"pad_token_id", 0}, {"bos_token_id", 1}, {"eos_token_id", 2}, {"tie_word_embeddings", true},
+                             {"rope_theta", 500000.0}, {"use_bias", false}, {"head_dim", 128}});
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        cfg::readCommon(j, file, fam.epsKey, c);
+        c.attentionBias = c.oProjBias = c.mlpBias = cfg::getBool(j, "use_bias", false, file);  // one key for every projection
+    };
+    return f;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+//
+// Persimmon (PersimmonForCausalLM).
+//
+// Llama's sequential block with LayerNorms (weight and bias) and biased projections everywhere. The attention cuts
+// queries, keys and values per head from one fused query_key_value whose output is laid out [num_heads, 3, head_dim];
+// under qk_layernorm it LayerNorms each query and key head (one weight shared by every head), then turns only the
+// first partial_rotary_factor of each head. The MLP is dense_h_to_4h -> act -> dense_4h_to_h with no gate; the block's
+// dropout after it is the identity in eval. The final norm is final_layernorm. nnterp's standard names alias the
+// native ones: o_proj/dense, down_proj/dense_4h_to_h, act_fn/act.
+#include "families/families.h"
+
+#include "core/error.h"
+
+namespace nnscope {
+
+Family persimmonFamily() {
+    Family f = llamaFamily();
+    f.modelType = "persimmon";
+    f.architectures = {"PersimmonForCausalLM"};
+    f.title = "Persimmon";
+    f.classPrefix = "Persimmon";
+    f.summary = "Llama's sequential block with LayerNorms; the attention cuts queries, keys and values per head from one "
+                "fused projection and norms each query and key head before the rotary.";
+    f.quirks = {"Biased q, k, v", "Query/key norms", "Partial rotary", "Squared ReLU", "LayerNorm"};
+    f.description =
+        "Persimmon (PersimmonForCausalLM).\n\nLlama's tree with Persimmon's final norm: model.{embed_tokens, layers[i].{input_layernorm, "
+        "self_attn, post_attention_layernorm, mlp}, final_layernorm} and lm_head; the residual added in the block, attention "
+        "through the shared eager forward. The norms are nn.LayerNorm. The attention projects queries, keys and values with one "
+        "fused query_key_value, norms the queries and keys per head (q_layernorm, k_layernorm, under qk_layernorm) and applies "
+        "the rotary embedding to partial_rotary_factor of each head, all before the interface. The MLP is "
+        "dense_h_to_4h/dense_4h_to_h with no gate; the block's own dropout after it is the identity in eval.";
+    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))",
+                       "out = h + dropout(mlp(post_attention_layernorm(h)))     # dropout is the identity in eval",
+                       "mlp(z) = dense_4h_to_h(act(dense_h_to_4h(z)))"};
+    f.notes = {
+        {"The block, in order",
+         "The block returns a bare tensor, and nothing but the eval-mode dropout sits between a sublayer and the stream, so "
+         "layers[i].input + attention_output + mlp_output == layer_output. Every norm is a LayerNorm with a weight and a bias, "
+         "and every projection has a bias.",
+         {"contribution_identity"}},
+        {"Queries, keys and values are cut per head from one projection",
+         "query_key_value is one biased linear map from the width to three times the width, laid out head by head: head h's "
+         "query, key and value are three consecutive head_dim blocks. With W = weight.view(H, 3, D, hidden) and "
+         "b = bias.view(H, 3, D), attention_values = einsum(\"bsx,hdx->bhsd\", h, W[:, 2]) + b[:, 2]. Every head has its own "
+         "keys and values.",
+         {"fused_qkv_values"}},
+        {"Queries and keys are normed per head, then part of each is turned",
+         "Under qk_layernorm, q_layernorm and k_layernorm are LayerNorms over head_dim applied to the split queries and keys "
+         "before the rotary, which turns only the first partial_rotary_factor of each head; the rest carries no position, so "
+         "the last part of attention_queries is the normed projection unchanged. An edit to the query slices of "
+         "query_key_value's output is re-centred and rescaled by the norm; an edit to attention_queries is not.",
+         {"unrotated_half"}},
+        {"The MLP has no gate",
+         "mlp is dense_h_to_4h, the activation and dense_4h_to_h. The released checkpoints set hidden_act to relu2, whose "
+         "neurons are exactly zero wherever the pre-activation is negative; the activation is whatever the config names.",
+         {"relu2_zeros"}},
+        {"The readout: LayerNorm with a bias, untied weights",
+         "logits is lm_head's output with nothing applied and project_on_vocab is lm_head(final_layernorm(x)), so the logit lens "
+         "at the last block equals the logits. The tokenizer prepends its BOS token.",
+         {"lens_equals_logits", "tied_head", "bos_prepended"}},
+    };
+    f.norm = NormKind::LayerNorm;
+    f.qkv = QkvLayout::FusedPerHead;
+    f.qkNorm = true;  // under qk_layernorm (the config decides; see readConfig)
+    f.mlp = MlpKind::Plain;
+    f.epsKey = "layer_norm_eps";
+    f.qkNormKind = NormKind::LayerNorm;
+    f.weights = {
+        {Weight::EmbedTokens, "model.embed_tokens.weight"},
+        {Weight::FinalNorm, "model.final_layernorm.weight"},
+        {Weight::FinalNormBias, "model.final_layernorm.bias"},
+        {Weight::LmHead, "lm_head.weight"},
+        {Weight::InputNorm, "model.layers.{i}.input_layernorm.weight"},
+        {Weight::InputNormBias, "model.layers.{i}.input_layernorm.bias"},
+        {Weight::PostAttentionNorm, "model.layers.{i}.post_attention_layernorm.weight"},
+        {Weight::PostAttentionNormBias, "model.layers.{i}.post_attention_layernorm.bias"},
+        {Weight::QkvProj, "model.layers.{i}.self_attn.query_key_value.weight"},
+        {Weight::QkvProjBias, "model.layers.{i}.self_attn.query_key_value.bias"},
+        {Weight::OProj, "model.layers.{i}.self_attn.dense.weight"},
+        {Weight::OProjBias, "model.layers.{i}.self_attn.dense.bias"},
+        {Weight::QNorm, "model.layers.{i}.self_attn.q_layernorm.weight"},
+        {Weight::QNormBias, "model.layers.{i}.self_attn.q_layernorm.bias"},
+        {Weight::KNorm, "model.layers.{i}.self_attn.k_layernorm.weight"},
+        {Weight::KNormBias, "model.layers.{i}.self_attn.k_layernorm.bias"},
+        {Weight::UpProj, "model.layers.{i}.mlp.dense_h_to_4h.weight"},
+        {Weight::UpProjBias, "model.layers.{i}.mlp.dense_h_to_4h.bias"},
+        {Weight::DownProj, "model.layers.{i}.mlp.dense_4h_to_h.weight"},
+        {Weight::DownProjBias, "model.layers.{i}.mlp.dense_4h_to_h.bias"},
+    };
+    f.modules = {
+        {Module::EmbedTokens, "embed_tokens"}, {Module::Layers, "layers"}, {Module::Norm, "norm"}, {Module::LmHead, "lm_head"},
+        {Module::SelfAttn, "self_attn"}, {Module::QkvProj, "query_key_value"}, {Module::OProj, "o_proj/dense"},
+        {Module::QNorm, "q_layernorm"}, {Module::KNorm, "k_layernorm"}, {Module::AttentionDropout, "attention_dropout"},
+        {Module::Mlp, "mlp"}, {Module::UpProj, "dense_h_to_4h"}, {Module::DownProj, "down_proj/dense_4h_to_h"},
+        {Module::ActFn, "act_fn/act"}, {Module::InputNorm, "input_layernorm"},
+        {Module::PostAttentionNorm, "post_attention_layernorm"}, {Module::LayerDropout, "dropout"},
+    };
+    f.configDefaults = {{"vocab_size", 262144}, {"hidden_size", 4096}, {"intermediate_size", 16384},
+                        {"num_hidden_layers", 36}, {"num_attention_heads", 64}, {"hidden_act", "relu2"},
+                        {"max_position_embeddings", 16384}, {"layer_norm_eps", 1e-5}, {"tie_word_embeddings", false},
+                        {"rope_theta", 25000.0}, {"qk_layernorm", true}, {"partial_rotary_factor", 0.5},
+                        {"bos_token_id", 1}, {"eos_token_id", 2}};
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        nlohmann::json k = j;
+        k.erase("num_key_value_heads");  // every head has its own keys and values
+        k.erase("head_dim");             // PersimmonAttention: head_dim = hidden_size // num_heads
+        cfg::readCommon(k, file, fam.epsKey, c);
+        c.attentionBias = c.oProjBias = c.mlpBias = true;  // nn.Linear defaults: every projection is biased
+        c.qkNorm = cfg::getBool(j, "qk_layernorm", true, file);
+        if (c.headDim * c.numHeads != c.hiddenSize)
+            throw Error(file + ": hidden_size (" + std::to_string(c.hiddenSize) + ") must be divisible by num_attention_heads (" +
+                        std::to_string(c.numHeads) + ") for Persimmon.");
+    };
+    return f;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: MIT
+// Tokenizer tests: the ids of nnscope::Tokenizer equal those of the Python reference libraries
+// (tests/fixtures/tokenizer/goldens.json, written by tests/fixtures/make_tokenizer_goldens.py) for the
+// SentencePiece stories260K tokenizer and the Llama 3 tokenizer.json in NNSCOPE_SHARED_MODELS_DIR;
+// decoding, BOS/EOS, labels, how the JSON files decide special tokens, and the errors for broken folders.
+#include "error.h"
+#include "tokenizer.h"
+
+#include <QByteArrayList>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+using nnscope::Tokenizer;
+
+namespace {
+
+const QString kModels = QStringLiteral(NNSCOPE_SHARED_MODELS_DIR);
+const QString kGoldens = QStringLiteral(NNSCOPE_TOKENIZER_GOLDENS);
+
+/// "1 403 407" for readable QCOMPARE failures.
+QString idsText(const std::vector<int64_t>& ids) {
+    QStringList parts;
+    for (int64_t id : ids)
+        parts << QString::number(id);
+    return parts.join(' ');
+}
+
+QString idsText(const QJsonArray& ids) {
+    QStringList parts;
+    for (const auto& id : ids)
+        parts << QString::number(id.toInteger());
+    return parts.join(' ');
+}
+
+std::vector<int64_t> idsFrom(const QString& text) {
+    std::vector<int64_t> out;
+    for (const auto& part : text.split(' ', Qt::SkipEmptyParts))
+        out.push_back(part.toLongLong());
+    return out;
+}
+
+/// The message of the nnscope::Error that `f` throws; a note saying what happened instead otherwise.
+QString errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const nnscope::Error& e) {
+        return QString::fromStdString(e.what());
+    } catch (const std::exception& e) {
+        return "UNEXPECTED exception type (not nnscope::Error): " + QString::fromStdString(e.what());
+    } catch (...) {
+        return "UNEXPECTED non-standard exception";
+    }
+    return "NO exception was thrown";
+}
+
+/// Writes `content` to `dir/name`.
+void writeFile(const QString& dir, const QString& name, const QByteArray& content) {
+    QFile f(dir + '/' + name);
+    QVERIFY2(f.open(QIODevice::WriteOnly), qPrintable(f.errorString()));
+    QCOMPARE(f.write(content), content.size());
+}
+
+bool isValidUtf8(const QByteArray& bytes) {
+    QStringDecoder decoder(QStringDecoder::Utf8);
+    (void)decoder.decode(bytes);
+    return !decoder.hasError();
+}
+
+/// A tiny word-level tokenizer.json: <s>=0, </s>=1, <unk>=2, hello=3, world=4, "."=5. `postProcessor` is the
+/// JSON of its post_processor.
+QByteArray tinyTokenizerJson(const QByteArray& postProcessor) {
+    return R"({"version":"1.0","truncation":null,"padding":null,
+ "added_tokens":[
+  {"id":0,"content":"<s>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},
+  {"id":1,"content":"</s>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],
+ "normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":)" +
+           postProcessor + R"(,"decoder":null,
+ "model":{"type":"WordLevel","vocab":{"<s>":0,"</s>":1,"<unk>":2,"hello":3,"world":4,".":5},"unk_token":"<unk>"}})";
+}
+
+/// A post_processor that prepends <s>, as Llama 2/3's official tokenizer.json files do.
+const QByteArray kBosTemplate = R"({"type":"TemplateProcessing",
+ "single":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}],
+ "pair":[{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],
+ "special_tokens":{"<s>":{"id":"<s>","ids":[0],"tokens":["<s>"]}}})";
+
+}  // namespace
+
+class TokenizerTest : public QObject {
+    Q_OBJECT
+
+private:
+    QJsonArray goldens_;                                         // one object per tokenizer
+    std::map<QString, std::unique_ptr<Tokenizer>> tokenizers_;  // by folder name
+
+    /// The tokenizer of the shared folder `folder`, loaded once.
+    const Tokenizer* tokenizer(const QString& folder) {
+        auto& slot = tokenizers_[folder];
+        if (!slot)
+            slot = Tokenizer::load((kModels + '/' + folder).toStdString());
+        return slot.get();
+    }
+
+private slots:
+    void initTestCase() {
+        QFile f(kGoldens);
+        QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(kGoldens + ": " + f.errorString()));
+        QJsonParseError parseError;
+        const auto doc = QJsonDocument::fromJson(f.readAll(), &parseError);
+        QVERIFY2(!doc.isNull(), qPrintable(kGoldens + ": " + parseError.errorString()));
+        goldens_ = doc.object().value("tokenizers").toArray();
+        QCOMPARE(goldens_.size(), 2);
+        for (const auto& g : goldens_) {
+            const QString folder = g.toObject().value("folder").toString();
+            const QString file = kModels + '/' + folder + '/' + g.toObject().value("file").toString();
+            if (!QFile::exists(file))
+                QSKIP(qPrintable("The shared model file " + file + " is missing; set NNSCOPE_SHARED_MODELS."));
+            const QString error = errorOf([&] { tokenizer(folder); });
+            QVERIFY2(error == "NO exception was thrown", qPrintable(error));
+        }
+    }
+
+    // --- the goldens ------------------------------------------------------------------------------------
+
+    void encodeMatchesReference_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QString>("expected");
+        for (const auto& g : goldens_) {
+            const QString folder = g.toObject().value("folder").toString();
+            for (const auto& e : g.toObject().value("encode").toArray()) {
+                const auto o = e.toObject();
+                QTest::addRow("%s/%s", qPrintable(folder), qPrintable(o.value("name").toString()))
+                    << folder << o.value("text").toString().toUtf8() << idsText(o.value("ids").toArray());
+            }
+        }
+    }
+    void encodeMatchesReference() {
+        QFETCH(QString, folder);
+        QFETCH(QByteArray, text);
+        QFETCH(QString, expected);
+        QCOMPARE(idsText(tokenizer(folder)->encode(text.toStdString(), true)), expected);
+    }
+
+    void roundTrip_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QByteArray>("text");
+        QTest::addColumn<QByteArray>("expected");
+        for (const auto& g : goldens_) {
+            const QString folder = g.toObject().value("folder").toString();
+            for (const auto& e : g.toObject().value("encode").toArray()) {
+                const auto o = e.toObject();
+                QTest::addRow("%s/%s", qPrintable(folder), qPrintable(o.value("name").toString()))
+                    << folder << o.value("text").toString().toUtf8() << o.value("roundtrip").toString().toUtf8();
+            }
+        }
+    }
+    void roundTrip() {
+        QFETCH(QString, folder);
+        QFETCH(QByteArray, text);
+        QFETCH(QByteArray, expected);
+        const Tokenizer* tok = tokenizer(folder);
+        const auto ids = tok->encode(text.toStdString(), true);
+        QCOMPARE(QByteArray::fromStdString(tok->decode(ids, /*skipSpecialTokens=*/true)), expected);
+        // Without special tokens, the ids are those with special tokens minus BOS.
+        auto plain = tok->encode(text.toStdString(), false);
+        if (tok->addsBos())
+            plain.insert(plain.begin(), *tok->bosId());
+        QCOMPARE(idsText(plain), idsText(ids));
+    }
+
+    void decodeMatchesReference_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("ids");
+        QTest::addColumn<bool>("skipSpecialTokens");
+        QTest::addColumn<QByteArray>("expected");
+        for (const auto& g : goldens_) {
+            const QString folder = g.toObject().value("folder").toString();
+            for (const auto& d : g.toObject().value("decode").toArray()) {
+                const auto o = d.toObject();
+                const bool skip = o.value("skip_special_tokens").toBool();
+                QTest::addRow("%s/%s/%s", qPrintable(folder), qPrintable(o.value("name").toString()),
+                              skip ? "skip" : "keep")
+                    << folder << idsText(o.value("ids").toArray()) << skip << o.value("text").toString().toUtf8();
+            }
+        }
+    }
+    void decodeMatchesReference() {
+        QFETCH(QString, folder);
+        QFETCH(QString, ids);
+        QFETCH(bool, skipSpecialTokens);
+        QFETCH(QByteArray, expected);
+        QCOMPARE(QByteArray::fromStdString(tokenizer(folder)->decode(idsFrom(ids), skipSpecialTokens)), expected);
+    }
+
+    void tokenStringsMatchReference_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<qint64>("id");
+        QTest::addColumn<QByteArray>("expected");
+        for (const auto& g : goldens_) {
+            const QString folder = g.toObject().value("folder").toString();
+            for (const auto& t : g.toObject().value("tokens").toArray()) {
+                const auto o = t.toObject();
+                const qint64 id = o.value("id").toInteger();
+                QTest::addRow("%s/%lld", qPrintable(folder), static_cast<long long>(id))
+                    << folder << id << o.value("token").toString().toUtf8();
+            }
+        }
+    }
+    void tokenStringsMatchReference() {
+        QFETCH(QString, folder);
+        QFETCH(qint64, id);
+        QFETCH(QByteArray, expected);
+        QCOMPARE(QByteArray::fromStdString(tokenizer(folder)->tokenString(id)), expected);
+    }
+
+    void specialTokens_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<qint64>("vocabSize");
+        QTest::addColumn<qint64>("bos");
+        QTest::addColumn<qint64>("eos");
+        QTest::addColumn<bool>("addsBos");
+        QTest::addColumn<QString>("file");
+        for (const auto& g : goldens_) {
+            const auto o = g.toObject();
+            const QString folder = o.value("folder").toString();
+            QTest::addRow("%s", qPrintable(folder))
+                << folder << qint64(o.value("vocab_size").toInteger()) << qint64(o.value("bos_id").toInteger())
+                << qint64(o.value("eos_id").toInteger()) << o.value("adds_bos").toBool() << o.value("file").toString();
+        }
+    }
+    void specialTokens() {
+        QFETCH(QString, folder);
+        QFETCH(qint64, vocabSize);
+        QFETCH(qint64, bos);
+        QFETCH(qint64, eos);
+        QFETCH(bool, addsBos);
+        QFETCH(QString, file);
+        const Tokenizer* tok = tokenizer(folder);
+        QCOMPARE(tok->vocabSize(), vocabSize);
+        QVERIFY(tok->bosId().has_value());
+        QVERIFY(tok->eosId().has_value());
+        QCOMPARE(*tok->bosId(), bos);
+        QCOMPARE(*tok->eosId(), eos);
+        QCOMPARE(tok->addsBos(), addsBos);
+        QCOMPARE(tok->addsEos(), false);
+        QVERIFY(QString::fromStdString(tok->sourceFile()).endsWith('/' + file));
+        // An empty text is BOS alone where BOS is added, else nothing (the design's "empty prompt").
+        QCOMPARE(idsText(tok->encode("", true)), addsBos ? QString::number(bos) : QString());
+        QCOMPARE(idsText(tok->encode("", false)), QString());
+    }
+
+    // --- decoding of special tokens (SentencePiece follows transformers' LlamaTokenizer, legacy=true) -----
+
+    void sentencePieceDecodeKeepsSpecialTokens() {
+        const Tokenizer* tok = tokenizer("stories260K-llama");
+        auto ids = tok->encode("Lily", true);
+        ids.push_back(*tok->eosId());
+        QCOMPARE(QByteArray::fromStdString(tok->decode(ids, false)), QByteArray("<s> Lily</s>"));
+        QCOMPARE(QByteArray::fromStdString(tok->decode(ids, true)), QByteArray("Lily"));
+        QCOMPARE(QByteArray::fromStdString(tok->decode({}, false)), QByteArray());
+        QCOMPARE(QByteArray::fromStdString(tok->decode({*tok->bosId()}, false)), QByteArray("<s>"));
+    }
+
+    // --- labels -----------------------------------------------------------------------------------------
+
+    void labels_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QByteArray>("text");  // encoded without special tokens; its first token is labelled
+        QTest::addColumn<qint64>("id");        // used when text is empty
+        QTest::addColumn<QByteArray>("expected");
+        QTest::newRow("sp/word") << "stories260K-llama" << QByteArray(" Lily") << qint64(-1) << QByteArray("␣Lily");
+        QTest::newRow("sp/newline") << "stories260K-llama" << QByteArray() << qint64(13) << QByteArray("\\n");
+        QTest::newRow("sp/bos") << "stories260K-llama" << QByteArray() << qint64(1) << QByteArray("<s>");
+        QTest::newRow("sp/eos") << "stories260K-llama" << QByteArray() << qint64(2) << QByteArray("</s>");
+        QTest::newRow("sp/tab") << "stories260K-llama" << QByteArray() << qint64(12) << QByteArray("\\t");
+        QTest::newRow("sp/space_byte") << "stories260K-llama" << QByteArray() << qint64(35) << QByteArray("␣");
+        QTest::newRow("sp/high_byte") << "stories260K-llama" << QByteArray() << qint64(229) << QByteArray("<0xE2>");
+        QTest::newRow("hf/word") << "llama3-tokenizer" << QByteArray(" the") << qint64(-1) << QByteArray("␣the");
+        QTest::newRow("hf/first_word") << "llama3-tokenizer" << QByteArray("Hello") << qint64(-1) << QByteArray("Hello");
+        QTest::newRow("hf/newline") << "llama3-tokenizer" << QByteArray() << qint64(198) << QByteArray("\\n");
+        QTest::newRow("hf/two_newlines") << "llama3-tokenizer" << QByteArray("\n\n") << qint64(-1) << QByteArray("\\n\\n");
+        QTest::newRow("hf/bos") << "llama3-tokenizer" << QByteArray() << qint64(128000) << QByteArray("<|begin_of_text|>");
+        QTest::newRow("hf/accent") << "llama3-tokenizer" << QByteArray(" café") << qint64(-1) << QByteArray("␣café");
+        QTest::newRow("hf/cjk") << "llama3-tokenizer" << QByteArray("你好") << qint64(-1) << QByteArray("你");
+    }
+    void labels() {
+        QFETCH(QString, folder);
+        QFETCH(QByteArray, text);
+        QFETCH(qint64, id);
+        QFETCH(QByteArray, expected);
+        const Tokenizer* tok = tokenizer(folder);
+        if (!text.isEmpty()) {
+            const auto ids = tok->encode(text.toStdString(), false);
+            QVERIFY(!ids.empty());
+            id = ids.front();
+        }
+        QCOMPARE(QByteArray::fromStdString(tok->tokenLabel(id)), expected);
+    }
+
+    void labelsOfPartialCharacters() {
+        // "🦙" is F0 9F A6 99: byte-level and byte-fallback tokens holding part of it show their bytes.
+        const QByteArray expected[] = {"<0xF0><0x9F><0xA6><0x99>", "␣<0xF0><0x9F><0xA6><0x99>"};
+        for (const char* folder : {"stories260K-llama", "llama3-tokenizer"}) {
+            const Tokenizer* tok = tokenizer(folder);
+            for (const std::string text : {"🦙", " 🦙"}) {
+                const auto ids = tok->encode(text, false);
+                QVERIFY(ids.size() >= 2);
+                QByteArray all;
+                for (int64_t id : ids)
+                    all += QByteArray::fromStdString(tok->tokenLabel(id));
+                // SentencePiece's dummy prefix turns "🦙" into "▁" + bytes as well.
+                const bool spaced = text[0] == ' ' || QString(folder).startsWith("stories");
+                QCOMPARE(all, expected[spaced ? 1 : 0]);
+            }
+        }
+    }
+
+    void everyLabelIsOneLineOfText_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("stories260K-llama") << "stories260K-llama";
+        QTest::newRow("llama3-tokenizer") << "llama3-tokenizer";
+    }
+    void everyLabelIsOneLineOfText() {
+        QFETCH(QString, folder);
+        const Tokenizer* tok = tokenizer(folder);
+        for (int64_t id = 0; id < tok->vocabSize(); ++id) {
+            const QByteArray label = QByteArray::fromStdString(tok->tokenLabel(id));
+            if (label.isEmpty() || label.contains('\n') || label.contains('\r') || label.contains(' ') ||
+                !isValidUtf8(label))
+                QFAIL(qPrintable(QString("Token %1 (%2) has the label \"%3\".")
+                                     .arg(id)
+                                     .arg(QString::fromStdString(tok->tokenString(id)), QString::fromUtf8(label))));
+        }
+    }
+
+    // --- misuse -----------------------------------------------------------------------------------------
+
+    void badIdsAndTextThrow_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::newRow("stories260K-llama") << "stories260K-llama";
+        QTest::newRow("llama3-tokenizer") << "llama3-tokenizer";
+    }
+    void badIdsAndTextThrow() {
+        QFETCH(QString, folder);
+        const Tokenizer* tok = tokenizer(folder);
+        const int64_t past = tok->vocabSize();
+        QVERIFY(errorOf([&] { tok->decode({1, past}, false); }).contains("outside the vocabulary"));
+        QVERIFY(errorOf([&] { tok->decode({-1}, true); }).contains("outside the vocabulary"));
+        QVERIFY(errorOf([&] { tok->tokenString(past); }).contains("outside the vocabulary"));
+        QVERIFY(errorOf([&] { tok->tokenLabel(-5); }).contains("outside the vocabulary"));
+        const QString utf8 = errorOf([&] { tok->encode(std::string("ab\xC3(", 4), true); });
+        QVERIFY2(utf8.contains("not valid UTF-8") && utf8.contains("offset 2"), qPrintable(utf8));
+        // A NUL byte is text like any other.
+        QVERIFY(!tok->encode(std::string("a\0b", 3), false).empty());
+    }
+
+    // --- which file says what about BOS/EOS -------------------------------------------------------------
+
+    void specialTokenSettings_data() {
+        QTest::addColumn<QByteArray>("postProcessor");
+        QTest::addColumn<QByteArray>("tokenizerConfig");  // empty: no such file
+        QTest::addColumn<QByteArray>("specialTokensMap");
+        QTest::addColumn<QByteArray>("config");
+        QTest::addColumn<qint64>("bos");  // -1: none
+        QTest::addColumn<qint64>("eos");
+        QTest::addColumn<bool>("addsBos");
+        QTest::addColumn<QString>("helloWorld");  // ids of "hello world"
+        QTest::addColumn<QString>("empty");       // ids of ""
+
+        QTest::newRow("no files") << QByteArray("null") << QByteArray() << QByteArray() << QByteArray()
+                                  << qint64(-1) << qint64(-1) << false << "3 4" << "";
+        QTest::newRow("tokenizer_config strings and objects")
+            << QByteArray("null")
+            << QByteArray(R"({"bos_token":{"content":"<s>","lstrip":false},"eos_token":"</s>",
+                              "add_bos_token":true,"add_eos_token":true})")
+            << QByteArray() << QByteArray() << qint64(0) << qint64(1) << true << "0 3 4 1" << "0 1";
+        QTest::newRow("special_tokens_map then config.json list")
+            << QByteArray("null") << QByteArray(R"({"bos_token":null})") << QByteArray(R"({"bos_token":"<s>"})")
+            << QByteArray(R"({"bos_token_id":4,"eos_token_id":[1,2]})") << qint64(0) << qint64(1) << false << "3 4"
+            << "";
+        QTest::newRow("config.json only") << QByteArray("null") << QByteArray() << QByteArray()
+                                          << QByteArray(R"({"bos_token_id":0,"eos_token_id":1})") << qint64(0)
+                                          << qint64(1) << false << "3 4" << "";
+        QTest::newRow("unknown token string falls back to config.json")
+            << QByteArray("null") << QByteArray(R"({"bos_token":"<bos>"})") << QByteArray()
+            << QByteArray(R"({"bos_token_id":1})") << qint64(1) << qint64(-1) << false << "3 4" << "";
+        QTest::newRow("post_processor adds BOS") << kBosTemplate << QByteArray(R"({"bos_token":"<s>"})")
+                                                 << QByteArray() << QByteArray() << qint64(0) << qint64(-1) << true
+                                                 << "0 3 4" << "0";
+        QTest::newRow("add_bos_token false overrides post_processor")
+            << kBosTemplate << QByteArray(R"({"bos_token":"<s>","add_bos_token":false})") << QByteArray()
+            << QByteArray() << qint64(0) << qint64(-1) << false << "3 4" << "";
+        QTest::newRow("add_bos_token true without post_processor")
+            << QByteArray("null") << QByteArray(R"({"bos_token":"<s>","add_bos_token":true})") << QByteArray()
+            << QByteArray() << qint64(0) << qint64(-1) << true << "0 3 4" << "0";
+    }
+    void specialTokenSettings() {
+        QFETCH(QByteArray, postProcessor);
+        QFETCH(QByteArray, tokenizerConfig);
+        QFETCH(QByteArray, specialTokensMap);
+        QFETCH(QByteArray, config);
+        QFETCH(qint64, bos);
+        QFETCH(qint64, eos);
+        QFETCH(bool, addsBos);
+        QFETCH(QString, helloWorld);
+        QFETCH(QString, empty);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeFile(dir.path(), "tokenizer.json", tinyTokenizerJson(postProcessor));
+        if (!tokenizerConfig.isEmpty())
+            writeFile(dir.path(), "tokenizer_config.json", tokenizerConfig);
+        if (!specialTokensMap.isEmpty())
+            writeFile(dir.path(), "special_tokens_map.json", specialTokensMap);
+        if (!config.isEmpty())
+            writeFile(dir.path(), "config.json", config);
+        std::unique_ptr<Tokenizer> tok;
+        const QString error = errorOf([&] { tok = Tokenizer::load(dir.path().toStdString()); });
+        QVERIFY2(tok, qPrintable(error));
+        QCOMPARE(tok->bosId().value_or(-1), bos);
+        QCOMPARE(tok->eosId().value_or(-1), eos);
+        QCOMPARE(tok->addsBos(), addsBos);
+        QCOMPARE(tok->vocabSize(), qint64(6));
+        QCOMPARE(idsText(tok->encode("hello world", true)), helloWorld);
+        QCOMPARE(idsText(tok->encode("", true)), empty);
+        QCOMPARE(idsText(tok->encode("hello world", false)), QString("3 4"));
+    }
+
+    void sentencePieceDefaultsWithoutConfig() {
+        // tokenizer.model alone: LlamaTokenizer's defaults (BOS added, EOS not) and the model's own ids.
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString model = kModels + "/stories260K-llama/tokenizer.model";
+        QVERIFY(QFile::link(model, dir.path() + "/tokenizer.model"));
+        std::unique_ptr<Tokenizer> tok;
+        const QString error = errorOf([&] { tok = Tokenizer::load(dir.path().toStdString()); });
+        QVERIFY2(tok, qPrintable(error));
+        QCOMPARE(tok->bosId().value_or(-1), qint64(1));
+        QCOMPARE(tok->eosId().value_or(-1), qint64(2));
+        QVERIFY(tok->addsBos());
+        QVERIFY(!tok->addsEos());
+        QCOMPARE(idsText(tok->encode("", true)), QString("1"));
+        // add_eos_token from tokenizer_config.json appends EOS.
+        writeFile(dir.path(), "tokenizer_config.json", R"({"add_bos_token":false,"add_eos_token":true})");
+        tok = Tokenizer::load(dir.path().toStdString());
+        QVERIFY(!tok->addsBos());
+        QCOMPARE(idsText(tok->encode("", true)), QString("2"));
+        const auto ids = tok->encode("Lily", true);
+        QCOMPARE(ids.back(), int64_t(2));
+        QVERIFY(ids.front() != 1);
+    }
+
+    void cleanUpFollowsTransformers_data() {
+        QTest::addColumn<bool>("sentencePiece");     // the stories260K BPE tokenizer.model, else tiny WordLevel
+        QTest::addColumn<QByteArray>("tokenizerConfig");
+        QTest::addColumn<QByteArray>("expected");    // decode(encode("hello .")) or of "Hello , world ."
+        QTest::newRow("word-level, no clean-up") << false << QByteArray("{}") << QByteArray("hello .");
+        QTest::newRow("word-level, clean-up") << false << QByteArray(R"({"clean_up_tokenization_spaces":true})")
+                                              << QByteArray("hello.");
+        QTest::newRow("BPE ignores clean-up") << true << QByteArray(R"({"clean_up_tokenization_spaces":true})")
+                                              << QByteArray("Hello , world .");
+        QTest::newRow("BPE clean-up forced")
+            << true
+            << QByteArray(R"({"clean_up_tokenization_spaces":true,
+                 "clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output":true})")
+            << QByteArray("Hello, world.");
+    }
+    void cleanUpFollowsTransformers() {
+        QFETCH(bool, sentencePiece);
+        QFETCH(QByteArray, tokenizerConfig);
+        QFETCH(QByteArray, expected);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        if (sentencePiece)
+            QVERIFY(QFile::link(kModels + "/stories260K-llama/tokenizer.model", dir.path() + "/tokenizer.model"));
+        else
+            writeFile(dir.path(), "tokenizer.json", tinyTokenizerJson("null"));
+        writeFile(dir.path(), "tokenizer_config.json", tokenizerConfig);
+        std::unique_ptr<Tokenizer> tok;
+        const QString error = errorOf([&] { tok = Tokenizer::load(dir.path().toStdString()); });
+        QVERIFY2(tok, qPrintable(error));
+        const std::string text = sentencePiece ? "Hello , world ." : "hello .";
+        QCOMPARE(QByteArray::fromStdString(tok->decode(tok->encode(text, true), true)), expected);
+    }
+
+    // --- errors: each names the file (or folder) and what is wrong ----------------------------------------
+
+    void loadErrors_data() {
+        QTest::addColumn<QStringList>("names");
+        QTest::addColumn<QByteArrayList>("contents");
+        QTest::addColumn<QStringList>("mustContain");  // "%1" stands for the folder path
+
+        QTest::newRow("folder without tokenizer")
+            << QStringList{"config.json"} << QByteArrayList{"{}"}
+            << QStringList{"No tokenizer file was found in %1", "tokenizer.json", "tokenizer.model"};
+        QTest::newRow("tokenizer.json not JSON")
+            << QStringList{"tokenizer.json"} << QByteArrayList{"{ this is not json"}
+            << QStringList{"%1/tokenizer.json", "not a valid HuggingFace tokenizer.json", "line 1"};
+        QTest::newRow("tokenizer.json empty") << QStringList{"tokenizer.json"} << QByteArrayList{""}
+                                              << QStringList{"%1/tokenizer.json", "not a valid"};
+        QTest::newRow("tokenizer.json without a model")
+            << QStringList{"tokenizer.json"} << QByteArrayList{R"({"version":"1.0","added_tokens":[]})"}
+            << QStringList{"%1/tokenizer.json", "not a valid HuggingFace tokenizer.json"};
+        QTest::newRow("tokenizer.json with a bad regex")
+            << QStringList{"tokenizer.json"}
+            << QByteArrayList{tinyTokenizerJson("null").replace(
+                   R"({"type":"Whitespace"})", "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\",\"invert\":false}")}
+            << QStringList{"%1/tokenizer.json", "not a valid"};
+        QTest::newRow("garbage tokenizer.model")
+            << QStringList{"tokenizer.model"} << QByteArrayList{"this is not a sentencepiece model\n\x01\x02\xff"}
+            << QStringList{"%1/tokenizer.model", "not a valid SentencePiece model"};
+        QTest::newRow("empty tokenizer.model") << QStringList{"tokenizer.model"} << QByteArrayList{""}
+                                               << QStringList{"%1/tokenizer.model"};
+        QTest::newRow("tiktoken tokenizer.model")
+            << QStringList{"tokenizer.model"} << QByteArrayList{"IQ== 0\nIg== 1\nIw== 2\n"}
+            << QStringList{"%1/tokenizer.model", "tiktoken"};
+        QTest::newRow("tokenizer_config.json not JSON")
+            << QStringList{"tokenizer.json", "tokenizer_config.json"}
+            << QByteArrayList{tinyTokenizerJson("null"), "{\"bos_token\": "}
+            << QStringList{"%1/tokenizer_config.json", "not valid JSON"};
+        QTest::newRow("tokenizer_config.json not an object")
+            << QStringList{"tokenizer.json", "tokenizer_config.json"} << QByteArrayList{tinyTokenizerJson("null"), "[1]"}
+            << QStringList{"%1/tokenizer_config.json", "JSON object"};
+        QTest::newRow("add_bos_token of the wrong type")
+            << QStringList{"tokenizer.json", "tokenizer_config.json"}
+            << QByteArrayList{tinyTokenizerJson("null"), R"({"add_bos_token":"yes"})"}
+            << QStringList{"%1/tokenizer_config.json", "add_bos_token", "true or false"};
+        QTest::newRow("bos_token of the wrong type")
+            << QStringList{"tokenizer.json", "special_tokens_map.json"}
+            << QByteArrayList{tinyTokenizerJson("null"), R"({"bos_token":7})"}
+            << QStringList{"%1/special_tokens_map.json", "bos_token"};
+        QTest::newRow("config.json not JSON")
+            << QStringList{"tokenizer.json", "config.json"} << QByteArrayList{tinyTokenizerJson("null"), "nope"}
+            << QStringList{"%1/config.json", "not valid JSON"};
+        QTest::newRow("eos_token_id of the wrong type")
+            << QStringList{"tokenizer.json", "config.json"}
+            << QByteArrayList{tinyTokenizerJson("null"), R"({"eos_token_id":"2"})"}
+            << QStringList{"%1/config.json", "eos_token_id"};
+    }
+    void loadErrors() {
+        QFETCH(QStringList, names);
+        QFETCH(QByteArrayList, contents);
+        QFETCH(QStringList, mustContain);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        for (int i = 0; i < names.size(); ++i)
+            writeFile(dir.path(), names[i], contents[i]);
+        const QString message = errorOf([&] { Tokenizer::load(dir.path().toStdString()); });
+        for (const QString& part : mustContain)
+            QVERIFY2(message.contains(QString(part).replace("%1", dir.path())),
+                     qPrintable("\"" + part + "\" not in: " + message));
+    }
+
+    void missingFolderThrows() {
+        QTemporaryDir dir;
+        const QString missing = dir.path() + "/no-such-model";
+        const QString message = errorOf([&] { Tokenizer::load(missing.toStdString()); });
+        QVERIFY2(message.contains(missing) && message.contains("does not exist"), qPrintable(message));
+        const QString file = dir.path() + "/plain-file";
+        writeFile(dir.path(), "plain-file", "x");
+        const QString notFolder = errorOf([&] { Tokenizer::load(file.toStdString()); });
+        QVERIFY2(notFolder.contains(file) && notFolder.contains("not a folder"), qPrintable(notFolder));
+    }
+
+    void unreadableTokenizerThrows() {
+        // A tokenizer.json that is a folder cannot be read; the message names it.
+        QTemporaryDir dir;
+        QVERIFY(QDir(dir.path()).mkdir("tokenizer.json"));
+        const QString message = errorOf([&] { Tokenizer::load(dir.path().toStdString()); });
+        QVERIFY2(message.contains(dir.path() + "/tokenizer.json") && message.contains("could not be read"),
+                 qPrintable(message));
+    }
+};
+
+QTEST_GUILESS_MAIN(TokenizerTest)
+#include "test_tokenizer.moc"
