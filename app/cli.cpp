@@ -18,7 +18,7 @@
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -31,7 +31,8 @@ void printUsage() {
               << "  nnscope generate --model DIR --prompt TEXT --max-new-tokens N [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
               << "  nnscope support --model DIR [--json]\n"
-              << "  nnscope print --model DIR\n\n"
+              << "  nnscope print --model DIR\n"
+              << "  nnscope train-demo --out DIR [--seed N]   train the demo model (an induction head)\n\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
 
@@ -202,6 +203,7 @@ int runCli(const QStringList& arguments) {
         if (command == "tokenize") return cmdTokenize(p, c, args);
         if (command == "support") return cmdSupport(p, c, args);
         if (command == "print") return cmdPrint(p, c, args);
+        if (command == "train-demo") return runTrainDemoCommand(args);
     } catch (const Error& e) {
         return fail(e.what());
     } catch (const c10::Error& e) {

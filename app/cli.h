@@ -9,5 +9,8 @@ bool isCliCommand(const QString& name);
 /// Runs one command-line sub-command (DESIGN.md section 3); returns the process exit status.
 /// Errors go to stderr with a non-zero status; nothing is half-written.
 int runCli(const QStringList& arguments);
+/// `nnscope train-demo --out DIR [--seed N] ...` (app/train_demo_cmd.cpp). `arguments` as runCli passes them,
+/// with the sub-command removed.
+int runTrainDemoCommand(const QStringList& arguments);
 
 }  // namespace nnscope

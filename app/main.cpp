@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
     const bool cli = argc > 1 && nnscope::isCliCommand(QString::fromLocal8Bit(argv[1]));
     const bool help = argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
                                    std::strcmp(argv[1], "--version") == 0);
+    if (argc > 1 && !cli && argv[1][0] != '-' && std::strcmp(argv[1], "gui") != 0) {
+        std::fprintf(stderr, "nnscope: unknown command '%s' (see nnscope --help).\n", argv[1]);
+        return 2;
+    }
     if (cli || help) {
         QCoreApplication app(argc, argv);
         QCoreApplication::setOrganizationName("nnscope");

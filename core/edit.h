@@ -4,7 +4,15 @@
 
 #include <torch/types.h>
 
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace nnscope {
+
+class Model;
 
 /// Changes values during a forward pass (nnsight semantics: an edit to a value changes what the rest of the
 /// pass computes from it). Applied by the trace before the value is saved, so a saved value shows the edit.
@@ -18,5 +26,70 @@ public:
     /// Called once when a pass starts (state such as a skipped block's input is reset).
     virtual void begin() const {}
 };
+
+/// One item of an index: an integer (negative counts from the end), a slice start:stop (either may be
+/// absent), or "..." (every remaining axis).
+struct IndexItem {
+    enum Kind { Integer, Slice, Ellipsis } kind = Slice;
+    std::optional<int64_t> start, stop;  ///< Integer uses start
+};
+
+/// One edit of one value: `PATH[INDEX] OP OPERAND`.
+///   PATH     a value path (`layers.1.self_attn.attention_queries`, `layers.3.mlp.up_proj.output`, ...)
+///   INDEX    optional, NumPy style, over the value's own axes (its layout): `[:, 1]` is query head 1 of
+///            attention_queries [batch num_heads seq qk_head_dim]; `[0, -1]` the last position of row 0.
+///   OP       `=` (set), `+=` (add), `-=`, `*=` (scale), `/=`
+///   OPERAND  a number, `@file.npy` (a tensor, broadcast to the selection), `N * @file.npy`, or `mean`
+///            (the selection's mean over the batch and seq/query axes of this pass: mean-ablation).
+/// Examples: `layers.1.self_attn.attention_queries[:, 1] *= 2`, `layers.3.layer_output[0, -1] += 4 * @v.npy`,
+/// `layers.0.mlp.mlp_neurons[:, :, 5] = 0`, `layers.2.self_attn.attention_head_outputs[:, :, 3] = mean`.
+struct Edit {
+    enum class Op { Set, Add, Sub, Mul, Div };
+    enum class Operand { Scalar, Tensor, Mean };
+    ValueKey key;
+    std::vector<IndexItem> index;
+    Op op = Op::Set;
+    Operand operand = Operand::Scalar;
+    double scalar = 0;      ///< the number, or the factor in front of a tensor
+    torch::Tensor tensor;   ///< the operand tensor (float32)
+    std::string text;       ///< as written, for messages and the window's list
+
+    /// The edit as text (canonical spelling of `text`).
+    std::string describe(const Model& model) const;
+};
+
+/// Parses one edit (syntax above) for `model`. Throws nnscope::Error naming the edit and what is wrong:
+/// unknown path, read-only value (next_token_probs, input_size), bad index or operator, unreadable .npy.
+/// `.npy` paths are resolved relative to `baseDir` when not absolute.
+Edit parseEdit(const Model& model, const std::string& text, const std::string& baseDir = ".");
+
+/// Edits, skipped blocks and patches applied in one forward pass, in order.
+class EditList : public Intervention {
+public:
+    void add(Edit e) { edits_.push_back(std::move(e)); }
+    /// Skip block `layer`: its layer_output is replaced by its layer_input (the stream passes unchanged).
+    void skipLayer(int layer) { skipped_.push_back(layer); }
+    /// Replaces `key`'s value at `index` with `source` (already indexed the same way): activation patching.
+    void patch(const ValueKey& key, std::vector<IndexItem> index, torch::Tensor source);
+    /// Steering: add factor × vector to layer_output of `layer` at `positions` (all positions when empty).
+    void steer(int layer, const torch::Tensor& vector, double factor, const std::vector<int64_t>& positions = {});
+
+    bool empty() const { return edits_.empty() && skipped_.empty(); }
+    const std::vector<Edit>& edits() const { return edits_; }
+    const std::vector<int>& skipped() const { return skipped_; }
+
+    void apply(Value v, int layer, torch::Tensor& t) const override;
+    bool touches(Value v, int layer) const override;
+    void begin() const override { skippedInputs_.clear(); }
+
+private:
+    std::vector<Edit> edits_;
+    std::vector<int> skipped_;
+    mutable std::map<int, torch::Tensor> skippedInputs_;
+};
+
+/// Applies one edit to `t` out of place. Throws nnscope::Error when the index does not fit the value's shape
+/// or the operand does not broadcast to the selection (both shapes are printed).
+torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path);
 
 }  // namespace nnscope

@@ -50,7 +50,8 @@ torch::Tensor rotateAdjacent(const torch::Tensor& x) {
 }
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
-    return b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+    if (!b.defined()) return torch::linear(x, w);
+    return torch::linear(x, w, b);
 }
 
 }  // namespace

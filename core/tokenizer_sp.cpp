@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The tokenizer.model back end: SentencePiece, behaving as transformers' slow LlamaTokenizer with
+// The tokenizer.model back end: SentencePiece (0.2.1, built from source inside core/hf_tokenizers, see
+// its Cargo.toml for why not Debian's library), behaving as transformers' slow LlamaTokenizer with
 // legacy=true: the ids of sp.encode(text), BOS prepended (add_bos_token, default true) and EOS appended
 // (add_eos_token, default false); decoding writes special tokens as their strings ("<s> Once ...</s>").
+// The piece table (id -> piece string) is read here from the model's protobuf bytes.
 #include "error.h"
 #include "tokenizer_backends.h"
 
-#include "sentencepiece.h"
+#include "hf_tokenizers.h"
 
 #include <algorithm>
 #include <cctype>
@@ -17,6 +19,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -43,6 +46,8 @@ bool looksLikeTiktoken(const std::string& bytes) {
     return true;
 }
 
+// --- a minimal protobuf reader, enough for the piece table and trainer_spec.model_type --------------
+
 /// Reads a protobuf varint at `pos`, advancing it; false at the end of the data or on a bad varint.
 bool readVarint(const std::string& data, size_t& pos, uint64_t& value) {
     value = 0;
@@ -55,45 +60,96 @@ bool readVarint(const std::string& data, size_t& pos, uint64_t& value) {
     return false;
 }
 
-/// The value of the varint field `field` in the protobuf message `data` (its last occurrence), or
-/// nullopt; with `wantMessage`, the bytes of the length-delimited field `field` instead.
-std::optional<std::string> protobufField(const std::string& data, uint64_t field, bool wantMessage) {
-    std::optional<std::string> found;
+/// One field of a protobuf message: a varint value, or the bytes of a length-delimited field.
+struct ProtoField {
+    uint64_t number = 0;
+    uint64_t varint = 0;
+    std::string bytes;
+    bool isBytes = false;
+};
+
+/// The fields of the protobuf message `data`, in order; nullopt when it is not well formed.
+std::optional<std::vector<ProtoField>> protoFields(const std::string& data) {
+    std::vector<ProtoField> fields;
     size_t pos = 0;
-    uint64_t key = 0, value = 0;
-    while (pos < data.size() && readVarint(data, pos, key)) {
+    uint64_t key = 0, length = 0;
+    while (pos < data.size()) {
+        if (!readVarint(data, pos, key))
+            return std::nullopt;
+        ProtoField field;
+        field.number = key >> 3;
         switch (key & 7) {
-        case 0:  // varint
-            if (!readVarint(data, pos, value))
-                return found;
-            if (!wantMessage && key >> 3 == field)
-                found = std::to_string(value);
+        case 0:
+            if (!readVarint(data, pos, field.varint))
+                return std::nullopt;
             break;
-        case 1: pos += 8; break;  // fixed64
-        case 5: pos += 4; break;  // fixed32
-        case 2:                   // length-delimited
-            if (!readVarint(data, pos, value) || value > data.size() - pos)
-                return found;
-            if (wantMessage && key >> 3 == field)
-                found = data.substr(pos, value);
-            pos += value;
+        case 1:
+        case 5: {
+            const size_t size = (key & 7) == 1 ? 8 : 4;
+            if (size > data.size() - pos)
+                return std::nullopt;
+            pos += size;
+            break;
+        }
+        case 2:
+            if (!readVarint(data, pos, length) || length > data.size() - pos)
+                return std::nullopt;
+            field.bytes = data.substr(pos, length);
+            field.isBytes = true;
+            pos += length;
             break;
         default:
-            return found;
+            return std::nullopt;
         }
+        fields.push_back(std::move(field));
     }
-    return found;
+    return fields;
 }
 
 constexpr uint64_t kSentencePieceBpe = 2;  // TrainerSpec.ModelType: UNIGRAM 1, BPE 2, WORD 3, CHAR 4
 
-/// trainer_spec.model_type of a serialized SentencePiece ModelProto (field 2, then field 3); 1 (unigram,
-/// protobuf's default) when it is not there.
-uint64_t sentencePieceModelType(const std::string& modelProto) {
-    if (const auto trainerSpec = protobufField(modelProto, /*field=*/2, /*wantMessage=*/true))
-        if (const auto type = protobufField(*trainerSpec, /*field=*/3, /*wantMessage=*/false))
-            return std::stoull(*type);
-    return 1;
+/// What nnscope reads itself from a serialized ModelProto.
+struct PieceTable {
+    std::vector<std::string> pieces;  ///< ModelProto.pieces[i].piece (field 1 of field 1)
+    uint64_t modelType = 1;           ///< trainer_spec (field 2).model_type (field 3), default UNIGRAM
+};
+
+std::optional<PieceTable> readPieceTable(const std::string& modelProto) {
+    const auto fields = protoFields(modelProto);
+    if (!fields)
+        return std::nullopt;
+    PieceTable table;
+    for (const auto& field : *fields) {
+        if (field.number == 1 && field.isBytes) {
+            const auto pieceFields = protoFields(field.bytes);
+            if (!pieceFields)
+                return std::nullopt;
+            std::string piece;
+            for (const auto& f : *pieceFields)
+                if (f.number == 1 && f.isBytes)
+                    piece = f.bytes;
+            table.pieces.push_back(std::move(piece));
+        } else if (field.number == 2 && field.isBytes) {
+            if (const auto spec = protoFields(field.bytes))
+                for (const auto& f : *spec)
+                    if (f.number == 3 && !f.isBytes)
+                        table.modelType = f.varint;
+        }
+    }
+    return table;
+}
+
+struct SpModelDeleter {
+    void operator()(NnsSpModel* m) const { nns_sp_free(m); }
+};
+
+/// Takes ownership of an error message from the C interface; `fallback` when there is none.
+std::string takeError(char* message, const std::string& fallback) {
+    if (!message)
+        return fallback;
+    std::string text(message);
+    nns_hf_string_free(message);
+    return text;
 }
 
 class SentencePieceTokenizer final : public Tokenizer {
@@ -106,34 +162,46 @@ public:
         const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         if (in.bad())
             throw Error("The tokenizer file " + file_ + " could not be read: " + std::strerror(errno) + ".");
+        const std::string invalid = "The tokenizer file " + file_ + " is not a valid SentencePiece model: ";
         if (looksLikeTiktoken(bytes))
             throw Error("The tokenizer file " + file_ + " is a tiktoken BPE file (a base64 token and its rank "
                         "per line), not a SentencePiece model; nnscope reads such a tokenizer only from a "
                         "tokenizer.json.");
-        // SentencePiece itself runs in a separately loaded module (core/sentencepiece.h says why); its
-        // constructor throws nnscope::Error naming the file when the bytes are not a model.
-        sp_ = std::make_unique<nnscope::SentencePieceProcessor>(bytes, file_);
-        vocabSize_ = sp_->GetPieceSize();
-        if (vocabSize_ <= 0)
-            throw Error("The tokenizer file " + file_ + " is a SentencePiece model without any piece.");
-        cleanUp_ = decodeCleansUp(settings, sentencePieceModelType(bytes) == kSentencePieceBpe);
+        auto table = readPieceTable(bytes);
+        if (!table)
+            throw Error(invalid + "the bytes are not a serialized SentencePiece model (protobuf).");
+        if (table->pieces.empty())
+            throw Error(invalid + "it has no pieces.");
+        char* error = nullptr;
+        model_.reset(nns_sp_load(bytes.data(), bytes.size(), &error));
+        if (!model_)
+            throw Error(invalid + takeError(error, "SentencePiece could not load it."));
+        if (nns_sp_piece_count(model_.get()) != table->pieces.size())
+            throw Error(invalid + "SentencePiece counts " + std::to_string(nns_sp_piece_count(model_.get())) +
+                        " pieces where the file lists " + std::to_string(table->pieces.size()) + ".");
+        pieces_ = std::move(table->pieces);
+        for (size_t id = 0; id < pieces_.size(); ++id)
+            pieceIds_.emplace(pieces_[id], static_cast<int64_t>(id));  // the first id of a piece wins
+        cleanUp_ = decodeCleansUp(settings, table->modelType == kSentencePieceBpe);
 
+        int64_t modelUnk = -1, modelBos = -1, modelEos = -1, modelPad = -1;
+        nns_sp_special_ids(model_.get(), &modelUnk, &modelBos, &modelEos, &modelPad);
         const auto lookup = [this](const std::string& piece) -> std::optional<int64_t> {
-            const int id = sp_->PieceToId(piece);
-            if (id >= 0 && id < vocabSize_ && sp_->IdToPiece(id) == piece)
-                return id;
-            return std::nullopt;
+            const auto it = pieceIds_.find(piece);
+            return it == pieceIds_.end() ? std::nullopt : std::optional<int64_t>(it->second);
         };
-        const auto modelId = [](int id) { return id >= 0 ? std::optional<int64_t>(id) : std::nullopt; };
+        const auto own = [this](int64_t id) {
+            return id >= 0 && id < vocabSize() ? std::optional<int64_t>(id) : std::nullopt;
+        };
         bosId_ = resolveSpecialId(settings.bosToken, settings.bosIdFromConfig, lookup);
-        if (!bosId_) bosId_ = modelId(sp_->bos_id());
+        if (!bosId_) bosId_ = own(modelBos);
         eosId_ = resolveSpecialId(settings.eosToken, settings.eosIdFromConfig, lookup);
-        if (!eosId_) eosId_ = modelId(sp_->eos_id());
+        if (!eosId_) eosId_ = own(modelEos);
         auto unkId = resolveSpecialId(settings.unkToken, std::nullopt, lookup);
-        if (!unkId) unkId = modelId(sp_->unk_id());
+        if (!unkId) unkId = own(modelUnk);
         const auto padId = resolveSpecialId(settings.padToken, std::nullopt, lookup);
         for (const auto& id : {bosId_, eosId_, unkId, padId})
-            if (id && *id < vocabSize_)
+            if (id && *id < vocabSize())
                 specialIds_.insert(*id);
         // LlamaTokenizer's defaults: add_bos_token true, add_eos_token false.
         addBos_ = settings.addBosToken.value_or(true) && bosId_.has_value();
@@ -142,12 +210,18 @@ public:
 
     std::vector<int64_t> encode(const std::string& text, bool addSpecialTokens) const override {
         checkUtf8(text);
-        const std::vector<int> pieces = sp_->Encode(text);
+        uint32_t* pieces = nullptr;
+        size_t count = 0;
+        char* error = nullptr;
+        if (nns_sp_encode(model_.get(), text.data(), text.size(), &pieces, &count, &error) != 0)
+            throw Error(takeError(error, "SentencePiece could not encode the text.") +
+                        " The tokenizer file is " + file_ + ".");
         std::vector<int64_t> ids;
-        ids.reserve(pieces.size() + 2);
+        ids.reserve(count + 2);
         if (addSpecialTokens && addBos_)
             ids.push_back(*bosId_);
-        ids.insert(ids.end(), pieces.begin(), pieces.end());
+        ids.insert(ids.end(), pieces, pieces + count);
+        nns_hf_ids_free(pieces, count);
         if (addSpecialTokens && addEos_)
             ids.push_back(*eosId_);
         return ids;
@@ -160,10 +234,10 @@ public:
 
     std::string tokenString(int64_t id) const override {
         checkId(id);
-        return sp_->IdToPiece(static_cast<int>(id));
+        return pieces_[static_cast<size_t>(id)];
     }
 
-    int64_t vocabSize() const override { return vocabSize_; }
+    int64_t vocabSize() const override { return static_cast<int64_t>(pieces_.size()); }
     std::string sourceFile() const override { return file_; }
 
 protected:
@@ -171,14 +245,24 @@ protected:
 
 private:
     void checkId(int64_t id) const {
-        if (id < 0 || id >= vocabSize_)
+        if (id < 0 || id >= vocabSize())
             throw Error("Token id " + std::to_string(id) + " is outside the vocabulary of " + file_ +
-                        " (ids 0 to " + std::to_string(vocabSize_ - 1) + ").");
+                        " (ids 0 to " + std::to_string(vocabSize() - 1) + ").");
     }
 
     /// SentencePiece's own decode of ordinary pieces.
-    std::string spDecode(const std::vector<int>& ids) const {
-        return sp_->Decode(ids);
+    std::string spDecode(const std::vector<uint32_t>& ids) const {
+        if (ids.empty())
+            return {};
+        char* data = nullptr;
+        size_t len = 0;
+        char* error = nullptr;
+        if (nns_sp_decode(model_.get(), ids.data(), ids.size(), &data, &len, &error) != 0)
+            throw Error(takeError(error, "SentencePiece could not decode the ids.") + " The tokenizer file is " +
+                        file_ + ".");
+        std::string text(data, len);
+        nns_hf_bytes_free(data, len);
+        return text;
     }
 
     /// LlamaTokenizer (legacy=true, add_prefix_space) convert_tokens_to_string, without clean-up:
@@ -188,24 +272,24 @@ private:
         for (int64_t id : ids)
             checkId(id);
         std::string out;
-        std::vector<int> current;
+        std::vector<uint32_t> current;
         bool prevIsSpecial = false;
         size_t i = 0;  // index among the tokens kept, as in transformers
         for (int64_t id : ids) {
             const bool special = specialIds_.count(id) > 0;
             if (special && skipSpecialTokens)
                 continue;
+            const std::string& piece = pieces_[static_cast<size_t>(id)];
             if (special) {
                 if (!prevIsSpecial && i != 0)
                     out += ' ';
-                out += spDecode(current) + sp_->IdToPiece(static_cast<int>(id));
+                out += spDecode(current) + piece;
                 current.clear();
                 prevIsSpecial = true;
             } else {
-                const std::string piece = sp_->IdToPiece(static_cast<int>(id));
                 if (prevIsSpecial && i == 1 && piece.rfind("\xE2\x96\x81", 0) != 0)
                     out += ' ';
-                current.push_back(static_cast<int>(id));
+                current.push_back(static_cast<uint32_t>(id));
                 prevIsSpecial = false;
             }
             ++i;
@@ -213,9 +297,10 @@ private:
         return out + spDecode(current);
     }
 
-    std::unique_ptr<nnscope::SentencePieceProcessor> sp_;
+    std::unique_ptr<NnsSpModel, SpModelDeleter> model_;
     std::string file_;
-    int64_t vocabSize_ = 0;
+    std::vector<std::string> pieces_;                  ///< piece string of each id
+    std::unordered_map<std::string, int64_t> pieceIds_;
     std::set<int64_t> specialIds_;  ///< bos, eos, unk, pad: transformers' all_special_ids
     bool cleanUp_ = false;          ///< apply transformers' clean_up_tokenization in decode()
 };

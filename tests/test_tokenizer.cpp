@@ -522,6 +522,9 @@ private slots:
             << QStringList{"%1/tokenizer.model", "not a valid SentencePiece model"};
         QTest::newRow("empty tokenizer.model") << QStringList{"tokenizer.model"} << QByteArrayList{""}
                                                << QStringList{"%1/tokenizer.model"};
+        QTest::newRow("tokenizer.model that SentencePiece rejects")  // one piece "a" and no <unk>
+            << QStringList{"tokenizer.model"} << QByteArrayList{QByteArray("\x0A\x03\x0A\x01" "a", 5)}
+            << QStringList{"%1/tokenizer.model", "not a valid SentencePiece model"};
         QTest::newRow("tiktoken tokenizer.model")
             << QStringList{"tokenizer.model"} << QByteArrayList{"IQ== 0\nIg== 1\nIw== 2\n"}
             << QStringList{"%1/tokenizer.model", "tiktoken"};

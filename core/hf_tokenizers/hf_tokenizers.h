@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* C interface of the Rust crate nnscope_hf_tokenizers (src/lib.rs), a thin wrapper around HuggingFace
- * `tokenizers` that reads tokenizer.json files. Used by core/tokenizer_hf.cpp; nothing else should
- * call it directly.
+ * `tokenizers` (tokenizer.json files: nns_hf_*) and SentencePiece 0.2.1 built from source
+ * (tokenizer.model files: nns_sp_*). Used by core/tokenizer_hf.cpp and core/tokenizer_sp.cpp; nothing
+ * else should call it directly.
  *
  * Conventions:
  * - Text going in is pointer + length, UTF-8 (checked; NUL bytes allowed).
@@ -60,6 +61,38 @@ size_t nns_hf_vocab_size(const NnsHfTokenizer* tokenizer);
 /** The tokenizer's model type: "BPE", "WordPiece", "WordLevel" or "Unigram" ("" for a NULL tokenizer).
  *  The string is static: do not free it. */
 const char* nns_hf_model_type(const NnsHfTokenizer* tokenizer);
+
+/* ---- SentencePiece ------------------------------------------------------------------------------ */
+
+/** An opaque loaded SentencePiece model. */
+typedef struct NnsSpModel NnsSpModel;
+
+/** Loads a SentencePiece model from the `len` bytes of a tokenizer.model file.
+ *  Returns the model (free with nns_sp_free), or NULL with `*error` set to what SentencePiece reported
+ *  (the caller adds the file name). */
+NnsSpModel* nns_sp_load(const char* data, size_t len, char** error);
+
+/** Frees a model; NULL is allowed. */
+void nns_sp_free(NnsSpModel* model);
+
+/** Number of pieces (ids 0 .. count-1); 0 for a NULL model. */
+size_t nns_sp_piece_count(const NnsSpModel* model);
+
+/** The model's own unk, bos, eos and pad ids, -1 where it has none (any pointer may be NULL). */
+void nns_sp_special_ids(const NnsSpModel* model, int64_t* unk, int64_t* bos, int64_t* eos, int64_t* pad);
+
+/** Encodes `text` (`text_len` bytes of UTF-8) into piece ids, without BOS/EOS (python's sp.encode).
+ *  Returns 0 and sets `*ids` / `*ids_len` (free with nns_hf_ids_free), or -1 with `*error` set. */
+int nns_sp_encode(const NnsSpModel* model, const char* text, size_t text_len, uint32_t** ids,
+                  size_t* ids_len, char** error);
+
+/** Decodes piece ids with SentencePiece's own decoder (control pieces give nothing). Ids must be below
+ *  nns_sp_piece_count. Returns 0 and sets `*text` / `*text_len` (free with nns_hf_bytes_free), or -1
+ *  with `*error` set. */
+int nns_sp_decode(const NnsSpModel* model, const uint32_t* ids, size_t ids_len, char** text,
+                  size_t* text_len, char** error);
+
+/* ---- memory ------------------------------------------------------------------------------------- */
 
 /** Frees an error message; NULL is allowed. */
 void nns_hf_string_free(char* message);

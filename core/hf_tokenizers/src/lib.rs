@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-//! A small C interface to HuggingFace `tokenizers`, for nnscope's `core/tokenizer_hf.cpp`.
+//! A small C interface to HuggingFace `tokenizers` (for core/tokenizer_hf.cpp) and to SentencePiece
+//! (for core/tokenizer_sp.cpp).
 //!
 //! The functions are declared in `hf_tokenizers.h` beside this crate; that header is the contract and
 //! documents each function. Rules that hold for all of them:
@@ -391,4 +392,217 @@ pub unsafe extern "C" fn nns_hf_model_type(tokenizer: *const NnsHfTokenizer) -> 
         }
     };
     name.as_ptr() as *const c_char
+}
+
+// ---------------------------------------------------------------------------------------------------
+// SentencePiece (tokenizer.model)
+// ---------------------------------------------------------------------------------------------------
+
+use sentencepiece::SentencePieceProcessor;
+
+/// The opaque handle C sees as `NnsSpModel`.
+pub struct NnsSpModel {
+    inner: SentencePieceProcessor,
+}
+
+/// Loads a SentencePiece model from its serialized bytes; see hf_tokenizers.h.
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_load(
+    data: *const c_char,
+    len: usize,
+    error: *mut *mut c_char,
+) -> *mut NnsSpModel {
+    if !error.is_null() {
+        *error = ptr::null_mut();
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        SentencePieceProcessor::from_serialized_proto(slice(data as *const u8, len))
+            .map_err(sentence_end)
+    }));
+    match result {
+        Ok(Ok(inner)) => Box::into_raw(Box::new(NnsSpModel { inner })),
+        Ok(Err(message)) => {
+            set_error(error, &message);
+            ptr::null_mut()
+        }
+        Err(payload) => {
+            set_error(
+                error,
+                &format!(
+                    "Loading the model failed inside SentencePiece: {}",
+                    sentence_end(panic_text(&payload))
+                ),
+            );
+            ptr::null_mut()
+        }
+    }
+}
+
+/// Frees a model from `nns_sp_load` (null is allowed).
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_free(model: *mut NnsSpModel) {
+    if !model.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(model))));
+    }
+}
+
+/// Number of pieces (ids) of the model; 0 for null.
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_piece_count(model: *const NnsSpModel) -> usize {
+    if model.is_null() {
+        return 0;
+    }
+    catch_unwind(AssertUnwindSafe(|| (*model).inner.len())).unwrap_or(0)
+}
+
+/// The model's unk, bos, eos and pad ids (-1 where it has none); see hf_tokenizers.h.
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_special_ids(
+    model: *const NnsSpModel,
+    unk: *mut i64,
+    bos: *mut i64,
+    eos: *mut i64,
+    pad: *mut i64,
+) {
+    let ids = if model.is_null() {
+        None
+    } else {
+        catch_unwind(AssertUnwindSafe(|| {
+            let m = &(*model).inner;
+            let opt = |id: Option<u32>| id.map(i64::from).unwrap_or(-1);
+            (
+                i64::from(m.unk_id()),
+                opt(m.bos_id()),
+                opt(m.eos_id()),
+                opt(m.pad_id()),
+            )
+        }))
+        .ok()
+    };
+    let (u, b, e, p) = ids.unwrap_or((-1, -1, -1, -1));
+    for (out, value) in [(unk, u), (bos, b), (eos, e), (pad, p)] {
+        if !out.is_null() {
+            *out = value;
+        }
+    }
+}
+
+/// Encodes UTF-8 text into piece ids (no BOS/EOS); see hf_tokenizers.h.
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_encode(
+    model: *const NnsSpModel,
+    text: *const c_char,
+    text_len: usize,
+    ids: *mut *mut u32,
+    ids_len: *mut usize,
+    error: *mut *mut c_char,
+) -> c_int {
+    if !error.is_null() {
+        *error = ptr::null_mut();
+    }
+    if model.is_null() {
+        set_error(
+            error,
+            "nns_sp_encode was called without a model (null pointer).",
+        );
+        return -1;
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<u32>, String> {
+        let text = std::str::from_utf8(slice(text as *const u8, text_len)).map_err(|e| {
+            format!(
+                "The text to encode is not valid UTF-8 (invalid byte at offset {}).",
+                e.valid_up_to()
+            )
+        })?;
+        let pieces = (*model).inner.encode(text).map_err(|e| {
+            format!(
+                "SentencePiece could not encode the text: {}",
+                sentence_end(e)
+            )
+        })?;
+        Ok(pieces.iter().map(|p| p.id).collect())
+    }));
+    match result {
+        Ok(Ok(v)) => {
+            let boxed = v.into_boxed_slice();
+            let n = boxed.len();
+            let p = Box::into_raw(boxed) as *mut u32;
+            if !ids_len.is_null() {
+                *ids_len = n;
+            }
+            if !ids.is_null() {
+                *ids = p;
+            } else {
+                nns_hf_ids_free(p, n);
+            }
+            0
+        }
+        Ok(Err(message)) => {
+            set_error(error, &message);
+            -1
+        }
+        Err(payload) => {
+            set_error(
+                error,
+                &format!(
+                    "Encoding failed inside SentencePiece: {}",
+                    sentence_end(panic_text(&payload))
+                ),
+            );
+            -1
+        }
+    }
+}
+
+/// Decodes piece ids into UTF-8 text (SentencePiece's own decode); see hf_tokenizers.h.
+#[no_mangle]
+pub unsafe extern "C" fn nns_sp_decode(
+    model: *const NnsSpModel,
+    ids: *const u32,
+    ids_len: usize,
+    text: *mut *mut c_char,
+    text_len: *mut usize,
+    error: *mut *mut c_char,
+) -> c_int {
+    if !error.is_null() {
+        *error = ptr::null_mut();
+    }
+    if model.is_null() {
+        set_error(
+            error,
+            "nns_sp_decode was called without a model (null pointer).",
+        );
+        return -1;
+    }
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        (*model)
+            .inner
+            .decode_piece_ids(slice(ids, ids_len))
+            .map_err(|e| {
+                format!(
+                    "SentencePiece could not decode the ids: {}",
+                    sentence_end(e)
+                )
+            })
+    }));
+    match result {
+        Ok(Ok(s)) => {
+            give_bytes(s.into_bytes(), text, text_len);
+            0
+        }
+        Ok(Err(message)) => {
+            set_error(error, &message);
+            -1
+        }
+        Err(payload) => {
+            set_error(
+                error,
+                &format!(
+                    "Decoding failed inside SentencePiece: {}",
+                    sentence_end(panic_text(&payload))
+                ),
+            );
+            -1
+        }
+    }
 }

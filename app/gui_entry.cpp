@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// `nnscope [gui] [--model DIR] [--prompt TEXT]... [--screenshot FILE.png] [--dtype D]`: the explorer window.
+// The options are checked before any window opens; a bad combination is an error on stderr with status 2.
+#include "mainwindow.h"
+
+#include "defaultmodel.h"
+
+#include "core/error.h"
+#include "core/model.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace nnscope {
+
+namespace {
+
+int usageError(const QString& message) {
+    std::cerr << "nnscope gui: " << message.toStdString() << "\nRun `nnscope gui --help` for the options." << std::endl;
+    return 2;
+}
+
+bool hasDisplay() { return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"); }
+
+}  // namespace
+
+int runGui(int& argc, char** argv) {
+    // A screenshot needs no screen: without a display (a CI job, a docs build) draw offscreen.
+    bool screenshot = false;
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) screenshot = true;
+    if (screenshot && !hasDisplay() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("nnscope");
+    QApplication::setApplicationName("nnscope");
+    QApplication::setApplicationVersion(version());
+    QApplication::setApplicationDisplayName("nnscope");
+
+    QStringList args = QApplication::arguments();
+    if (args.size() > 1 && args[1] == "gui") args.removeAt(1);
+    QCommandLineParser p;
+    p.setApplicationDescription(QApplication::translate("gui", "nnscope: the explorer window. Open a checkpoint, trace prompts, "
+                                                                 "read attention, neurons and the logit lens."));
+    p.addHelpOption();
+    p.addVersionOption();
+    const QCommandLineOption model("model", QApplication::translate("gui", "Checkpoint folder to open."), "DIR");
+    const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
+    const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
+    const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: float32 or bfloat16."), "D");
+    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens or model."), "NAME");
+    const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
+    p.addOptions({model, prompt, shot, dtype, view, pin});
+    if (!p.parse(args)) return usageError(p.errorText());
+    if (p.isSet("help")) {
+        std::cout << p.helpText().toStdString();
+        return 0;
+    }
+    if (p.isSet("version")) {
+        std::cout << "nnscope " << version() << std::endl;
+        return 0;
+    }
+    if (!p.positionalArguments().isEmpty())
+        return usageError(QString("unexpected argument '%1' (options start with --).").arg(p.positionalArguments().front()));
+
+    StartOptions options;
+    options.model = p.value(model);
+    options.prompts = p.values(prompt);
+    options.view = p.value(view);
+    options.pins = p.values(pin);
+    if (p.isSet(dtype)) {
+        try {
+            options.dtype = parseDtype(p.value(dtype).toStdString());
+        } catch (const Error& e) {
+            return usageError(QString::fromStdString(e.what()));
+        }
+    }
+    if (!options.view.isEmpty() && !QStringList{"attention", "neurons", "lens", "model"}.contains(options.view))
+        return usageError(QString("--view must be attention, neurons, lens or model, not '%1'.").arg(options.view));
+    const QString screenshotPath = p.value(shot);
+    if (p.isSet(shot)) {
+        if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
+            return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
+        if (options.prompts.isEmpty()) return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt.");
+        if (options.model.isEmpty()) options.model = demoModelDir();
+        if (options.model.isEmpty()) return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
+        options.useSettings = false;
+        options.openDefault = false;
+        if (options.view.isEmpty()) options.view = "attention";
+    }
+
+    MainWindow window(options);
+    window.show();
+    if (p.isSet(shot)) {
+        auto fail = [&](const QString& why) {
+            std::cerr << "nnscope gui: " << why.toStdString() << std::endl;
+            QApplication::exit(1);
+        };
+        QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
+        QObject::connect(&window, &MainWindow::traceEnded, &window, [&] {
+            if (!window.snapshot()) return fail(window.tracePanel() ? window.errorText() : QString("the trace did not finish"));
+            window.showView(options.view);
+            QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
+                const QString error = window.saveScreenshot(screenshotPath);
+                if (!error.isEmpty()) return fail(error);
+                std::cout << screenshotPath.toStdString() << std::endl;
+                QApplication::exit(0);
+            });
+        });
+        QTimer::singleShot(10 * 60 * 1000, &window, [&] { fail("gave up after 10 minutes without a finished trace."); });
+    }
+    return app.exec();
+}
+
+}  // namespace nnscope

@@ -1,0 +1,813 @@
+// SPDX-License-Identifier: MIT
+#include "mainwindow.h"
+
+#include "defaultmodel.h"
+
+#include "core/analysis.h"
+#include "core/error.h"
+#include "widgets/attentionview.h"
+#include "widgets/diagrampanel.h"
+#include "widgets/logitlensview.h"
+#include "widgets/modelsummary.h"
+#include "widgets/neuronview.h"
+#include "widgets/pinnedcards.h"
+#include "widgets/printoutmodel.h"
+#include "widgets/resources.h"
+#include "widgets/supporttablemodel.h"
+#include "widgets/tracepanel.h"
+#include "widgets/valueexport.h"
+#include "widgets/valueplotview.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QImageWriter>
+#include <QLabel>
+#include <QListView>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace nnscope {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens"};
+
+QString plainText(const QString& html) {
+    QTextDocument d;
+    d.setHtml(html);
+    return d.toPlainText().replace('\n', "  ·  ");
+}
+}  // namespace
+
+MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWindow(parent), start_(options) {
+    initResources();
+    setWindowIcon(QIcon(":/icons/nnscope.svg"));
+    worker_ = new TraceWorker(this);
+    createActions();
+    createCentral();
+    createDocks();
+    createMenus();
+    createStatusBar();
+    if (start_.useSettings)
+        readSettings();
+    else {
+        resize(1600, 1000);  // reproducible screenshots: no saved layout
+        configureThreads(0);
+        updateRecentMenu();
+    }
+    if (start_.dtype) dtype_ = *start_.dtype;
+    connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
+
+    connect(worker_, &TraceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(worker_, &TraceWorker::loadFailed, this, &MainWindow::onLoadFailed);
+    connect(worker_, &TraceWorker::traceStarted, this, &MainWindow::onTraceStarted);
+    connect(worker_, &TraceWorker::progress, this, &MainWindow::onProgress);
+    connect(worker_, &TraceWorker::traceFinished, this, &MainWindow::onTraceFinished);
+    connect(worker_, &TraceWorker::traceCancelled, this, &MainWindow::onTraceCancelled);
+    connect(worker_, &TraceWorker::traceFailed, this, &MainWindow::onTraceFailed);
+
+    if (!start_.prompts.isEmpty()) tracePanel_->setPrompts(start_.prompts);
+    QString first = start_.model;
+    if (first.isEmpty() && start_.openDefault) {
+        for (const QString& dir : recent_)
+            if (QFileInfo::exists(dir + "/config.json")) {
+                first = dir;
+                break;
+            }
+        if (first.isEmpty()) first = demoModelDir();
+    }
+    if (!first.isEmpty()) openModel(first);
+    updateActions();
+}
+
+MainWindow::~MainWindow() = default;
+
+// ---- construction -------------------------------------------------------------------------------------------
+
+void MainWindow::createActions() {
+    openAct_ = new QAction(QIcon::fromTheme("document-open", QIcon(":/icons/open.svg")), tr("&Open Checkpoint…"), this);
+    openAct_->setShortcuts(QKeySequence::Open);
+    openAct_->setStatusTip(tr("Open a checkpoint folder (config.json, model.safetensors, tokenizer)"));
+    connect(openAct_, &QAction::triggered, this, &MainWindow::openDialog);
+
+    reloadAct_ = new QAction(QIcon::fromTheme("view-refresh"), tr("&Reload Checkpoint"), this);
+    reloadAct_->setShortcuts(QKeySequence::Refresh);
+    reloadAct_->setStatusTip(tr("Open the current checkpoint again (after changing the compute dtype)"));
+    connect(reloadAct_, &QAction::triggered, this, [this] {
+        if (model_) openModel(QString::fromStdString(model_->dir()));
+    });
+
+    clearRecentAct_ = new QAction(tr("&Clear List"), this);
+    connect(clearRecentAct_, &QAction::triggered, this, [this] {
+        recent_.clear();
+        updateRecentMenu();
+    });
+
+    quitAct_ = new QAction(QIcon::fromTheme("application-exit"), tr("&Quit"), this);
+    quitAct_->setShortcuts(QKeySequence::Quit);
+    quitAct_->setStatusTip(tr("Quit nnscope"));
+    connect(quitAct_, &QAction::triggered, this, &QWidget::close);
+
+    runAct_ = new QAction(QIcon::fromTheme("media-playback-start", QIcon(":/icons/run.svg")), tr("&Run"), this);
+    runAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    runAct_->setStatusTip(tr("Trace the prompts in a worker thread"));
+    connect(runAct_, &QAction::triggered, this, &MainWindow::runTrace);
+
+    cancelAct_ = new QAction(QIcon::fromTheme("process-stop", QIcon(":/icons/cancel.svg")), tr("&Cancel"), this);
+    cancelAct_->setShortcuts(QKeySequence::Cancel);
+    cancelAct_->setStatusTip(tr("Stop the running trace within one block"));
+    connect(cancelAct_, &QAction::triggered, this, &MainWindow::cancelTrace);
+
+    exportPlotAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Plot…"), this);
+    exportPlotAct_->setShortcuts(QKeySequence::SaveAs);
+    exportPlotAct_->setStatusTip(tr("Write the current plot to PNG, SVG or PDF"));
+    connect(exportPlotAct_, &QAction::triggered, this, &MainWindow::exportPlotDialog);
+
+    exportValueAct_ = new QAction(QIcon::fromTheme("document-save", QIcon(":/icons/export.svg")), tr("Export &Value…"), this);
+    exportValueAct_->setShortcuts(QKeySequence::Save);
+    exportValueAct_->setStatusTip(tr("Write the value the current view shows to .npy, .safetensors or CSV"));
+    connect(exportValueAct_, &QAction::triggered, this, &MainWindow::exportViewValueDialog);
+
+    preferencesAct_ = new QAction(QIcon::fromTheme("preferences-system"), tr("&Preferences…"), this);
+    preferencesAct_->setShortcuts(QKeySequence::Preferences);
+    if (preferencesAct_->shortcuts().isEmpty())  // some desktops define no Preferences key
+        preferencesAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    preferencesAct_->setStatusTip(tr("Compute dtype, CPU threads, logit-lens depth"));
+    connect(preferencesAct_, &QAction::triggered, this, &MainWindow::preferencesDialog);
+
+    aboutAct_ = new QAction(QIcon::fromTheme("help-about"), tr("&About nnscope"), this);
+    aboutAct_->setShortcuts(QKeySequence::HelpContents);
+    connect(aboutAct_, &QAction::triggered, this, &MainWindow::about);
+    aboutQtAct_ = new QAction(tr("About &Qt"), this);
+    connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
+
+    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens")};
+    for (int i = 0; i < titles.size(); ++i) {
+        auto* a = new QAction(titles[i], this);
+        a->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
+        a->setStatusTip(tr("Show the %1 view").arg(QString(titles[i]).remove('&')));
+        connect(a, &QAction::triggered, this, [this, i] { showView(kViewNames[i]); });
+        viewActs_ << a;
+    }
+}
+
+void MainWindow::createCentral() {
+    startPage_ = new QTextBrowser(this);
+    startPage_->setOpenLinks(false);
+    connect(startPage_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+        if (url.scheme() == "open") openDialog();
+        else if (url.scheme() == "recent") openModel(url.path());
+    });
+
+    summary_ = new QTextBrowser(this);
+    summary_->setOpenExternalLinks(true);
+    attention_ = new AttentionView(this);
+    neurons_ = new NeuronView(this);
+    lens_ = new LogitLensView(this);
+    views_ = new QTabWidget(this);
+    views_->setDocumentMode(true);
+    views_->setTabsClosable(true);
+    views_->addTab(summary_, tr("Model"));
+    views_->addTab(attention_, tr("Attention"));
+    views_->addTab(neurons_, tr("Neurons"));
+    views_->addTab(lens_, tr("Logit lens"));
+    for (int i = 0; i < 4; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the four views stay
+    connect(views_, &QTabWidget::tabCloseRequested, this, [this](int index) {
+        if (index >= 4) views_->widget(index)->deleteLater();
+    });
+
+    centralStack_ = new QStackedWidget(this);
+    centralStack_->addWidget(startPage_);
+    centralStack_->addWidget(views_);
+
+    messageBar_ = new QFrame(this);
+    messageBar_->setStyleSheet("QFrame { background: #fde7e9; border: 1px solid #e3a1a8; border-radius: 4px; }"
+                               "QLabel { border: none; color: #7a0010; }");
+    messageLabel_ = new QLabel(messageBar_);
+    messageLabel_->setWordWrap(true);
+    messageLabel_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* close = new QToolButton(messageBar_);
+    close->setText("✕");
+    close->setAutoRaise(true);
+    close->setToolTip(tr("Dismiss"));
+    connect(close, &QToolButton::clicked, this, &MainWindow::clearError);
+    auto* barLayout = new QHBoxLayout(messageBar_);
+    barLayout->setContentsMargins(8, 4, 4, 4);
+    barLayout->addWidget(messageLabel_, 1);
+    barLayout->addWidget(close, 0, Qt::AlignTop);
+    messageBar_->hide();
+
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(2, 2, 2, 2);
+    layout->addWidget(messageBar_);
+    layout->addWidget(centralStack_, 1);
+    setCentralWidget(central);
+
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)})
+        connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
+}
+
+void MainWindow::createDocks() {
+    setDockOptions(AnimatedDocks | AllowTabbedDocks | AllowNestedDocks);
+
+    diagram_ = new DiagramPanel(this);
+    auto* diagramDock = new QDockWidget(tr("Block diagram"), this);
+    diagramDock->setObjectName("diagramDock");
+    diagramDock->setWidget(diagram_);
+    addDockWidget(Qt::LeftDockWidgetArea, diagramDock);
+    connect(diagram_->diagram(), &BlockDiagram::partHovered, this, &MainWindow::onPartHovered);
+    connect(diagram_->diagram(), &BlockDiagram::partClicked, this, &MainWindow::onPartClicked);
+    connect(diagram_, &DiagramPanel::blockChanged, this, &MainWindow::onBlockChanged);
+
+    supportModel_ = new SupportTableModel(this);
+    supportView_ = new QTableView(this);
+    supportView_->setModel(supportModel_);
+    supportView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    supportView_->setSelectionMode(QAbstractItemView::SingleSelection);
+    supportView_->setWordWrap(true);
+    supportView_->verticalHeader()->hide();
+    supportView_->horizontalHeader()->setStretchLastSection(true);
+    supportView_->setAlternatingRowColors(false);
+    connect(supportView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::onSupportRowChanged);
+    connect(supportModel_, &QAbstractItemModel::modelReset, this, [this] {
+        supportView_->clearSpans();
+        for (int r = 0; r < supportModel_->rowCount(); ++r)
+            if (supportModel_->isHostRow(r)) supportView_->setSpan(r, 0, 1, SupportTableModel::ColumnCount);
+        supportView_->resizeColumnsToContents();
+        supportView_->setColumnWidth(SupportTableModel::WhatColumn, 320);
+        supportView_->resizeRowsToContents();
+    });
+
+    printoutModel_ = new PrintoutModel(this);
+    printoutView_ = new QListView(this);
+    printoutView_->setModel(printoutModel_);
+    printoutView_->setUniformItemSizes(true);
+    printoutView_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    connect(printoutView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::onPrintoutRowChanged);
+
+    auto* tables = new QTabWidget(this);
+    tables->setDocumentMode(true);
+    tables->addTab(supportView_, tr("Support table"));
+    tables->addTab(printoutView_, tr("Printout"));
+    auto* tablesDock = new QDockWidget(tr("Support table / Printout"), this);
+    tablesDock->setObjectName("tablesDock");
+    tablesDock->setWidget(tables);
+    addDockWidget(Qt::LeftDockWidgetArea, tablesDock);
+    tabifyDockWidget(diagramDock, tablesDock);
+    diagramDock->raise();
+
+    pinned_ = new PinnedCardsPanel(this);
+    auto* pinnedDock = new QDockWidget(tr("Pinned cards"), this);
+    pinnedDock->setObjectName("pinnedDock");
+    pinnedDock->setWidget(pinned_);
+    addDockWidget(Qt::RightDockWidgetArea, pinnedDock);
+    connect(pinned_, &PinnedCardsPanel::plotRequested, this, &MainWindow::plotValue);
+    connect(pinned_, &PinnedCardsPanel::exportRequested, this, &MainWindow::exportValueDialog);
+    connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::updatePinMarks);
+
+    tracePanel_ = new TracePanel(this);
+    auto* traceDock = new QDockWidget(tr("Trace"), this);
+    traceDock->setObjectName("traceDock");
+    traceDock->setWidget(tracePanel_);
+    addDockWidget(Qt::BottomDockWidgetArea, traceDock);
+    connect(tracePanel_, &TracePanel::runRequested, this, &MainWindow::runTrace);
+    connect(tracePanel_, &TracePanel::cancelRequested, this, &MainWindow::cancelTrace);
+
+    resizeDocks({diagramDock, pinnedDock}, {470, 300}, Qt::Horizontal);
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(openAct_);
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    file->addAction(reloadAct_);
+    file->addSeparator();
+    file->addAction(preferencesAct_);
+    file->addSeparator();
+    file->addAction(quitAct_);
+
+    viewMenu_ = menuBar()->addMenu(tr("&View"));
+    for (QAction* a : viewActs_) viewMenu_->addAction(a);
+    viewMenu_->addSeparator();
+    for (QDockWidget* dock : findChildren<QDockWidget*>()) viewMenu_->addAction(dock->toggleViewAction());
+
+    QMenu* trace = menuBar()->addMenu(tr("&Trace"));
+    trace->addAction(runAct_);
+    trace->addAction(cancelAct_);
+
+    QMenu* exp = menuBar()->addMenu(tr("&Export"));
+    exp->addAction(exportPlotAct_);
+    exp->addAction(exportValueAct_);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(aboutAct_);
+    help->addAction(aboutQtAct_);
+}
+
+void MainWindow::createStatusBar() {
+    modelLabel_ = new QLabel(this);
+    statusBar()->addPermanentWidget(modelLabel_);
+    statusBar()->showMessage(tr("Ready"));
+}
+
+void MainWindow::readSettings() {
+    QSettings settings;
+    const QByteArray geometry = settings.value("window/geometry").toByteArray();
+    if (geometry.isEmpty())
+        resize(1500, 950);
+    else
+        restoreGeometry(geometry);
+    restoreState(settings.value("window/state").toByteArray());
+    recent_ = settings.value("recentModels").toStringList();
+    try {
+        dtype_ = parseDtype(settings.value("options/dtype", "float32").toString().toStdString());
+    } catch (const Error&) {
+        dtype_ = torch::kFloat32;
+    }
+    threads_ = settings.value("options/threads", 0).toInt();
+    lensTopK_ = std::clamp(settings.value("options/lensTopK", 5).toInt(), 1, 20);
+    neurons_->setTopK(std::clamp(settings.value("options/neuronTopK", 10).toInt(), 1, 100));
+    lastExportDir_ = settings.value("export/lastDir", QDir::homePath()).toString();
+    tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{"Once upon a time, there was a little girl named Lily."}).toStringList());
+    views_->setCurrentIndex(std::clamp(settings.value("view/current", 1).toInt(), 0, 3));
+    configureThreads(threads_);
+    updateRecentMenu();
+}
+
+void MainWindow::writeSettings() {
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    settings.setValue("recentModels", recent_);
+    settings.setValue("options/dtype", QString::fromStdString(dtypeName(dtype_)));
+    settings.setValue("options/threads", threads_);
+    settings.setValue("options/lensTopK", lensTopK_);
+    settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
+    settings.setValue("export/lastDir", lastExportDir_);
+    settings.setValue("trace/prompts", tracePanel_->prompts());
+    settings.setValue("view/current", std::min(views_->currentIndex(), 3));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    worker_->cancel();
+    if (start_.useSettings) writeSettings();
+    event->accept();
+}
+
+// ---- model and trace ----------------------------------------------------------------------------------------
+
+void MainWindow::openModel(const QString& dir) {
+    clearError();
+    loadingDir_ = dir;
+    loadId_ = worker_->load(dir, dtype_);
+    statusBar()->showMessage(tr("Opening %1…").arg(dir));
+    if (!model_) {
+        startPage_->setHtml(tr("<h2>Opening %1…</h2>").arg(dir.toHtmlEscaped()));
+        centralStack_->setCurrentWidget(startPage_);
+    }
+    updateActions();
+}
+
+void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
+    if (id != loadId_) return;
+    loadId_ = 0;
+    model_ = std::move(model);
+    snapshot_.reset();
+    const QString dir = QString::fromStdString(model_->dir());
+    setWindowTitle(tr("%1 — nnscope").arg(QFileInfo(dir).fileName()));
+    modelLabel_->setText(tr("model: %1 · %2 · %3")
+                             .arg(QFileInfo(dir).fileName(), QString::fromStdString(model_->family().modelType),
+                                  QString::fromStdString(dtypeName(model_->dtype()))));
+    diagram_->setModel(model_);
+    supportModel_->setFamily(&model_->family());
+    printoutModel_->setModel(model_.get());
+    summary_->setHtml(modelSummaryHtml(*model_));
+    pinned_->clear();
+    for (const QString& path : start_.pins) {
+        try {
+            const ValueKey key = parseValuePath(*model_, path.toStdString());
+            PartInfo info;
+            info.key = key;
+            info.path = QString::fromStdString(valuePath(model_->family(), key));
+            const ValueInfo& vi = valueInfo(key.value);
+            info.name = QString::fromLatin1(vi.name);
+            info.layout = QString::fromStdString(layoutString(vi));
+            info.description = QString::fromLatin1(vi.description);
+            info.readAt = QString::fromStdString(model_->family().readAt(key.value));
+            pinned_->pin(info);
+            if (key.layer >= 0) diagram_->setBlock(key.layer);
+        } catch (const Error& e) {
+            showError(tr("--pin %1: %2").arg(path, QString::fromStdString(e.what())));
+        }
+    }
+    start_.pins.clear();
+    for (int i = views_->count() - 1; i >= 4; --i) views_->widget(i)->deleteLater();
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+        v->setSnapshot(nullptr);
+    centralStack_->setCurrentWidget(views_);
+    tracePanel_->setModelReady(true);
+    addRecent(dir);
+    statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
+    updateActions();
+    emit modelOpened(dir);
+    if (!start_.view.isEmpty()) showView(start_.view);
+    if (!start_.prompts.isEmpty()) {  // the command line's prompts run once
+        start_.prompts.clear();
+        runTrace();
+    }
+}
+
+void MainWindow::onLoadFailed(quint64 id, const QString& dir, const QString& message) {
+    if (id != loadId_) return;
+    loadId_ = 0;
+    showError(tr("Could not open the checkpoint %1: %2").arg(dir, message));
+    statusBar()->showMessage(tr("Could not open %1").arg(dir), 5000);
+    if (!model_) {
+        startPage_->setHtml(tr("<h2>nnscope</h2><p>Open a checkpoint folder to look inside a model.</p>"));
+        updateRecentMenu();
+    }
+    updateActions();
+    emit modelFailed(dir, message);
+}
+
+void MainWindow::runTrace() {
+    if (!model_) {
+        showError(tr("Open a checkpoint first (File ▸ Open Checkpoint…)."));
+        return;
+    }
+    if (tracePanel_->isRunning()) return;
+    clearError();
+    std::vector<ValueKey> save = viewValueKeys(*model_);
+    for (const ValueKey& k : pinned_->keys())
+        if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
+    traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
+    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, lensTopK_);
+    tracePanel_->traceStarted(static_cast<int>(model_->config().numLayers));
+    statusBar()->showMessage(tr("Tracing…"));
+    updateActions();
+}
+
+void MainWindow::cancelTrace() {
+    if (!tracePanel_->isRunning()) return;
+    worker_->cancel();
+    statusBar()->showMessage(tr("Cancelling…"));
+}
+
+void MainWindow::onTraceStarted(quint64 id, int blocks) {
+    if (id == traceId_) tracePanel_->traceStarted(blocks);
+}
+
+void MainWindow::onProgress(quint64 id, int done, int total) {
+    if (id == traceId_) tracePanel_->traceProgress(done, total);
+}
+
+void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
+    if (id != traceId_) return;
+    snapshot_ = std::move(snapshot);
+    attention_->setSnapshot(snapshot_);
+    neurons_->setSnapshot(snapshot_);
+    lens_->setSnapshot(snapshot_);
+    for (int i = 4; i < views_->count(); ++i)
+        if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
+    pinned_->setSnapshot(snapshot_);
+    const int block = diagram_->block();
+    attention_->setBlock(block);
+    neurons_->setBlock(block);
+    const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
+    int tokens = 0;
+    for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
+    const QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: “%3” (%4).", nullptr,
+                               snapshot_->numPrompts())
+                                .arg(tokens)
+                                .arg(QDateTime::currentMSecsSinceEpoch() - traceStartedMs_)
+                                .arg(QString::fromStdString(top.front().front().text))
+                                .arg(top.front().front().prob, 0, 'f', 3);
+    tracePanel_->traceFinished(summary);
+    statusBar()->showMessage(summary, 8000);
+    if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
+    updateActions();
+    emit traceDone();
+    emit traceEnded();
+}
+
+void MainWindow::onTraceCancelled(quint64 id, int done, int total) {
+    if (id != traceId_) return;
+    tracePanel_->traceCancelled(done, total);
+    statusBar()->showMessage(tr("Trace cancelled"), 5000);
+    updateActions();
+    emit traceEnded();
+}
+
+void MainWindow::onTraceFailed(quint64 id, const QString& message) {
+    if (id != traceId_) return;
+    tracePanel_->traceFailed(message);
+    showError(tr("The trace failed: %1").arg(message));
+    updateActions();
+    emit traceEnded();
+}
+
+// ---- selection: the diagram, the tables and the views follow each other -------------------------------------
+
+void MainWindow::onPartHovered(const QString&, const QString& html) { statusBar()->showMessage(plainText(html), 10000); }
+
+void MainWindow::onPartClicked(const QString& id) {
+    const PartInfo info = diagram_->diagram()->info(id);
+    diagram_->diagram()->setHighlightedPart(id);
+    const DiagramPart* part = diagram_->diagram()->diagram().part(id);
+    {
+        const QSignalBlocker s(supportView_->selectionModel()), p(printoutView_->selectionModel());
+        syncing_ = true;
+        if (part && part->value) {
+            const int row = supportModel_->rowOf(*part->value);
+            if (row >= 0) {
+                supportView_->selectRow(row);
+                supportView_->scrollTo(supportModel_->index(row, 0));
+            }
+        }
+        int line = part && part->value ? printoutModel_->rowOf(*part->value) : -1;
+        if (line < 0 && part && part->module) line = printoutModel_->rowOf(*part->module);
+        if (line >= 0) {
+            printoutView_->setCurrentIndex(printoutModel_->index(line));
+            printoutView_->scrollTo(printoutModel_->index(line));
+        }
+        syncing_ = false;
+    }
+    if (!info.key) return;
+    if (pinned_->pin(info))
+        statusBar()->showMessage(tr("Pinned %1%2").arg(info.path, snapshot_ && !snapshot_->result.value(*info.key).defined()
+                                                                     ? tr(": run the trace to read it") : QString()), 6000);
+    // the view that draws this value follows
+    switch (info.key->value) {
+        case Value::AttentionProbabilities: case Value::AttentionScores: showView("attention"); break;
+        case Value::MlpNeurons: case Value::MlpActivation: showView("neurons"); break;
+        case Value::LayerOutput: case Value::Logits: showView("lens"); break;
+        default: break;
+    }
+}
+
+void MainWindow::onSupportRowChanged() {
+    if (syncing_) return;
+    const auto value = supportModel_->valueAt(supportView_->currentIndex().row());
+    const DiagramPart* part = value ? diagram_->diagram()->diagram().partForValue(*value) : nullptr;
+    diagram_->diagram()->setHighlightedPart(part ? part->id : QString());
+    if (value) {
+        const QSignalBlocker b(printoutView_->selectionModel());
+        const int line = printoutModel_->rowOf(*value);
+        if (line >= 0) printoutView_->setCurrentIndex(printoutModel_->index(line));
+    }
+}
+
+void MainWindow::onPrintoutRowChanged() {
+    if (syncing_) return;
+    const int row = printoutView_->currentIndex().row();
+    const auto value = printoutModel_->valueAt(row);
+    const auto module = printoutModel_->moduleAt(row);
+    const DiagramLayout& d = diagram_->diagram()->diagram();
+    const DiagramPart* part = value ? d.partForValue(*value) : module ? d.partForModule(*module) : nullptr;
+    diagram_->diagram()->setHighlightedPart(part ? part->id : QString());
+    if (value) {
+        const QSignalBlocker b(supportView_->selectionModel());
+        const int r = supportModel_->rowOf(*value);
+        if (r >= 0) supportView_->selectRow(r);
+    }
+}
+
+void MainWindow::onBlockChanged(int block) {
+    if (diagram_->block() != block) diagram_->setBlock(block);
+    attention_->setBlock(block);
+    neurons_->setBlock(block);
+    updatePinMarks();
+}
+
+void MainWindow::updatePinMarks() {
+    QSet<QString> ids;
+    const int block = diagram_->block();
+    for (const ValueKey& key : pinned_->keys())
+        for (const auto& part : diagram_->diagram()->diagram().parts)
+            if (part.value && *part.value == key.value && (part.perBlock ? block : -1) == key.layer) ids.insert(part.id);
+    diagram_->diagram()->setPinnedParts(ids);
+}
+
+// ---- views and exports --------------------------------------------------------------------------------------
+
+bool MainWindow::showView(const QString& name) {
+    for (int i = 0; i < 4; ++i)
+        if (name == kViewNames[i]) {
+            views_->setCurrentIndex(i);
+            return true;
+        }
+    return false;
+}
+
+TraceView* MainWindow::currentView() const { return qobject_cast<TraceView*>(views_->currentWidget()); }
+
+void MainWindow::plotValue(const ValueKey& key) {
+    for (int i = 4; i < views_->count(); ++i)
+        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->key() == key) {
+            views_->setCurrentIndex(i);
+            return;
+        }
+    auto* view = new ValuePlotView(key, this);
+    view->setSnapshot(snapshot_);
+    const QString title = model_ ? QString::fromStdString(valuePath(model_->family(), key)) : tr("value");
+    views_->setCurrentIndex(views_->addTab(view, title));
+}
+
+QString MainWindow::exportPlotTo(const QString& path) {
+    TraceView* view = currentView();
+    if (!view || !snapshot_) return tr("There is no plot to export: run a trace and pick a plot view.");
+    const auto metadata = snapshot_->exportMetadata(view->settings());
+    return exportPlot(view->plotSource(), path, metadata);
+}
+
+QString MainWindow::exportValueTo(const ValueKey& key, const QString& path) {
+    if (!snapshot_) return tr("There is no value to export: run a trace first.");
+    QMap<QString, QString> settings{{"exported_from", "nnscope gui"}};
+    if (TraceView* view = currentView()) settings.insert(view->settings());
+    return exportValue(*snapshot_, key, path, settings);
+}
+
+void MainWindow::exportPlotDialog() {
+    TraceView* view = currentView();
+    if (!view || !snapshot_) {
+        showError(tr("There is no plot to export: run a trace and pick a plot view."));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), lastExportDir_ + "/" + view->plotSource().name + ".png",
+                                                      plotFileFilter());
+    if (path.isEmpty()) return;
+    lastExportDir_ = QFileInfo(path).absolutePath();
+    const QString error = exportPlotTo(path);
+    if (error.isEmpty())
+        statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+    else
+        showError(error);
+}
+
+void MainWindow::exportValueDialog(const ValueKey& key) {
+    if (!snapshot_) {
+        showError(tr("There is no value to export: run a trace first."));
+        return;
+    }
+    const QString name = snapshot_->path(key);
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(name), lastExportDir_ + "/" + name + ".npy",
+                                                      valueFileFilter());
+    if (path.isEmpty()) return;
+    lastExportDir_ = QFileInfo(path).absolutePath();
+    const QString error = exportValueTo(key, path);
+    if (error.isEmpty())
+        statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+    else
+        showError(error);
+}
+
+void MainWindow::exportViewValueDialog() {
+    TraceView* view = currentView();
+    const QString path = view ? view->settings().value("view.value") : QString();
+    if (!model_ || path.isEmpty()) {
+        showError(tr("The current view shows no single value: pin a value in the diagram and export it from its card."));
+        return;
+    }
+    try {
+        exportValueDialog(parseValuePath(*model_, path.toStdString()));
+    } catch (const Error& e) {
+        showError(QString::fromStdString(e.what()));
+    }
+}
+
+QString MainWindow::saveScreenshot(const QString& path) {
+    const QImage image = grab().toImage();
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) return tr("Cannot write %1: %2").arg(path, file.errorString());
+    QImageWriter writer(&file, "png");
+    if (!writer.write(image)) {
+        file.cancelWriting();
+        return tr("Cannot write %1: %2").arg(path, writer.errorString());
+    }
+    if (!file.commit()) return tr("Cannot write %1: %2").arg(path, file.errorString());
+    return {};
+}
+
+// ---- dialogs, settings, status ------------------------------------------------------------------------------
+
+void MainWindow::openDialog() {
+    const QString start = model_ ? QFileInfo(QString::fromStdString(model_->dir())).absolutePath() : QDir::homePath();
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), start);
+    if (!dir.isEmpty()) openModel(dir);
+}
+
+void MainWindow::preferencesDialog() {
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Preferences"));
+    auto* dtype = new QComboBox(&dialog);
+    dtype->addItems({"float32", "bfloat16"});
+    dtype->setCurrentText(QString::fromStdString(dtypeName(dtype_)));
+    auto* threads = new QSpinBox(&dialog);
+    threads->setRange(0, 256);
+    threads->setSpecialValueText(tr("every core"));
+    threads->setValue(threads_);
+    auto* lensK = new QSpinBox(&dialog);
+    lensK->setRange(1, 20);
+    lensK->setValue(lensTopK_);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    auto* form = new QFormLayout(&dialog);
+    form->addRow(tr("Compute dtype (applies when a checkpoint is opened):"), dtype);
+    form->addRow(tr("CPU threads:"), threads);
+    form->addRow(tr("Logit lens: tokens listed per cell:"), lensK);
+    form->addRow(buttons);
+    if (dialog.exec() != QDialog::Accepted) return;
+    dtype_ = parseDtype(dtype->currentText().toStdString());
+    threads_ = threads->value();
+    lensTopK_ = lensK->value();
+    if (!tracePanel_->isRunning()) configureThreads(threads_);
+    writeSettings();
+}
+
+void MainWindow::about() {
+    QMessageBox::about(this, tr("About nnscope"),
+                       tr("<h3>nnscope %1</h3><p>A native explorer of transformer internals: open a HuggingFace checkpoint, "
+                          "trace prompts, and read every value under nnterp's standard names.</p>"
+                          "<p>Hover a part of the block diagram for its name, layout and where it is read; click it to pin "
+                          "its card. Run traces from the panel at the bottom.</p>").arg(version()));
+}
+
+void MainWindow::addRecent(const QString& dir) {
+    recent_.removeAll(dir);
+    recent_.prepend(dir);
+    while (recent_.size() > kMaxRecent) recent_.removeLast();
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu() {
+    recentMenu_->clear();
+    for (int i = 0; i < recent_.size(); ++i) {
+        const QString dir = recent_[i];
+        QAction* a = recentMenu_->addAction(QString("&%1 %2").arg(i + 1).arg(dir));
+        a->setStatusTip(tr("Open %1").arg(dir));
+        connect(a, &QAction::triggered, this, [this, dir] { openModel(dir); });
+    }
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(clearRecentAct_);
+    recentMenu_->setEnabled(true);
+    QString html = tr("<h2>nnscope</h2><p>A window into transformer language models: open a HuggingFace checkpoint folder "
+                      "(config.json, model.safetensors and a tokenizer) to see its block diagram, support table and printout, "
+                      "then trace prompts to read attention patterns, neurons and the logit lens.</p>"
+                      "<p><a href='open:'>Open a checkpoint…</a> (File ▸ Open Checkpoint…, Ctrl+O), or start with "
+                      "<tt>nnscope gui --model DIR</tt>.</p>");
+    if (!recent_.isEmpty()) {
+        html += tr("<h3>Recent models</h3><ul>");
+        for (const QString& dir : recent_) html += QString("<li><a href='recent:%1'>%2</a></li>").arg(dir.toHtmlEscaped(), dir.toHtmlEscaped());
+        html += "</ul>";
+    }
+    if (!model_ && loadId_ == 0) startPage_->setHtml(html);
+}
+
+void MainWindow::showError(const QString& message) {
+    messageLabel_->setText(message);
+    messageBar_->show();
+}
+
+void MainWindow::clearError() {
+    messageLabel_->clear();
+    messageBar_->hide();
+}
+
+QString MainWindow::errorText() const { return messageLabel_->text(); }
+
+void MainWindow::updateActions() {
+    const bool running = tracePanel_->isRunning();
+    runAct_->setEnabled(model_ && !running);
+    cancelAct_->setEnabled(running);
+    reloadAct_->setEnabled(model_ && !running);
+    const bool plot = snapshot_ && currentView();
+    exportPlotAct_->setEnabled(plot);
+    exportValueAct_->setEnabled(plot && !currentView()->settings().value("view.value").isEmpty());
+}
+
+}  // namespace nnscope

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The explorer window: docks for the block diagram, the support table and printout, the pinned cards and the trace
+// panel around the central views (model summary, attention, neurons, logit lens, pinned values). Built in named
+// steps like Qt's application example; settings (layout, recent models, options) are read at start and written
+// on close. The model runs only in the TraceWorker thread.
+#include "traceworker.h"
+
+#include "widgets/tracesnapshot.h"
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include <optional>
+
+class QAction;
+class QLabel;
+class QListView;
+class QMenu;
+class QStackedWidget;
+class QTabWidget;
+class QTableView;
+class QTextBrowser;
+
+namespace nnscope {
+
+class AttentionView;
+class DiagramPanel;
+class LogitLensView;
+class NeuronView;
+class PinnedCardsPanel;
+class PrintoutModel;
+class SupportTableModel;
+class TracePanel;
+class TraceView;
+
+/// What the command line asks the window to do at start.
+struct StartOptions {
+    QString model;           ///< --model DIR
+    QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
+    QString view;            ///< --view attention|neurons|lens|model: the view shown first
+    QStringList pins;        ///< --pin PATH: values pinned once the model is open
+    std::optional<torch::ScalarType> dtype;  ///< --dtype (else the saved option)
+    bool openDefault = true; ///< without --model: open the most recent model, else the demo model
+    bool useSettings = true; ///< read and write QSettings (off for --screenshot: reproducible, leaves them alone)
+};
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(const StartOptions& options = {}, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void openModel(const QString& dir);
+    void runTrace();
+    void cancelTrace();
+    /// Shows a central view by name: "model", "attention", "neurons" or "lens".
+    bool showView(const QString& name);
+    /// Writes the current view's plot (.png/.svg/.pdf) / a traced value (.npy/.safetensors/.csv). Returns the error, or "".
+    QString exportPlotTo(const QString& path);
+    QString exportValueTo(const ValueKey& key, const QString& path);
+    /// Grabs the whole window into a PNG. Returns the error, or "".
+    QString saveScreenshot(const QString& path);
+    /// Opens a traced value as a heatmap in a new tab.
+    void plotValue(const ValueKey& key);
+
+    ModelPtr model() const { return model_; }
+    SnapshotPtr snapshot() const { return snapshot_; }
+    /// The error the window shows (the message bar), or "".
+    QString errorText() const;
+    TraceWorker* worker() const { return worker_; }
+    DiagramPanel* diagramPanel() const { return diagram_; }
+    PinnedCardsPanel* pinnedPanel() const { return pinned_; }
+    TracePanel* tracePanel() const { return tracePanel_; }
+    AttentionView* attentionView() const { return attention_; }
+    NeuronView* neuronView() const { return neurons_; }
+    LogitLensView* lensView() const { return lens_; }
+    QTabWidget* views() const { return views_; }
+    TraceView* currentView() const;
+    QTableView* supportView() const { return supportView_; }
+    QListView* printoutView() const { return printoutView_; }
+    SupportTableModel* supportModel() const { return supportModel_; }
+    PrintoutModel* printoutModel() const { return printoutModel_; }
+
+signals:
+    void modelOpened(const QString& dir);
+    void modelFailed(const QString& dir, const QString& message);
+    void traceDone();
+    void traceEnded();  ///< after any outcome: done, cancelled or failed
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void createActions();
+    void createMenus();
+    void createDocks();
+    void createCentral();
+    void createStatusBar();
+    void readSettings();
+    void writeSettings();
+
+    void onModelLoaded(quint64 id, ModelPtr model);
+    void onLoadFailed(quint64 id, const QString& dir, const QString& message);
+    void onTraceStarted(quint64 id, int blocks);
+    void onProgress(quint64 id, int done, int total);
+    void onTraceFinished(quint64 id, SnapshotPtr snapshot);
+    void onTraceCancelled(quint64 id, int done, int total);
+    void onTraceFailed(quint64 id, const QString& message);
+
+    void onPartHovered(const QString& id, const QString& html);
+    void onPartClicked(const QString& id);
+    void onSupportRowChanged();
+    void onPrintoutRowChanged();
+    void onBlockChanged(int block);
+    void updatePinMarks();
+
+    void openDialog();
+    void exportPlotDialog();
+    void exportValueDialog(const ValueKey& key);
+    void exportViewValueDialog();
+    void preferencesDialog();
+    void about();
+    void addRecent(const QString& dir);
+    void updateRecentMenu();
+    void showError(const QString& message);
+    void clearError();
+    void updateActions();
+
+    StartOptions start_;
+    TraceWorker* worker_;
+    ModelPtr model_;
+    SnapshotPtr snapshot_;
+    quint64 loadId_ = 0, traceId_ = 0;
+    QString loadingDir_;
+    qint64 traceStartedMs_ = 0;
+    bool syncing_ = false;  ///< guards the selection sync between the diagram and the tables
+
+    // options (QSettings)
+    QStringList recent_;
+    torch::ScalarType dtype_ = torch::kFloat32;
+    int threads_ = 0;
+    int lensTopK_ = 5;
+    QString lastExportDir_;
+
+    DiagramPanel* diagram_;
+    SupportTableModel* supportModel_;
+    PrintoutModel* printoutModel_;
+    QTableView* supportView_;
+    QListView* printoutView_;
+    PinnedCardsPanel* pinned_;
+    TracePanel* tracePanel_;
+    QStackedWidget* centralStack_;
+    QTextBrowser* startPage_;
+    QTabWidget* views_;
+    QTextBrowser* summary_;
+    AttentionView* attention_;
+    NeuronView* neurons_;
+    LogitLensView* lens_;
+    QWidget* messageBar_;
+    QLabel* messageLabel_;
+    QLabel* modelLabel_;
+
+    QMenu* recentMenu_;
+    QMenu* viewMenu_;
+    QAction* openAct_;
+    QAction* reloadAct_;
+    QAction* quitAct_;
+    QAction* runAct_;
+    QAction* cancelAct_;
+    QAction* exportPlotAct_;
+    QAction* exportValueAct_;
+    QAction* preferencesAct_;
+    QAction* aboutAct_;
+    QAction* aboutQtAct_;
+    QAction* clearRecentAct_;
+    QList<QAction*> viewActs_;
+};
+
+}  // namespace nnscope

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+#include "traceworker.h"
+
+#include "core/error.h"
+#include "core/taps.h"
+
+#include <c10/util/Exception.h>
+
+namespace nnscope {
+
+TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
+    qRegisterMetaType<nnscope::ModelPtr>();
+    qRegisterMetaType<nnscope::SnapshotPtr>();
+}
+
+TraceWorker::~TraceWorker() {
+    {
+        QMutexLocker lock(&mutex_);
+        abort_ = true;
+        cancel_ = true;
+        jobs_.clear();
+        condition_.wakeOne();
+    }
+    wait();
+}
+
+quint64 TraceWorker::enqueue(Job job) {
+    QMutexLocker lock(&mutex_);
+    job.id = nextId_++;
+    if (job.kind == Job::Trace) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
+    jobs_.push_back(std::move(job));
+    if (!isRunning())
+        start(LowPriority);
+    else
+        condition_.wakeOne();
+    return jobs_.back().id;
+}
+
+quint64 TraceWorker::load(const QString& dir, torch::ScalarType dtype) {
+    Job job;
+    job.kind = Job::Load;
+    job.dir = dir;
+    job.dtype = dtype;
+    return enqueue(std::move(job));
+}
+
+quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK) {
+    Job job;
+    job.kind = Job::Trace;
+    job.model = std::move(model);
+    job.prompts = prompts;
+    job.save = save;
+    job.lensTopK = lensTopK;
+    return enqueue(std::move(job));
+}
+
+void TraceWorker::cancel() {
+    std::vector<std::pair<quint64, int>> dropped;
+    {
+        QMutexLocker lock(&mutex_);
+        for (auto it = jobs_.begin(); it != jobs_.end();) {
+            if (it->kind == Job::Trace) {
+                dropped.emplace_back(it->id, static_cast<int>(it->model->config().numLayers));
+                it = jobs_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        cancel_ = true;
+    }
+    for (const auto& [id, blocks] : dropped) emit traceCancelled(id, 0, blocks);  // outside the lock: slots may queue more
+}
+
+void TraceWorker::run() {
+    forever {
+        Job job;
+        {
+            QMutexLocker lock(&mutex_);
+            while (jobs_.empty() && !abort_) condition_.wait(&mutex_);
+            if (abort_) return;
+            job = std::move(jobs_.front());
+            jobs_.pop_front();
+        }
+        if (job.kind == Job::Load)
+            runLoad(job);
+        else
+            runTrace(job);
+    }
+}
+
+namespace {
+// The message of any exception the engine or libtorch may throw, as a sentence for the window.
+QString messageOf(const std::exception& e) {
+    if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return QString::fromStdString(c->what_without_backtrace());
+    return QString::fromStdString(e.what());
+}
+}  // namespace
+
+void TraceWorker::runLoad(const Job& job) {
+    try {
+        ModelPtr model = Model::load(job.dir.toStdString(), LoadOptions().withDtype(job.dtype));
+        emit modelLoaded(job.id, std::move(model));
+    } catch (const std::exception& e) {
+        emit loadFailed(job.id, job.dir, messageOf(e));
+    }
+}
+
+void TraceWorker::runTrace(const Job& job) {
+    const int blocks = static_cast<int>(job.model->config().numLayers);
+    emit traceStarted(job.id, blocks);
+    std::atomic<int> done{0};
+    try {
+        std::vector<std::string> prompts;
+        for (const QString& p : job.prompts) prompts.push_back(p.toStdString());
+        const Batch batch = encodeBatch(*job.model, prompts);
+        TraceOptions options;
+        options.save = job.save;
+        options.cancel = &cancel_;
+        options.progress = [&](int d, int total) {
+            done = d;
+            emit progress(job.id, d, total);
+            if (const int ms = blockDelayMs_.load(); ms > 0 && d < total) QThread::msleep(static_cast<unsigned long>(ms));
+        };
+        TraceResult result = nnscope::trace(*job.model, batch, options);
+        if (cancel_) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
+        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.lensTopK));
+    } catch (const Cancelled&) {
+        emit traceCancelled(job.id, done, blocks);
+    } catch (const std::exception& e) {
+        emit traceFailed(job.id, messageOf(e));
+    }
+}
+
+}  // namespace nnscope

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The worker thread that loads checkpoints and runs traces, so the window never waits on the model (the
+// mandelbrot example's RenderThread pattern). Requests are queued under a mutex; the thread sleeps on a wait
+// condition when idle. Cancel stops a running trace within one block (the engine checks the flag between
+// blocks). Results leave by value through queued signals: a shared, immutable TraceSnapshot. The destructor
+// cancels, wakes the thread and waits for it.
+#include "widgets/tracesnapshot.h"
+
+#include <QMutex>
+#include <QStringList>
+#include <QThread>
+#include <QWaitCondition>
+
+#include <atomic>
+#include <deque>
+
+namespace nnscope {
+
+class TraceWorker : public QThread {
+    Q_OBJECT
+public:
+    explicit TraceWorker(QObject* parent = nullptr);
+    ~TraceWorker() override;
+
+    /// Queues loading the checkpoint folder `dir`. Returns the request's id.
+    quint64 load(const QString& dir, torch::ScalarType dtype);
+    /// Queues a trace of `prompts` on `model`, saving `save`. Returns the request's id.
+    quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK = 5);
+    /// Stops the running trace within one block and drops queued ones.
+    void cancel();
+    /// Waits `ms` milliseconds before each block: lets the tests and demos watch progress and Cancel on a tiny model.
+    void setBlockDelay(int ms) { blockDelayMs_ = ms; }
+
+signals:
+    void modelLoaded(quint64 id, nnscope::ModelPtr model);
+    void loadFailed(quint64 id, const QString& dir, const QString& message);
+    void traceStarted(quint64 id, int blocks);
+    void progress(quint64 id, int done, int total);
+    void traceFinished(quint64 id, nnscope::SnapshotPtr snapshot);
+    void traceCancelled(quint64 id, int done, int total);
+    void traceFailed(quint64 id, const QString& message);
+
+protected:
+    void run() override;
+
+private:
+    struct Job {
+        enum Kind { Load, Trace } kind = Load;
+        quint64 id = 0;
+        QString dir;
+        torch::ScalarType dtype = torch::kFloat32;
+        ModelPtr model;
+        QStringList prompts;
+        std::vector<ValueKey> save;
+        int lensTopK = 5;
+    };
+    quint64 enqueue(Job job);
+    void runLoad(const Job& job);
+    void runTrace(const Job& job);
+
+    QMutex mutex_;
+    QWaitCondition condition_;
+    std::deque<Job> jobs_;
+    quint64 nextId_ = 1;
+    bool abort_ = false;
+    std::atomic<bool> cancel_{false};
+    std::atomic<int> blockDelayMs_{0};
+};
+
+}  // namespace nnscope

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// `nnscope train-demo`: trains the demo model (core/train_demo.h) and prints progress, then the figures of the
+// induction circuit measured on the written folder.
+#include "cli.h"
+
+#include "core/error.h"
+#include "core/train_demo.h"
+
+#include <QCommandLineParser>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+namespace nnscope {
+
+int runTrainDemoCommand(const QStringList& arguments) {
+    QCommandLineParser p;
+    p.setApplicationDescription(
+        "nnscope train-demo: train the demo model, a small Llama whose second layer forms an induction head,\n"
+        "and write it as a HuggingFace checkpoint folder (see docs/DEMO.md).");
+    p.addHelpOption();
+    const DemoTrainOptions defaults;
+    QCommandLineOption out("out", "Checkpoint folder to write (a new folder, or an older demo folder to replace).", "DIR");
+    QCommandLineOption seed("seed", "Random seed of the weights and the data.", "N", QString::number(defaults.seed));
+    QCommandLineOption steps("steps", "Optimizer steps.", "N", QString::number(defaults.steps));
+    QCommandLineOption threads("threads",
+                               "libtorch threads while training (0: every core). The weights are bit-for-bit "
+                               "reproducible for a given seed and thread count.",
+                               "N", QString::number(defaults.threads));
+    QCommandLineOption noEval("no-eval", "Skip measuring the written folder (and its figures in README.md).");
+    p.addOptions({out, seed, steps, threads, noEval});
+    p.process(arguments);
+    if (!p.positionalArguments().isEmpty())
+        throw Error("train-demo takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
+                    "\"); see nnscope train-demo --help.");
+    if (!p.isSet(out)) throw Error("train-demo needs --out DIR, the folder to write the demo model to.");
+
+    DemoTrainOptions o;
+    o.outDir = p.value(out).toStdString();
+    bool ok = false;
+    o.seed = p.value(seed).toULongLong(&ok);
+    if (!ok) throw Error("--seed must be a non-negative integer, not \"" + p.value(seed).toStdString() + "\".");
+    o.steps = p.value(steps).toInt(&ok);
+    if (!ok || o.steps < 1) throw Error("--steps must be a positive integer, not \"" + p.value(steps).toStdString() + "\".");
+    o.threads = p.value(threads).toInt(&ok);
+    if (!ok || o.threads < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
+    o.evaluate = !p.isSet(noEval);
+    // EXPERIMENT (temporary)
+    if (const char* v = std::getenv("DEMO_LR")) o.learningRate = std::atof(v);
+    if (const char* v = std::getenv("DEMO_BATCH")) o.batchSize = std::atoi(v);
+    if (const char* v = std::getenv("DEMO_SEQ")) o.seqLen = std::atoi(v);
+    if (const char* v = std::getenv("DEMO_MLP")) o.shape.intermediateSize = std::atoi(v);
+    if (const char* v = std::getenv("DEMO_HIDDEN")) o.shape.hiddenSize = std::atoi(v);
+    if (const char* v = std::getenv("DEMO_LAYERS")) o.shape.numLayers = std::atoi(v);
+    if (const char* v = std::getenv("DEMO_REPORT")) o.reportEvery = std::atoi(v);
+    o.commandLine = "nnscope train-demo --out " + o.outDir + " --seed " + std::to_string(o.seed) + " --steps " +
+                    std::to_string(o.steps) + " --threads " + std::to_string(o.threads);
+    o.progress = [](const DemoTrainProgress& pr) {
+        std::printf("step %5d/%d  loss %.4f  lr %.2e  %6.1f s\n", pr.step, pr.steps, pr.loss, pr.learningRate,
+                    pr.elapsedSeconds);
+        std::fflush(stdout);
+    };
+    std::printf("training the demo model: seed %llu, %d steps of %d x %d tokens, into %s\n",
+                static_cast<unsigned long long>(o.seed), o.steps, o.batchSize, o.seqLen, o.outDir.c_str());
+    std::fflush(stdout);
+
+    const DemoTrainResult r = trainDemoModel(o);
+    std::printf("trained %lld parameters in %.1f s on %d thread(s); final loss %.4f\n",
+                static_cast<long long>(r.parameters), r.trainSeconds, r.threads, r.finalLoss);
+    if (r.eval) {
+        const InductionEval& e = *r.eval;
+        std::printf("held-out <s> + run of %d + the same run (%d rows): loss %.3f on the first occurrence, %.3f on the second\n",
+                    e.runLength, e.sequences, e.firstHalfLoss, e.secondHalfLoss);
+        for (size_t l = 0; l < e.scores.size(); ++l) {
+            std::printf("layer %zu induction:", l);
+            for (double v : e.scores[l]) std::printf(" %.3f", v);
+            std::printf("   previous-token:");
+            for (double v : e.previousTokenScores[l]) std::printf(" %.3f", v);
+            std::printf("\n");
+        }
+    }
+    std::printf("wrote %s (%.1f s in all)\n", r.outDir.c_str(), r.totalSeconds);
+    return 0;
+}
+
+}  // namespace nnscope

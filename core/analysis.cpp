@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+#include "analysis.h"
+
+#include "error.h"
+
+#include <torch/torch.h>
+
+#include <cstring>
+
+using namespace torch::indexing;
+
+namespace nnscope {
+
+PromptSpan promptSpan(const Batch& batch, int64_t row) {
+    if (row < 0 || row >= static_cast<int64_t>(batch.ids.size()))
+        throw Error("prompt " + std::to_string(row) + " is out of range: the trace has " + std::to_string(batch.ids.size()) +
+                    " prompts.");
+    const int64_t length = static_cast<int64_t>(batch.ids[static_cast<size_t>(row)].size());
+    return {batch.inputIds.size(1) - length, length};
+}
+
+std::vector<ValueKey> viewValueKeys(const Model& model) {
+    std::vector<ValueKey> keys;
+    for (int i = 0; i < static_cast<int>(model.config().numLayers); ++i)
+        for (Value v : {Value::AttentionProbabilities, Value::MlpNeurons, Value::LayerOutput}) keys.push_back({v, i});
+    return keys;
+}
+
+torch::Tensor promptValue(const Model& model, const TraceResult& result, const ValueKey& key, int64_t row) {
+    const torch::Tensor t = result.value(key);
+    if (!t.defined())
+        throw Error("the value " + valuePath(model.family(), key) + " was not saved by this trace; pin it and run again.");
+    const PromptSpan span = promptSpan(result.batch, row);
+    const ValueInfo& info = valueInfo(key.value);
+    torch::Tensor out = t.index({row});
+    // axes after batch: cut every token axis to the prompt's own positions
+    for (size_t a = 1; a < info.axes.size() && static_cast<int64_t>(a) <= out.dim(); ++a) {
+        const char* name = info.axes[a];
+        if (std::strcmp(name, "seq") == 0 || std::strcmp(name, "query") == 0 || std::strcmp(name, "key") == 0)
+            out = out.narrow(/*dim=*/static_cast<int64_t>(a) - 1, span.start, span.length);
+    }
+    return out.to(torch::kFloat32).contiguous();
+}
+
+torch::Tensor attentionPattern(const Model& model, const TraceResult& result, int layer, int64_t row) {
+    return promptValue(model, result, {Value::AttentionProbabilities, layer}, row);
+}
+
+torch::Tensor neuronActivations(const Model& model, const TraceResult& result, int layer, int64_t row) {
+    return promptValue(model, result, {Value::MlpNeurons, layer}, row);
+}
+
+std::vector<NeuronScore> topNeurons(const torch::Tensor& acts, int64_t position, int k, bool byMagnitude) {
+    TORCH_CHECK(acts.dim() == 2, "topNeurons: expected activations [length, neurons], got ", acts.sizes());
+    TORCH_CHECK(position >= 0 && position < acts.size(0), "topNeurons: position ", position, " outside ", acts.sizes());
+    const torch::Tensor row = acts.index({position}).to(torch::kFloat32);
+    k = static_cast<int>(std::min<int64_t>(k, row.size(0)));
+    const auto idx = std::get<1>((byMagnitude ? row.abs() : row).topk(k));
+    std::vector<NeuronScore> out;
+    for (int j = 0; j < k; ++j) {
+        const int64_t n = idx[j].item<int64_t>();
+        out.push_back({n, row[n].item<double>()});
+    }
+    return out;
+}
+
+LogitLens logitLens(const Model& model, const TraceResult& result, int k) {
+    c10::InferenceMode guard;  // the lens is read, never differentiated
+    LogitLens lens;
+    lens.numLayers = model.config().numLayers;
+    lens.k = static_cast<int>(std::min<int64_t>(k, model.config().vocabSize));
+    const int64_t rows = static_cast<int64_t>(result.batch.ids.size());
+    std::vector<std::vector<torch::Tensor>> ids(rows), probs(rows), lse(rows), normed(rows);
+    for (int i = 0; i < lens.numLayers; ++i) {
+        const ValueKey key{Value::LayerOutput, i};
+        const torch::Tensor h = result.value(key);
+        if (!h.defined()) throw Error("the logit lens needs " + valuePath(model.family(), key) + ", which this trace did not save.");
+        const torch::Tensor n = model.finalNorm(h.to(model.dtype()));
+        const torch::Tensor logits = torch::linear(n, model.lmHead()).to(torch::kFloat32);  // project_on_vocab
+        const torch::Tensor p = torch::softmax(logits, -1);
+        const auto [topP, topI] = p.topk(lens.k, -1);
+        const torch::Tensor l = logits.logsumexp(-1);
+        for (int64_t r = 0; r < rows; ++r) {
+            const PromptSpan s = promptSpan(result.batch, r);
+            auto cut = [&](const torch::Tensor& t) { return t.index({r, Slice(s.start, s.start + s.length)}); };
+            ids[r].push_back(cut(topI));
+            probs[r].push_back(cut(topP));
+            lse[r].push_back(cut(l));
+            normed[r].push_back(cut(n));
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        lens.topIds.push_back(torch::stack(ids[r]));
+        lens.topProbs.push_back(torch::stack(probs[r]));
+        lens.logSumExp.push_back(torch::stack(lse[r]));
+        lens.normed.push_back(torch::stack(normed[r]));
+    }
+    return lens;
+}
+
+torch::Tensor lensTokenProbs(const Model& model, const LogitLens& lens, int64_t row, int64_t id) {
+    c10::InferenceMode guard;
+    if (row < 0 || row >= static_cast<int64_t>(lens.normed.size()))
+        throw Error("prompt " + std::to_string(row) + " is out of range for the logit lens.");
+    if (id < 0 || id >= model.config().vocabSize)
+        throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
+                    std::to_string(model.config().vocabSize - 1) + ").");
+    // One row of lm_head is enough: p(id) = exp(logit(id) - logsumexp(logits)).
+    const torch::Tensor w = model.lmHead().index({Slice(id, id + 1)});
+    const torch::Tensor logit = torch::linear(lens.normed[static_cast<size_t>(row)], w).squeeze(-1).to(torch::kFloat32);
+    return (logit - lens.logSumExp[static_cast<size_t>(row)]).exp().contiguous();
+}
+
+}  // namespace nnscope

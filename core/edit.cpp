@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+#include "edit.h"
+
+#include "error.h"
+#include "model.h"
+#include "safetensors.h"
+#include "trace.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <sstream>
+
+namespace nnscope {
+namespace {
+
+std::string trim(std::string s) {
+    const auto a = s.find_first_not_of(" \t");
+    if (a == std::string::npos) return "";
+    const auto b = s.find_last_not_of(" \t");
+    return s.substr(a, b - a + 1);
+}
+
+std::vector<torch::indexing::TensorIndex> toTorch(const std::vector<IndexItem>& index) {
+    std::vector<torch::indexing::TensorIndex> out;
+    for (const auto& it : index) {
+        switch (it.kind) {
+            case IndexItem::Integer: out.emplace_back(*it.start); break;
+            case IndexItem::Ellipsis: out.emplace_back(torch::indexing::Ellipsis); break;
+            case IndexItem::Slice:
+                out.emplace_back(torch::indexing::Slice(it.start ? c10::optional<int64_t>(*it.start) : c10::nullopt,
+                                                        it.stop ? c10::optional<int64_t>(*it.stop) : c10::nullopt));
+                break;
+        }
+    }
+    return out;
+}
+
+std::string shapeStr(const torch::Tensor& t) {
+    std::ostringstream s;
+    s << t.sizes();
+    return s.str();
+}
+
+std::vector<IndexItem> parseIndex(const std::string& text, const std::string& edit) {
+    std::vector<IndexItem> out;
+    std::stringstream ss(text);
+    std::string item;
+    auto num = [&](const std::string& s) -> int64_t {
+        try {
+            size_t used = 0;
+            const long long v = std::stoll(s, &used);
+            if (used != s.size()) throw std::invalid_argument(s);
+            return v;
+        } catch (...) {
+            throw Error("edit '" + edit + "': '" + s + "' is not an integer index.");
+        }
+    };
+    while (std::getline(ss, item, ',')) {
+        item = trim(item);
+        IndexItem it;
+        if (item == "...") {
+            it.kind = IndexItem::Ellipsis;
+        } else if (item.find(':') != std::string::npos) {
+            it.kind = IndexItem::Slice;
+            const std::string a = trim(item.substr(0, item.find(':'))), b = trim(item.substr(item.find(':') + 1));
+            if (b.find(':') != std::string::npos) throw Error("edit '" + edit + "': slices with a step are not supported.");
+            if (!a.empty()) it.start = num(a);
+            if (!b.empty()) it.stop = num(b);
+        } else if (item.empty()) {
+            throw Error("edit '" + edit + "': an index item is empty (write ':' for a whole axis).");
+        } else {
+            it.kind = IndexItem::Integer;
+            it.start = num(item);
+        }
+        out.push_back(it);
+    }
+    return out;
+}
+
+}  // namespace
+
+Edit parseEdit(const Model& model, const std::string& textIn, const std::string& baseDir) {
+    const std::string text = trim(textIn);
+    Edit e;
+    e.text = text;
+    // split PATH[INDEX] OP OPERAND at the first '=' outside the brackets; the character before it picks the op
+    size_t opPos = std::string::npos, opLen = 1;
+    int depth = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '[') ++depth;
+        else if (text[i] == ']') --depth;
+        else if (text[i] == '=' && depth == 0) {
+            opPos = i;
+            break;
+        }
+    }
+    if (opPos != std::string::npos && opPos > 0 && std::string("+-*/").find(text[opPos - 1]) != std::string::npos) {
+        const char c = text[opPos - 1];
+        e.op = c == '+' ? Edit::Op::Add : c == '-' ? Edit::Op::Sub : c == '*' ? Edit::Op::Mul : Edit::Op::Div;
+        --opPos;
+        opLen = 2;
+    }
+    if (opPos == std::string::npos)
+        throw Error("edit '" + text + "': no operator; write PATH[INDEX] = | += | -= | *= | /= VALUE, e.g. "
+                    "'layers.1.self_attn.attention_queries[:, 1] *= 2'.");
+    std::string lhs = trim(text.substr(0, opPos)), rhs = trim(text.substr(opPos + opLen));
+    std::string path = lhs;
+    const auto br = lhs.find('[');
+    if (br != std::string::npos) {
+        if (lhs.back() != ']') throw Error("edit '" + text + "': the index must end with ']'.");
+        path = trim(lhs.substr(0, br));
+        e.index = parseIndex(lhs.substr(br + 1, lhs.size() - br - 2), text);
+    }
+    e.key = parseValuePath(model, path);
+    const ValueInfo& info = valueInfo(e.key.value);
+    if (info.readOnly)
+        throw Error("edit '" + text + "': " + path + " is read-only (" + info.description + "); edit the logits instead.");
+    // operand
+    if (rhs.empty()) throw Error("edit '" + text + "': nothing after the operator.");
+    if (rhs == "mean") {
+        if (e.op != Edit::Op::Set) throw Error("edit '" + text + "': 'mean' only goes with '=' (mean-ablation).");
+        e.operand = Edit::Operand::Mean;
+        return e;
+    }
+    double factor = 1;
+    std::string atom = rhs;
+    const auto star = rhs.find('*');
+    if (star != std::string::npos) {
+        std::string a = trim(rhs.substr(0, star)), b = trim(rhs.substr(star + 1));
+        if (!a.empty() && a[0] == '@') std::swap(a, b);
+        try {
+            size_t used = 0;
+            factor = std::stod(a, &used);
+            if (used != a.size()) throw std::invalid_argument(a);
+        } catch (...) {
+            throw Error("edit '" + text + "': '" + a + "' is not a number (write N * @file.npy).");
+        }
+        atom = b;
+    }
+    if (!atom.empty() && atom[0] == '@') {
+        std::filesystem::path p = atom.substr(1);
+        if (p.is_relative()) p = std::filesystem::path(baseDir) / p;
+        e.operand = Edit::Operand::Tensor;
+        e.tensor = readNpy(p.string()).to(torch::kFloat32);
+        e.scalar = factor;
+        return e;
+    }
+    try {
+        size_t used = 0;
+        e.scalar = std::stod(atom, &used) * factor;
+        if (used != atom.size()) throw std::invalid_argument(atom);
+    } catch (...) {
+        throw Error("edit '" + text + "': '" + atom + "' is neither a number, @file.npy nor mean.");
+    }
+    e.operand = Edit::Operand::Scalar;
+    return e;
+}
+
+std::string Edit::describe(const Model& model) const {
+    (void)model;
+    return text;
+}
+
+torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path) {
+    const auto idx = toTorch(e.index);
+    torch::Tensor sel;
+    try {
+        sel = e.index.empty() ? t : t.index(idx);
+    } catch (const c10::Error& err) {
+        throw Error("edit '" + e.text + "': the index does not fit " + path + " of shape " + shapeStr(t) + " (" +
+                    err.what_without_backtrace() + ").");
+    }
+    torch::Tensor operand;
+    switch (e.operand) {
+        case Edit::Operand::Scalar: operand = torch::full({}, e.scalar, sel.options()); break;
+        case Edit::Operand::Tensor: operand = (e.tensor * e.scalar).to(sel.scalar_type()); break;
+        case Edit::Operand::Mean: {
+            // mean over the batch and position axes of the whole value, then the same selection
+            const ValueInfo& info = valueInfo(e.key.value);
+            std::vector<int64_t> dims;
+            for (size_t a = 0; a < info.axes.size() && a < static_cast<size_t>(t.dim()); ++a) {
+                const std::string n = info.axes[a];
+                if (n == "batch" || n == "seq" || n == "query") dims.push_back(static_cast<int64_t>(a));
+            }
+            auto m = t.to(torch::kFloat32).mean(dims, /*keepdim=*/true).expand_as(t).to(t.scalar_type());
+            operand = e.index.empty() ? m : m.index(idx);
+            break;
+        }
+    }
+    torch::Tensor updated;
+    try {
+        switch (e.op) {
+            case Edit::Op::Set: updated = operand.expand_as(sel).clone(); break;
+            case Edit::Op::Add: updated = sel + operand; break;
+            case Edit::Op::Sub: updated = sel - operand; break;
+            case Edit::Op::Mul: updated = sel * operand; break;
+            case Edit::Op::Div: updated = sel / operand; break;
+        }
+        if (updated.sizes() != sel.sizes()) throw Error("the result does not keep the selection's shape");
+    } catch (const c10::Error& err) {
+        throw Error("edit '" + e.text + "': the operand of shape " + shapeStr(operand) + " does not broadcast to the selection " +
+                    shapeStr(sel) + " of " + path + ".");
+    } catch (const Error&) {
+        throw Error("edit '" + e.text + "': the operand of shape " + shapeStr(operand) + " does not broadcast to the selection " +
+                    shapeStr(sel) + " of " + path + ".");
+    }
+    if (e.index.empty()) return updated.to(t.scalar_type());
+    torch::Tensor out = t.clone();  // never write into the pass's own tensor: it may be shared or read-only
+    out.index_put_(idx, updated.to(t.scalar_type()));
+    return out;
+}
+
+void EditList::patch(const ValueKey& key, std::vector<IndexItem> index, torch::Tensor source) {
+    Edit e;
+    e.key = key;
+    e.index = std::move(index);
+    e.op = Edit::Op::Set;
+    e.operand = Edit::Operand::Tensor;
+    e.tensor = std::move(source);
+    e.scalar = 1;
+    e.text = "patch";
+    edits_.push_back(std::move(e));
+}
+
+void EditList::steer(int layer, const torch::Tensor& vector, double factor, const std::vector<int64_t>& positions) {
+    auto addAt = [&](std::vector<IndexItem> index, const std::string& where) {
+        Edit e;
+        e.key = {Value::LayerOutput, layer};
+        e.index = std::move(index);
+        e.op = Edit::Op::Add;
+        e.operand = Edit::Operand::Tensor;
+        e.tensor = vector.to(torch::kFloat32);
+        e.scalar = factor;
+        std::ostringstream s;
+        s << "layers." << layer << ".layer_output[" << where << "] += " << factor << " * vector";
+        e.text = s.str();
+        edits_.push_back(std::move(e));
+    };
+    if (positions.empty()) {
+        addAt({}, ":, :");
+        return;
+    }
+    for (int64_t p : positions) {
+        IndexItem all, pos;
+        pos.kind = IndexItem::Integer;
+        pos.start = p;
+        addAt({all, pos}, ":, " + std::to_string(p));
+    }
+}
+
+bool EditList::touches(Value v, int layer) const {
+    for (const auto& e : edits_)
+        if (e.key.value == v && e.key.layer == layer) return true;
+    if (v == Value::LayerInput || v == Value::LayerOutput)
+        return std::find(skipped_.begin(), skipped_.end(), layer) != skipped_.end();
+    return false;
+}
+
+void EditList::apply(Value v, int layer, torch::Tensor& t) const {
+    const bool skipped = std::find(skipped_.begin(), skipped_.end(), layer) != skipped_.end();
+    if (skipped && v == Value::LayerInput) skippedInputs_[layer] = t;
+    for (const auto& e : edits_)
+        if (e.key.value == v && e.key.layer == layer)
+            t = applyEdit(e, t, std::string(valueInfo(v).name) + (layer >= 0 ? " of block " + std::to_string(layer) : ""));
+    if (skipped && v == Value::LayerOutput) t = skippedInputs_.at(layer);
+}
+
+}  // namespace nnscope

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include "edit.h"
+#include "trace.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// What activation patching measures on the patched run's last position.
+struct PatchMetric {
+    enum class Kind { LogitDifference, TargetProbability } kind = Kind::LogitDifference;
+    int64_t answer = -1;      ///< logit difference: logit[answer] - logit[wrong]; probability: the target token
+    int64_t wrong = -1;
+};
+
+/// The value patched at each block × position.
+enum class PatchSite { LayerOutput, AttentionOutput, MlpOutput, HeadOutput };
+
+struct PatchingOptions {
+    PatchSite site = PatchSite::LayerOutput;
+    int head = 0;  ///< for HeadOutput: which head of attention_head_outputs
+    PatchMetric metric;
+    std::function<void(int done, int total)> progress;
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+/// The result: metric[layer][position] of the corrupted run with the clean value patched in at (layer,
+/// position), plus the metric of the clean and corrupted runs themselves.
+struct PatchingResult {
+    std::vector<std::vector<double>> grid;  ///< [num_layers][seq]
+    double clean = 0, corrupted = 0;
+    std::vector<std::string> tokens;        ///< the corrupted prompt's token labels (x axis)
+    std::string site;                       ///< the patched value's path template, e.g. "layers.{i}.layer_output"
+};
+
+/// Activation patching (Meng et al. 2022; Heimersheim & Nanda 2024): runs `clean` and `corrupted` (same token
+/// count), then for every block i and position p reruns `corrupted` with the chosen value at (i, p) replaced by
+/// the clean run's, and measures the metric. Throws nnscope::Error when the prompts' lengths differ or a token
+/// id is out of range; nnscope::Cancelled on cancel.
+PatchingResult activationPatching(const Model& model, const std::vector<int64_t>& clean, const std::vector<int64_t>& corrupted,
+                                  const PatchingOptions& options);
+
+/// The metric of a run's logits [1, seq, vocab] at the last position.
+double patchMetricValue(const PatchMetric& metric, const torch::Tensor& logits);
+
+}  // namespace nnscope

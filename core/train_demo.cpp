@@ -1,0 +1,659 @@
+// SPDX-License-Identifier: MIT
+//
+// The demo model's trainer (issue 6). The engine's Model holds immutable memory-mapped weights and runs under
+// InferenceMode, so training uses its own small Llama written here with autograd tensors, in HF Llama's exact
+// math (RMSNorm statistics in float32, rotate_half rotary, eager causal softmax attention scaled by
+// head_dim^-0.5, silu-gated MLP). The saved folder is then loaded back through Model::load, the code path of
+// every checkpoint, and measured with nnscope::trace.
+#include "train_demo.h"
+
+#include "error.h"
+#include "rope.h"
+#include "safetensors.h"
+#include "trace.h"
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using namespace torch::indexing;
+using json = nlohmann::json;
+
+namespace nnscope {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Vocabulary and tokenizer files
+
+const char* const kWords[] = {
+    // function words
+    "the", "a", "an", "and", "or", "but", "if", "then", "so", "because", "of", "to", "in", "on", "at", "by", "for",
+    "with", "from", "up", "down", "out", "over", "under", "into", "about", "after", "before", "when", "while",
+    "where", "what", "who", "why", "how", "this", "that", "these", "those", "here", "there", "now", "not", "no",
+    "yes", "very", "too", "also", "just", "only", "all", "some", "any", "many", "much", "more", "most", "few",
+    "each", "every", "other", "another", "same",
+    // pronouns
+    "i", "you", "he", "she", "it", "we", "they", "me", "him", "her", "us", "them", "my", "your", "his", "its",
+    "our", "their",
+    // adjectives
+    "new", "old", "good", "bad", "big", "small", "long", "short", "high", "low", "hot", "cold", "warm", "cool",
+    "fast", "slow", "happy", "sad", "kind", "nice", "funny", "little", "young", "red", "blue", "green", "yellow",
+    "black", "white", "brown", "pink", "dark", "bright", "tall", "soft", "loud", "quiet", "brave", "clever",
+    // people and animals
+    "man", "woman", "boy", "girl", "child", "baby", "mother", "father", "sister", "brother", "friend", "family",
+    "king", "queen", "teacher", "doctor", "farmer", "tom", "lily", "ben", "anna", "cat", "dog", "bird", "fish",
+    "horse", "cow", "pig", "sheep", "duck", "frog", "mouse", "rabbit", "bear", "lion", "tiger", "wolf", "fox",
+    "owl", "bee",
+    // things and places
+    "tree", "flower", "grass", "leaf", "garden", "forest", "park", "river", "lake", "sea", "sky", "sun", "moon",
+    "star", "rain", "snow", "wind", "cloud", "fire", "water", "stone", "hill", "mountain", "road", "street",
+    "house", "home", "room", "door", "window", "table", "chair", "bed", "book", "box", "ball", "toy", "cake",
+    "bread", "apple", "milk", "tea", "cup", "hat", "shoe", "coat", "car", "bus", "boat", "train", "ship", "town",
+    "city", "school", "shop", "farm", "bridge", "castle", "morning", "night", "day", "week", "year", "time",
+    "story", "song", "game", "picture", "letter", "name", "idea", "dream", "heart", "hand", "head", "eye", "face",
+    "foot", "mat",
+    // verbs
+    "is", "are", "was", "were", "be", "been", "am", "has", "have", "had", "do", "does", "did", "can", "could",
+    "will", "would", "should", "may", "might", "must", "go", "went", "come", "came", "see", "saw", "look",
+    "looked", "find", "found", "make", "made", "take", "took", "give", "gave", "get", "got", "say", "said",
+    "tell", "told", "think", "thought", "know", "knew", "want", "wanted", "like", "liked", "love", "loved", "play",
+    "played", "run", "ran", "walk", "walked", "jump", "jumped", "eat", "ate", "drink", "sleep", "slept", "sing",
+    "sang", "read", "write", "wrote", "open", "opened", "close", "sit", "sat", "stand", "fly", "flew", "swim",
+    "help", "helped", "ask", "asked", "answer", "call", "called", "turn", "keep", "start", "stop", "live", "lived",
+    "laugh", "laughed", "cry", "cried", "smile", "smiled", "wait", "show", "hear", "heard", "feel", "felt",
+    "bring", "carry", "build", "draw", "push", "pull", "catch", "throw",
+    // numbers and time
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "first", "last", "next",
+    "again", "always", "never", "often", "sometimes", "today", "tomorrow", "yesterday", "soon", "later",
+    "together", "alone", "away", "back", "far", "near", "inside", "outside", "around", "through", "across",
+    "behind",
+    // punctuation (the Whitespace pre-tokenizer splits it off words)
+    ".", ",", "?", "!", "'", "\"", ":", ";", "-",
+};
+
+constexpr int64_t kUnkId = 0, kBosId = 1, kEosId = 2, kPadId = 3;
+
+json tokenizerJson() {
+    const auto& vocab = demoVocabulary();
+    json v = json::object();
+    for (size_t i = 0; i < vocab.size(); ++i) v[vocab[i]] = static_cast<int64_t>(i);
+    json added = json::array();
+    for (int64_t id = 0; id < kDemoFirstWordId; ++id)
+        added.push_back({{"id", id},
+                         {"content", vocab[static_cast<size_t>(id)]},
+                         {"single_word", false},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         {"normalized", false},
+                         {"special", true}});
+    auto special = [](const char* id, int typeId) { return json{{"SpecialToken", {{"id", id}, {"type_id", typeId}}}}; };
+    auto sequence = [](const char* id, int typeId) { return json{{"Sequence", {{"id", id}, {"type_id", typeId}}}}; };
+    json post = {
+        {"type", "TemplateProcessing"},
+        {"single", json::array({special("<s>", 0), sequence("A", 0)})},
+        {"pair", json::array({special("<s>", 0), sequence("A", 0), special("<s>", 1), sequence("B", 1)})},
+        {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", json::array({kBosId})}, {"tokens", json::array({"<s>"})}}}}},
+    };
+    json j;
+    j["version"] = "1.0";
+    j["truncation"] = nullptr;
+    j["padding"] = nullptr;
+    j["added_tokens"] = added;
+    j["normalizer"] = {{"type", "Lowercase"}};
+    j["pre_tokenizer"] = {{"type", "Whitespace"}};
+    j["post_processor"] = post;
+    // No decoder: `tokenizers` then joins the tokens with single spaces (word-level decoding).
+    j["decoder"] = nullptr;
+    j["model"] = {{"type", "WordLevel"}, {"vocab", v}, {"unk_token", "<unk>"}};
+    return j;
+}
+
+json tokenizerConfigJson() {
+    return {
+        {"tokenizer_class", "PreTrainedTokenizerFast"},
+        {"bos_token", "<s>"},
+        {"eos_token", "</s>"},
+        {"unk_token", "<unk>"},
+        {"pad_token", "<pad>"},
+        {"add_bos_token", true},
+        {"add_eos_token", false},
+        {"clean_up_tokenization_spaces", true},
+        {"model_max_length", 256},
+    };
+}
+
+json configJson(const DemoModelShape& s, int64_t vocabSize) {
+    return {
+        {"architectures", json::array({"LlamaForCausalLM"})},
+        {"model_type", "llama"},
+        {"vocab_size", vocabSize},
+        {"hidden_size", s.hiddenSize},
+        {"intermediate_size", s.intermediateSize},
+        {"num_hidden_layers", s.numLayers},
+        {"num_attention_heads", s.numHeads},
+        {"num_key_value_heads", s.numHeads},
+        {"head_dim", s.headDim},
+        {"hidden_act", "silu"},
+        {"max_position_embeddings", s.maxPositionEmbeddings},
+        {"rms_norm_eps", s.rmsNormEps},
+        {"rope_theta", s.ropeTheta},
+        {"rope_scaling", nullptr},
+        {"attention_bias", false},
+        {"attention_dropout", 0.0},
+        {"mlp_bias", false},
+        {"initializer_range", 0.02},
+        {"pretraining_tp", 1},
+        {"tie_word_embeddings", false},
+        {"use_cache", true},
+        {"bos_token_id", kBosId},
+        {"eos_token_id", kEosId},
+        {"pad_token_id", kPadId},
+        {"torch_dtype", "float32"},
+    };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Deterministic random numbers (std::uniform_int_distribution differs between standard libraries)
+
+class Rng {
+public:
+    explicit Rng(uint64_t seed) : gen_(seed) {}
+    /// Uniform in [0, n), by rejection.
+    int64_t below(int64_t n) {
+        const uint64_t un = static_cast<uint64_t>(n);
+        const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % un;
+        uint64_t x;
+        do x = gen_();
+        while (x >= limit);
+        return static_cast<int64_t>(x % un);
+    }
+    int64_t between(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }  ///< uniform in [lo, hi]
+    /// `k` distinct values of `pool`, in random order (partial Fisher-Yates on a copy).
+    std::vector<int64_t> distinct(std::vector<int64_t> pool, int64_t k) {
+        for (int64_t i = 0; i < k; ++i) std::swap(pool[static_cast<size_t>(i)], pool[static_cast<size_t>(i + below(static_cast<int64_t>(pool.size()) - i))]);
+        pool.resize(static_cast<size_t>(k));
+        return pool;
+    }
+
+private:
+    std::mt19937_64 gen_;
+};
+
+/// One training batch: ids [B, T] and a float mask [B, T - 1] of the targets only induction can predict.
+struct TrainBatch {
+    torch::Tensor ids;
+    torch::Tensor copyMask;
+};
+
+TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen) {
+    std::vector<int64_t> ids(static_cast<size_t>(batch) * seqLen);
+    std::vector<float> mask(static_cast<size_t>(batch) * (seqLen - 1), 0.0f);
+    const int64_t nWords = static_cast<int64_t>(words.size());
+    const int64_t maxRun = (seqLen - 1) / 2;
+    for (int b = 0; b < batch; ++b) {
+        int64_t* row = ids.data() + static_cast<size_t>(b) * seqLen;
+        float* m = mask.data() + static_cast<size_t>(b) * (seqLen - 1);
+        static const int64_t envMin = std::getenv("DEMO_MINRUN") ? std::atoi(std::getenv("DEMO_MINRUN")) : 8;  // EXPERIMENT
+        static const int64_t envMax = std::getenv("DEMO_MAXRUN") ? std::atoi(std::getenv("DEMO_MAXRUN")) : 24;  // EXPERIMENT
+        const int64_t run = rng.between(std::min<int64_t>(envMin, std::min(envMax, maxRun)), std::min(envMax, maxRun));
+        const int64_t prefix = rng.between(0, seqLen - 1 - 2 * run);
+        const auto runIds = rng.distinct(words, run);
+        int64_t t = 0;
+        row[t++] = kBosId;
+        for (int64_t i = 0; i < prefix; ++i) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
+        const int64_t second = t + run;  // position of the run's second occurrence
+        for (int rep = 0; rep < 2; ++rep)
+            for (int64_t i = 0; i < run; ++i) row[t++] = runIds[static_cast<size_t>(i)];
+        while (t < seqLen) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
+        // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
+        for (int64_t p = second + 1; p < second + run; ++p) m[p - 1] = 1.0f;
+    }
+    TrainBatch out;
+    out.ids = torch::from_blob(ids.data(), {batch, seqLen}, torch::kInt64).clone();
+    out.copyMask = torch::from_blob(mask.data(), {batch, seqLen - 1}, torch::kFloat32).clone();
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The trainable Llama (HF LlamaForCausalLM's math, operation for operation as core/model.cpp computes it)
+
+struct TrainLayer {
+    torch::Tensor inputNorm, q, k, v, o, postNorm, gate, up, down;
+};
+
+struct TrainModel {
+    DemoModelShape shape;
+    int64_t vocab = 0;
+    torch::Tensor embed, finalNorm, lmHead;
+    std::vector<TrainLayer> layers;
+    torch::Tensor invFreq;
+
+    /// HF names and tensors, in the order of the checkpoint.
+    std::vector<std::pair<std::string, torch::Tensor>> named() const {
+        std::vector<std::pair<std::string, torch::Tensor>> out;
+        out.emplace_back("model.embed_tokens.weight", embed);
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const std::string p = "model.layers." + std::to_string(i) + ".";
+            const TrainLayer& l = layers[i];
+            out.emplace_back(p + "input_layernorm.weight", l.inputNorm);
+            out.emplace_back(p + "self_attn.q_proj.weight", l.q);
+            out.emplace_back(p + "self_attn.k_proj.weight", l.k);
+            out.emplace_back(p + "self_attn.v_proj.weight", l.v);
+            out.emplace_back(p + "self_attn.o_proj.weight", l.o);
+            out.emplace_back(p + "post_attention_layernorm.weight", l.postNorm);
+            out.emplace_back(p + "mlp.gate_proj.weight", l.gate);
+            out.emplace_back(p + "mlp.up_proj.weight", l.up);
+            out.emplace_back(p + "mlp.down_proj.weight", l.down);
+        }
+        out.emplace_back("model.norm.weight", finalNorm);
+        out.emplace_back("lm_head.weight", lmHead);
+        return out;
+    }
+
+    torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& w) const {
+        auto h = x.to(torch::kFloat32);
+        auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
+        h = h * torch::rsqrt(variance + shape.rmsNormEps);
+        return w * h.to(x.scalar_type());
+    }
+
+    static torch::Tensor rotateHalf(const torch::Tensor& x) {
+        const auto half = x.size(-1) / 2;
+        return torch::cat({-x.index({"...", Slice(half, None)}), x.index({"...", Slice(None, half)})}, -1);
+    }
+
+    /// ids int64 [B, T] -> logits float32 [B, T, vocab].
+    torch::Tensor forward(const torch::Tensor& ids) const {
+        const int64_t B = ids.size(0), T = ids.size(1), D = shape.headDim;
+        auto h = torch::embedding(embed, ids);
+        auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64)).index({None});
+        auto freqs = positions.index({"...", None}).to(torch::kFloat32) * invFreq;
+        auto emb = torch::cat({freqs, freqs}, -1);
+        auto cos = emb.cos().unsqueeze(1), sin = emb.sin().unsqueeze(1);  // [1, 1, T, D]
+        auto mask = Model::causalMask(torch::ones({1, T}, torch::kInt64), torch::kFloat32);  // [1, 1, T, T]
+        const double scaling = std::pow(static_cast<double>(D), -0.5);
+        for (const TrainLayer& l : layers) {
+            auto residual = h;
+            auto x = rmsNorm(h, l.inputNorm);
+            auto q = torch::linear(x, l.q).view({B, T, -1, D}).transpose(1, 2);
+            auto k = torch::linear(x, l.k).view({B, T, -1, D}).transpose(1, 2);
+            auto v = torch::linear(x, l.v).view({B, T, -1, D}).transpose(1, 2);
+            q = q * cos + rotateHalf(q) * sin;
+            k = k * cos + rotateHalf(k) * sin;
+            auto w = torch::matmul(q, k.transpose(2, 3)) * scaling + mask;
+            w = torch::softmax(w, -1, torch::kFloat32);
+            auto a = torch::matmul(w, v).transpose(1, 2).contiguous().reshape({B, T, -1});
+            h = residual + torch::linear(a, l.o);
+            residual = h;
+            x = rmsNorm(h, l.postNorm);
+            h = residual + torch::linear(torch::silu(torch::linear(x, l.gate)) * torch::linear(x, l.up), l.down);
+        }
+        return torch::linear(rmsNorm(h, finalNorm), lmHead);
+    }
+};
+
+/// Weights drawn from the global torch generator (seeded by the caller) in a fixed order: matrices from
+/// N(0, 0.02) as HF's _init_weights, o_proj and down_proj scaled by 1/sqrt(2 * layers), norm gains 1.
+TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
+    TrainModel m;
+    m.shape = s;
+    m.vocab = vocab;
+    const double std = 0.02, outStd = std / std::sqrt(2.0 * static_cast<double>(s.numLayers));
+    auto normal = [](std::vector<int64_t> shape, double sd) { return (torch::randn(shape) * sd).requires_grad_(true); };
+    auto ones = [](int64_t n) { return torch::ones({n}).requires_grad_(true); };
+    const int64_t H = s.hiddenSize, QW = s.numHeads * s.headDim, I = s.intermediateSize;
+    m.embed = normal({vocab, H}, std);
+    for (int64_t i = 0; i < s.numLayers; ++i) {
+        TrainLayer l;
+        l.inputNorm = ones(H);
+        l.q = normal({QW, H}, std);
+        l.k = normal({QW, H}, std);
+        l.v = normal({QW, H}, std);
+        l.o = normal({H, QW}, outStd);
+        l.postNorm = ones(H);
+        l.gate = normal({I, H}, std);
+        l.up = normal({I, H}, std);
+        l.down = normal({H, I}, outStd);
+        m.layers.push_back(l);
+    }
+    m.finalNorm = ones(H);
+    m.lmHead = normal({vocab, H}, std);
+    RopeConfig rope;
+    rope.theta = s.ropeTheta;
+    m.invFreq = computeRope(rope, s.headDim, s.maxPositionEmbeddings).invFreq;
+    return m;
+}
+
+/// Restores libtorch's thread count when it goes out of scope.
+class ThreadGuard {
+public:
+    explicit ThreadGuard(int threads) : previous_(at::get_num_threads()) { configureThreads(threads); }
+    ~ThreadGuard() { at::set_num_threads(previous_); }
+
+private:
+    int previous_;
+};
+
+const std::set<std::string>& demoFileNames() {
+    static const std::set<std::string> names = {"config.json", "model.safetensors", "tokenizer.json",
+                                                "tokenizer_config.json", "README.md", "generation_config.json",
+                                                "special_tokens_map.json"};
+    return names;
+}
+
+/// Throws unless `dir` is absent, empty, or holds only files a demo folder has (so replacing it loses nothing else).
+void checkReplaceable(const fs::path& dir) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) return;
+    if (!fs::is_directory(dir, ec))
+        throw Error(dir.string() + " exists and is not a folder; give train-demo --out a new or demo folder.");
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!entry.is_regular_file() || !demoFileNames().count(name))
+            throw Error(dir.string() + " already holds " + name +
+                        ", which a demo model folder does not have; train-demo replaces only an empty or demo folder, "
+                        "so give --out a new folder.");
+    }
+    if (ec) throw Error(dir.string() + ": cannot list the folder (" + ec.message() + ").");
+}
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+std::string scoreTable(const std::vector<std::vector<double>>& scores) {
+    std::ostringstream s;
+    const size_t heads = scores.empty() ? 0 : scores[0].size();
+    s << "| layer |";
+    for (size_t h = 0; h < heads; ++h) s << " head " << h << " |";
+    s << "\n|---|";
+    for (size_t h = 0; h < heads; ++h) s << "---|";
+    s << "\n";
+    for (size_t l = 0; l < scores.size(); ++l) {
+        s << "| " << l << " |";
+        for (double v : scores[l]) s << " " << fixed(v, 3) << " |";
+        s << "\n";
+    }
+    return s.str();
+}
+
+std::string readmeText(const DemoTrainOptions& o, const DemoTrainResult& r, int64_t vocab) {
+    std::ostringstream s;
+    const DemoModelShape& m = o.shape;
+    s << "# nnscope demo model\n\n"
+      << "A small LlamaForCausalLM that nnscope trained itself (`nnscope train-demo`, core/train_demo.cpp) on random\n"
+      << "word runs that repeat, so that an **induction head** forms: from the second occurrence of a word it attends\n"
+      << "to the word that followed the first occurrence, and predicts it. See docs/DEMO.md.\n\n"
+      << "## How it was made\n\n"
+      << "```\n" << (o.commandLine.empty() ? "nnscope train-demo --out DIR --seed " + std::to_string(o.seed) : o.commandLine)
+      << "\n```\n\n"
+      << "- seed " << o.seed << ", " << o.steps << " AdamW steps of " << o.batchSize << " rows x " << o.seqLen
+      << " tokens, peak learning rate " << o.learningRate << ", " << r.threads << " libtorch thread(s)\n"
+      << "- rows: `<s>`, 0+ random words, a run of 8-24 distinct random words, the same run again, random words to fill\n"
+      << "- " << m.numLayers << " layers, hidden " << m.hiddenSize << ", " << m.numHeads << " heads of " << m.headDim
+      << ", MLP " << m.intermediateSize << " (silu, gated), RMSNorm, rotary theta " << m.ropeTheta << ", vocabulary "
+      << vocab << " (word level), " << r.parameters << " parameters, float32\n"
+      << "- training took " << fixed(r.trainSeconds, 1) << " s; final training loss " << fixed(r.finalLoss, 3)
+      << " nats/token (the filler words are uniform random: about ln(" << (vocab - kDemoFirstWordId) << ") = "
+      << fixed(std::log(static_cast<double>(vocab - kDemoFirstWordId)), 2) << " on them)\n\n";
+    if (r.eval) {
+        const InductionEval& e = *r.eval;
+        s << "## Measured (loaded through nnscope's Model::load, " << e.sequences << " held-out rows `<s>` + run of "
+          << e.runLength << " + the same run)\n\n"
+          << "- loss on the first occurrence of the run: " << fixed(e.firstHalfLoss, 3) << " nats/token\n"
+          << "- loss on the second occurrence: " << fixed(e.secondHalfLoss, 3) << " nats/token\n\n"
+          << "Induction score (mean attention from a token's second occurrence to the token after its first):\n\n"
+          << scoreTable(e.scores) << "\n"
+          << "Previous-token score (mean attention from each position to the one before it):\n\n"
+          << scoreTable(e.previousTokenScores) << "\n";
+    }
+    s << "## Files\n\n"
+      << "config.json, model.safetensors (HF tensor names, float32), tokenizer.json (HF `tokenizers` WordLevel:\n"
+      << "lowercased, split on spaces and punctuation, `<s>` prepended; unknown words become `<unk>`),\n"
+      << "tokenizer_config.json. HuggingFace transformers loads the folder as it is\n"
+      << "(`AutoModelForCausalLM.from_pretrained`, `AutoTokenizer.from_pretrained`).\n";
+    return s.str();
+}
+
+double elapsedSince(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+const std::vector<std::string>& demoVocabulary() {
+    static const std::vector<std::string> vocab = [] {
+        std::vector<std::string> v = {"<unk>", "<s>", "</s>", "<pad>"};
+        std::set<std::string> seen(v.begin(), v.end());
+        for (const char* w : kWords) {
+            if (!seen.insert(w).second) throw Error(std::string("internal: the demo vocabulary lists \"") + w + "\" twice.");
+            v.emplace_back(w);
+        }
+        return v;
+    }();
+    return vocab;
+}
+
+InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& o) {
+    const ModelConfig& c = model.config();
+    std::optional<int64_t> bos = model.tokenizer() ? model.tokenizer()->bosId() : std::nullopt;
+    if (!bos) bos = c.bosTokenId;
+    if (!bos) throw Error(model.dir() + ": the induction measure needs a BOS token, and neither the tokenizer nor config.json names one.");
+    const int64_t endId = o.endId > 0 ? std::min(o.endId, c.vocabSize) : c.vocabSize;
+    std::vector<int64_t> pool;
+    std::optional<int64_t> eos = model.tokenizer() ? model.tokenizer()->eosId() : c.eosTokenId;
+    for (int64_t id = std::max<int64_t>(0, o.firstId); id < endId; ++id)
+        if (id != *bos && (!eos || id != *eos)) pool.push_back(id);
+    const int64_t L = o.runLength;
+    if (L < 2 || o.sequences < 1) throw Error("the induction measure needs runLength >= 2 and at least one sequence.");
+    if (static_cast<int64_t>(pool.size()) < L)
+        throw Error(model.dir() + ": the id range [" + std::to_string(o.firstId) + ", " + std::to_string(endId) +
+                    ") has fewer than " + std::to_string(L) + " ordinary tokens for the runs of the induction measure.");
+    Rng rng(o.seed);
+    std::vector<std::vector<int64_t>> rows;
+    for (int s = 0; s < o.sequences; ++s) {
+        auto run = rng.distinct(pool, L);
+        std::vector<int64_t> row = {*bos};
+        row.insert(row.end(), run.begin(), run.end());
+        row.insert(row.end(), run.begin(), run.end());
+        rows.push_back(std::move(row));
+    }
+    Batch batch = batchFromIds(rows, c.padTokenId.value_or(0));
+    TraceOptions to;
+    to.save.push_back({Value::Logits, -1});
+    for (int l = 0; l < c.numLayers; ++l) to.save.push_back({Value::AttentionProbabilities, l});
+    TraceResult r = trace(model, batch, to);
+
+    InductionEval e;
+    e.sequences = o.sequences;
+    e.runLength = static_cast<int>(L);
+    // Positions: BOS 0, first occurrence 1..L, second L+1..2L. Target p is predicted at p - 1.
+    auto logp = torch::log_softmax(r.value({Value::Logits, -1}).to(torch::kFloat64), -1);  // [S, T, V]
+    auto ids = batch.inputIds;
+    auto nll = [&](int64_t from, int64_t to) {  // mean over targets p in [from, to]
+        auto targets = ids.index({Slice(), Slice(from, to + 1)});
+        auto lp = logp.index({Slice(), Slice(from - 1, to)}).gather(-1, targets.unsqueeze(-1));
+        return -lp.mean().item<double>();
+    };
+    e.firstHalfLoss = nll(2, L);
+    e.secondHalfLoss = nll(L + 2, 2 * L);
+    auto queries = torch::arange(L + 1, 2 * L + 1, torch::kInt64);  // second occurrence of run[j]: L + 1 + j
+    auto keys = torch::arange(2, L + 2, torch::kInt64);             // after its first occurrence: 2 + j
+    auto prevQ = torch::arange(1, 2 * L + 1, torch::kInt64);
+    for (int l = 0; l < c.numLayers; ++l) {
+        auto p = r.value({Value::AttentionProbabilities, l}).to(torch::kFloat64);  // [S, H, T, T]
+        auto ind = p.index({Slice(), Slice(), queries, keys}).mean(std::vector<int64_t>{0, 2}).contiguous();  // [H]
+        auto prev = p.index({Slice(), Slice(), prevQ, prevQ - 1}).mean(std::vector<int64_t>{0, 2}).contiguous();
+        const double* pi = ind.data_ptr<double>();
+        const double* pp = prev.data_ptr<double>();
+        e.scores.emplace_back(pi, pi + ind.numel());
+        e.previousTokenScores.emplace_back(pp, pp + prev.numel());
+    }
+    return e;
+}
+
+DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.outDir.empty()) throw Error("train-demo needs an output folder (--out DIR).");
+    if (o.steps < 1) throw Error("train-demo needs at least one step (--steps), not " + std::to_string(o.steps) + ".");
+    if (o.threads < 0) throw Error("train-demo --threads must be 0 (every core) or more, not " + std::to_string(o.threads) + ".");
+    if (o.batchSize < 1 || o.seqLen < 18 || o.seqLen > o.shape.maxPositionEmbeddings)
+        throw Error("train-demo needs a batch of at least 1 row and rows of 18 to " +
+                    std::to_string(o.shape.maxPositionEmbeddings) + " tokens.");
+    const DemoModelShape& shape = o.shape;
+    if (shape.headDim % 2 != 0 || shape.numLayers < 1 || shape.numHeads < 1 || shape.hiddenSize < 1 || shape.intermediateSize < 1)
+        throw Error("train-demo: the model shape needs positive sizes and an even head_dim.");
+    const fs::path out = fs::absolute(fs::path(o.outDir)).lexically_normal();
+    const fs::path outPath = out.filename().empty() ? out.parent_path() : out;
+    checkReplaceable(outPath);
+
+    ThreadGuard threadGuard(o.threads);
+    DemoTrainResult result;
+    result.outDir = outPath.string();
+    result.threads = at::get_num_threads();
+
+    const auto& vocab = demoVocabulary();
+    const int64_t V = static_cast<int64_t>(vocab.size());
+    std::vector<int64_t> words;
+    for (int64_t id = kDemoFirstWordId; id < V; ++id) words.push_back(id);
+
+    torch::manual_seed(o.seed);
+    TrainModel model = initModel(shape, V);
+    std::vector<torch::Tensor> decay, noDecay;
+    for (const auto& [name, t] : model.named()) {
+        (t.dim() >= 2 ? decay : noDecay).push_back(t);
+        result.parameters += t.numel();
+    }
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                   torch::optim::AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(0.01)));
+    groups.emplace_back(noDecay, std::make_unique<torch::optim::AdamWOptions>(
+                                     torch::optim::AdamWOptions(o.learningRate).betas({0.9, 0.98}).weight_decay(0.0)));
+    torch::optim::AdamW optimizer(std::move(groups));
+    std::vector<torch::Tensor> all = decay;
+    all.insert(all.end(), noDecay.begin(), noDecay.end());
+
+    Rng rng(o.seed);
+    const int warmup = std::min(100, std::max(1, o.steps / 10));
+    double lossSum = 0;
+    int lossCount = 0;
+    for (int step = 1; step <= o.steps; ++step) {
+        double lr;
+        if (step <= warmup) {
+            lr = o.learningRate * step / warmup;
+        } else {
+            const double progress = static_cast<double>(step - warmup) / std::max(1, o.steps - warmup);
+            lr = o.learningRate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress)));
+        }
+        for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+        TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen);
+        auto logits = model.forward(b.ids);
+        auto input = logits.index({Slice(), Slice(None, -1)}).reshape({-1, V});
+        auto target = b.ids.index({Slice(), Slice(1, None)}).reshape({-1});
+        auto loss = torch::nn::functional::cross_entropy(input, target);
+        optimizer.zero_grad();
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(all, 1.0);
+        optimizer.step();
+        lossSum += loss.item<double>();
+        ++lossCount;
+        if (step % std::max(1, o.reportEvery) == 0 || step == o.steps) {
+            result.finalLoss = lossSum / lossCount;
+            if (o.progress) {
+                DemoTrainProgress p;
+                p.step = step;
+                p.steps = o.steps;
+                p.loss = result.finalLoss;
+                p.learningRate = lr;
+                p.elapsedSeconds = elapsedSince(t0);
+                o.progress(p);
+            }
+            lossSum = 0;
+            lossCount = 0;
+        }
+    }
+    result.trainSeconds = elapsedSince(t0);
+
+    // Write everything into a temporary sibling folder, check it loads, then move it into place.
+    const fs::path parent = outPath.parent_path();
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw Error(parent.string() + ": cannot create the folder for the demo model (" + ec.message() + ").");
+    const std::string tag = std::to_string(static_cast<long long>(::getpid()));
+    const fs::path tmp = parent / ("." + outPath.filename().string() + ".part-" + tag);
+    const fs::path old = parent / ("." + outPath.filename().string() + ".old-" + tag);
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directory(tmp, ec) || ec)
+        throw Error(tmp.string() + ": cannot create the temporary folder for the demo model (" + ec.message() + ").");
+    try {
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        for (const auto& [name, t] : model.named()) tensors.emplace_back(name, t.detach().contiguous());
+        writeSafetensors((tmp / "model.safetensors").string(), tensors,
+                         {{"format", "pt"}, {"nnscope", std::string("train-demo seed ") + std::to_string(o.seed) +
+                                                             " steps " + std::to_string(o.steps)}});
+        writeFileAtomically((tmp / "config.json").string(), configJson(shape, V).dump(2) + "\n");
+        writeFileAtomically((tmp / "tokenizer.json").string(), tokenizerJson().dump(2) + "\n");
+        writeFileAtomically((tmp / "tokenizer_config.json").string(), tokenizerConfigJson().dump(2) + "\n");
+        if (o.evaluate) {
+            auto loaded = Model::load(tmp.string());
+            InductionEvalOptions eo;
+            eo.firstId = kDemoFirstWordId;
+            result.eval = evaluateInduction(*loaded, eo);
+        }
+        result.totalSeconds = elapsedSince(t0);
+        if (o.writeReadme) writeFileAtomically((tmp / "README.md").string(), readmeText(o, result, V));
+        checkReplaceable(outPath);  // it may have changed while training
+        if (fs::exists(outPath, ec)) {
+            fs::rename(outPath, old, ec);
+            if (ec) throw Error(outPath.string() + ": cannot move the older demo folder aside (" + ec.message() + ").");
+        }
+        fs::rename(tmp, outPath, ec);
+        if (ec) {
+            std::error_code ignored;
+            if (fs::exists(old, ignored)) fs::rename(old, outPath, ignored);
+            throw Error(outPath.string() + ": cannot move the new demo folder into place (" + ec.message() + ").");
+        }
+        fs::remove_all(old, ec);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove_all(tmp, ignored);
+        throw;
+    }
+    result.totalSeconds = elapsedSince(t0);
+    return result;
+}
+
+std::optional<std::string> findDemoModel() {
+    std::vector<fs::path> candidates;
+    if (const char* env = std::getenv("NNSCOPE_DEMO_MODEL"); env && *env) candidates.emplace_back(env);
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "nnscope" / "demo-model");
+#ifdef NNSCOPE_SOURCE_DIR
+    candidates.push_back(fs::path(NNSCOPE_SOURCE_DIR) / "resources" / "demo-model");
+#else
+    // This file's own path (CMake compiles with absolute paths): <source>/core/train_demo.cpp.
+    const fs::path self(__FILE__);
+    if (self.is_absolute()) candidates.push_back(self.parent_path().parent_path() / "resources" / "demo-model");
+#endif
+    for (const auto& c : candidates)
+        if (fs::is_regular_file(c / "config.json", ec)) return c.lexically_normal().string();
+    return std::nullopt;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// The demo model (issue 6): the committed folder resources/demo-model loads through Model::load like any
+// checkpoint; on held-out repeated sequences its loss on the second occurrence is far below the first, a head of
+// its last layer is an induction head (score > 0.5) while no head of layer 0 is; a short training run is
+// bit-for-bit reproducible for a fixed seed; the trainer never replaces a folder that is not a demo folder.
+#include "error.h"
+#include "model.h"
+#include "trace.h"
+#include "train_demo.h"
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <random>
+
+using namespace torch::indexing;
+
+namespace {
+
+const std::string kDemoDir = NNSCOPE_DEMO_MODEL_DIR;
+
+QByteArray readAll(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return f.readAll();
+}
+
+}  // namespace
+
+class TestDemo : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() {
+        nnscope::configureThreads(0);
+    }
+
+    void committedFolderLoads() {
+        auto model = nnscope::Model::load(kDemoDir);
+        const auto& c = model->config();
+        QCOMPARE(QString::fromStdString(model->family().modelType), QString("llama"));
+        QCOMPARE(c.architectures, std::vector<std::string>{"LlamaForCausalLM"});
+        QVERIFY(c.numLayers >= 2 && c.numLayers <= 4);
+        QCOMPARE(c.rotaryDim(), c.headDim);
+        QVERIFY(model->weights().contains("lm_head.weight"));
+        // Well under 5 MB.
+        QVERIFY(QFileInfo(QString::fromStdString(kDemoDir + "/model.safetensors")).size() < 2 * 1024 * 1024);
+        // The word-level tokenizer: the code's vocabulary, BOS first, typed text without unknown words.
+        const nnscope::Tokenizer* tok = model->tokenizer();
+        QVERIFY2(tok, model->tokenizerError().c_str());
+        const auto& vocab = nnscope::demoVocabulary();
+        QCOMPARE(tok->vocabSize(), static_cast<int64_t>(vocab.size()));
+        QCOMPARE(c.vocabSize, static_cast<int64_t>(vocab.size()));
+        for (size_t i = 0; i < vocab.size(); ++i) QCOMPARE(tok->tokenString(static_cast<int64_t>(i)), vocab[i]);
+        auto ids = tok->encode("The cat sat on the mat. The cat");
+        QCOMPARE(ids.size(), size_t(10));
+        QCOMPARE(ids.front(), int64_t(1));
+        QVERIFY(std::find(ids.begin(), ids.end(), int64_t(0)) == ids.end());  // no <unk>
+        QCOMPARE(tok->decode(ids, true), std::string("the cat sat on the mat. the cat"));
+        QCOMPARE(tok->encode("the zyzzyva")[2], int64_t(0));  // unknown words become <unk>
+    }
+
+    /// Computed here from trace's raw values, independently of evaluateInduction.
+    void inductionCircuit() {
+        auto model = nnscope::Model::load(kDemoDir);
+        const auto& c = model->config();
+        const int64_t V = c.vocabSize, L = 16, S = 48;
+        std::mt19937_64 rng(987654321);  // held out: the trainer's data comes from its own seed
+        std::vector<int64_t> words;
+        for (int64_t id = nnscope::kDemoFirstWordId; id < V; ++id) words.push_back(id);
+        std::vector<std::vector<int64_t>> rows;
+        for (int s = 0; s < S; ++s) {
+            std::shuffle(words.begin(), words.end(), rng);
+            std::vector<int64_t> row = {1};
+            row.insert(row.end(), words.begin(), words.begin() + L);
+            row.insert(row.end(), words.begin(), words.begin() + L);
+            rows.push_back(row);
+        }
+        auto batch = nnscope::batchFromIds(rows);
+        nnscope::TraceOptions opts;
+        opts.save.push_back({nnscope::Value::Logits, -1});
+        for (int l = 0; l < c.numLayers; ++l) opts.save.push_back({nnscope::Value::AttentionProbabilities, l});
+        auto result = nnscope::trace(*model, batch, opts);
+        auto logits = result.value({nnscope::Value::Logits, -1});
+        QCOMPARE(logits.sizes().vec(), (std::vector<int64_t>{S, 2 * L + 1, V}));
+        // Per-token cross-entropy of target p, predicted at p - 1.
+        auto nll = -torch::log_softmax(logits.to(torch::kFloat64), -1)
+                        .index({Slice(), Slice(None, -1)})
+                        .gather(-1, batch.inputIds.index({Slice(), Slice(1, None)}).unsqueeze(-1))
+                        .squeeze(-1);  // [S, 2L]: column p - 1 holds target p
+        const double first = nll.index({Slice(), Slice(1, L)}).mean().item<double>();           // targets 2..L
+        const double second = nll.index({Slice(), Slice(L + 1, 2 * L)}).mean().item<double>();  // targets L+2..2L
+        qInfo("loss on the first occurrence %.3f, on the second %.3f", first, second);
+        QVERIFY2(second < first / 4, qPrintable(QString("second-half loss %1 is not below a quarter of %2").arg(second).arg(first)));
+
+        std::vector<double> best;
+        for (int l = 0; l < c.numLayers; ++l) {
+            auto p = result.value({nnscope::Value::AttentionProbabilities, l}).to(torch::kFloat64);  // [S, H, T, T]
+            QCOMPARE(p.size(1), c.numHeads);
+            torch::Tensor score = torch::zeros({c.numHeads}, torch::kFloat64);
+            for (int64_t j = 0; j < L; ++j) score += p.index({Slice(), Slice(), L + 1 + j, 2 + j}).mean(0);
+            score /= static_cast<double>(L);
+            QString line = QString("layer %1 induction scores:").arg(l);
+            for (int64_t h = 0; h < c.numHeads; ++h) line += QString(" %1").arg(score[h].item<double>(), 0, 'f', 3);
+            qInfo("%s", qPrintable(line));
+            best.push_back(score.max().item<double>());
+        }
+        QVERIFY2(best.back() > 0.5, "no head of the last layer has an induction score above 0.5");
+        QVERIFY2(best.front() < 0.5, "a head of layer 0 has an induction score of 0.5 or more");
+
+        // The library's measure (other held-out rows) agrees.
+        nnscope::InductionEvalOptions eo;
+        eo.firstId = nnscope::kDemoFirstWordId;
+        auto e = nnscope::evaluateInduction(*model, eo);
+        QVERIFY(e.secondHalfLoss < e.firstHalfLoss / 4);
+        QVERIFY(*std::max_element(e.scores.back().begin(), e.scores.back().end()) > 0.5);
+        QVERIFY(*std::max_element(e.scores.front().begin(), e.scores.front().end()) < 0.5);
+    }
+
+    void shortRunIsReproducible() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        auto run = [&](const QString& name, uint64_t seed) {
+            nnscope::DemoTrainOptions o;
+            o.outDir = QDir(tmp.path()).filePath(name).toStdString();
+            o.seed = seed;
+            o.steps = 5;
+            o.threads = 1;
+            o.evaluate = false;
+            o.writeReadme = false;
+            int reports = 0;
+            o.reportEvery = 2;
+            o.progress = [&](const nnscope::DemoTrainProgress& p) {
+                ++reports;
+                QVERIFY(std::isfinite(p.loss));
+            };
+            auto r = nnscope::trainDemoModel(o);
+            QCOMPARE(reports, 3);  // steps 2, 4 and the last
+            QVERIFY(r.finalLoss > 0);
+            return readAll(QDir(tmp.path()).filePath(name + "/model.safetensors"));
+        };
+        const QByteArray a = run("a", 42), b = run("b", 42), c = run("c", 43);
+        QVERIFY(!a.isEmpty());
+        QVERIFY2(a == b, "two 5-step runs with seed 42 wrote different model.safetensors");
+        QVERIFY2(a != c, "seeds 42 and 43 wrote the same weights");
+        // No temporary folder is left beside the output, and the written folder loads like any checkpoint.
+        QCOMPARE(QDir(tmp.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot),
+                 (QStringList{"a", "b", "c"}));
+        auto model = nnscope::Model::load(QDir(tmp.path()).filePath("a").toStdString());
+        QVERIFY(model->tokenizer());
+        // A second run into an existing demo folder replaces it.
+        QCOMPARE(run("a", 43), c);
+    }
+
+    void refusesForeignFolder() {
+        QTemporaryDir tmp;
+        QFile f(QDir(tmp.path()).filePath("notes.txt"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("mine");
+        f.close();
+        nnscope::DemoTrainOptions o;
+        o.outDir = tmp.path().toStdString();
+        o.steps = 1;
+        o.evaluate = false;
+        QString message;
+        try {
+            nnscope::trainDemoModel(o);
+        } catch (const nnscope::Error& e) {
+            message = e.what();
+        }
+        QVERIFY2(message.contains("notes.txt"), qPrintable("expected an error naming notes.txt, got: " + message));
+        QCOMPARE(readAll(f.fileName()), QByteArray("mine"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDemo)
+#include "test_demo.moc"

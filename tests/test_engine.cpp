@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// The engine on the real trained stories260K checkpoints (../shared/models): greedy decoding against the
+// llama2.c reference, the invariants on every block, the two layouts of one model, left-padded batches.
+#include "core/error.h"
+#include "core/model.h"
+#include "core/trace.h"
+#include "testutil.h"
+
+#include <QtTest>
+
+#include <fstream>
+#include <regex>
+
+using namespace nnscope;
+using namespace torch::indexing;
+
+namespace {
+
+std::vector<int64_t> parseList(const std::string& line) {
+    std::vector<int64_t> out;
+    std::regex num("-?[0-9]+");
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), num); it != std::sregex_iterator(); ++it)
+        out.push_back(std::stoll(it->str()));
+    return out;
+}
+
+std::vector<std::string> expectedLines() {
+    std::ifstream in(test::sharedModels() + "/stories260K/expected_greedy_t0_256.txt");
+    std::vector<std::string> lines;
+    std::string l;
+    while (std::getline(in, l)) lines.push_back(l);
+    return lines;
+}
+
+TraceOptions saveAll(const Model& m) {
+    TraceOptions o;
+    o.save = allValueKeys(m, false);
+    return o;
+}
+
+}  // namespace
+
+class TestEngine : public QObject {
+    Q_OBJECT
+    std::shared_ptr<const Model> llama_, ernie_;
+
+private slots:
+    void initTestCase() {
+        configureThreads(0);
+        llama_ = Model::load(test::sharedModels() + "/stories260K-llama");
+        ernie_ = Model::load(test::sharedModels() + "/stories260K-ernie4_5");
+        QCOMPARE(llama_->family().modelType, std::string("llama"));
+        QCOMPARE(ernie_->family().modelType, std::string("ernie4_5"));
+        QVERIFY(llama_->headTied());
+    }
+
+    void greedyFromBos_data() {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("stories260K-llama") << "llama";
+        QTest::newRow("stories260K-ernie4_5") << "ernie";
+    }
+    void greedyFromBos() {
+        QFETCH(QString, which);
+        const Model& m = which == "llama" ? *llama_ : *ernie_;
+        const auto lines = expectedLines();
+        QVERIFY(!lines.empty() && lines[0].rfind("ids", 0) == 0);
+        const auto expected = parseList(lines[0]);
+        QCOMPARE(expected.size(), size_t(257));  // BOS + 256 greedy steps
+        // The empty prompt is the BOS token alone.
+        const Batch bos = encodeBatch(m, {""});
+        QCOMPARE(bos.ids[0], std::vector<int64_t>{1});
+        const auto ids = generateGreedy(m, bos.ids[0], 256, /*stopAtEos=*/false);
+        QCOMPARE(ids, expected);
+    }
+
+    void firstLogitsMatchReference() {
+        const auto lines = expectedLines();
+        std::vector<double> ref;
+        std::regex num("-?[0-9]+\\.[0-9]+");
+        for (auto it = std::sregex_iterator(lines[1].begin(), lines[1].end(), num); it != std::sregex_iterator(); ++it)
+            ref.push_back(std::stod(it->str()));
+        QCOMPARE(ref.size(), size_t(8));
+        for (const Model* m : {llama_.get(), ernie_.get()}) {
+            c10::InferenceMode g;
+            auto logits = m->forward(torch::tensor({int64_t(1)}).reshape({1, 1}), {}, nullptr);
+            auto first8 = logits.index({0, 0, Slice(0, 8)});
+            NNSCOPE_COMPARE_TENSORS(first8, torch::tensor(ref, torch::kFloat64), 0, 1e-4);
+        }
+    }
+
+    void invariantsOnEveryBlock_data() {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("stories260K-llama") << "llama";
+        QTest::newRow("stories260K-ernie4_5") << "ernie";
+    }
+    void invariantsOnEveryBlock() {
+        QFETCH(QString, which);
+        const Model& m = which == "llama" ? *llama_ : *ernie_;
+        const Batch b = encodeBatch(m, {"Once upon a time, there was a little girl named Lily.", "She liked the park."});
+        const TraceResult r = trace(m, b, saveAll(m));
+        const int L = static_cast<int>(m.config().numLayers);
+        auto mask = b.attentionMask;
+        for (int i = 0; i < L; ++i) {
+            auto x = r.value({Value::LayerInput, i}), attn = r.value({Value::AttentionOutput, i}),
+                 mlp = r.value({Value::MlpOutput, i}), out = r.value({Value::LayerOutput, i}), mid = r.value({Value::LayerMid, i});
+            NNSCOPE_COMPARE_TENSORS(x + attn + mlp, out, 0, 1e-6);
+            NNSCOPE_COMPARE_TENSORS(x + attn, mid, 0, 0);
+            auto probs = r.value({Value::AttentionProbabilities, i}), scores = r.value({Value::AttentionScores, i});
+            // rows of real queries sum to 1 and are causal, with zeros on padding keys
+            auto sums = probs.sum(-1);
+            NNSCOPE_COMPARE_TENSORS(sums, torch::ones_like(sums), 0, 1e-5);
+            NNSCOPE_COMPARE_TENSORS(torch::softmax(scores, -1), probs, 1e-6, 1e-7);
+            const int64_t s = probs.size(-1);
+            auto future = torch::triu(torch::ones({s, s}, torch::kBool), 1);
+            for (int64_t row = 0; row < probs.size(0); ++row) {
+                auto realQ = mask[row].to(torch::kBool);
+                auto p = probs[row].index({Slice(), realQ});  // [heads, realq, key]
+                QCOMPARE(p.index({Slice(), future.index({realQ})}).abs().max().item<float>(), 0.0f);
+                auto padKeys = mask[row] == 0;
+                if (padKeys.any().item<bool>()) QCOMPARE(p.index({"...", padKeys}).abs().max().item<float>(), 0.0f);
+            }
+        }
+        // the logit lens at the last block is the model's output
+        auto lens = m.projectOnVocab(r.value({Value::LayerOutput, L - 1}));
+        NNSCOPE_COMPARE_TENSORS(lens, r.value({Value::Logits, -1}), 0, 0);
+    }
+
+    void bothLayoutsGiveTheSameLogits() {
+        const std::string prompt = "Once upon a time, there was a cat who liked to play in the sun.";
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}, {Value::LayerOutput, 2}};
+        const auto a = trace(*llama_, encodeBatch(*llama_, {prompt}), o);
+        const auto b = trace(*ernie_, encodeBatch(*ernie_, {prompt}), o);
+        NNSCOPE_COMPARE_TENSORS(a.value({Value::Logits, -1}), b.value({Value::Logits, -1}), 1e-4, 1e-4);
+        NNSCOPE_COMPARE_TENSORS(a.value({Value::LayerOutput, 2}), b.value({Value::LayerOutput, 2}), 1e-4, 1e-5);
+    }
+
+    void leftPaddedBatchEqualsAlone_data() {
+        QTest::addColumn<QString>("which");
+        QTest::newRow("stories260K-llama") << "llama";
+        QTest::newRow("stories260K-ernie4_5") << "ernie";
+    }
+    void leftPaddedBatchEqualsAlone() {
+        QFETCH(QString, which);
+        const Model& m = which == "llama" ? *llama_ : *ernie_;
+        const std::vector<std::string> prompts = {"Lily saw a big red ball in the park and wanted to play.", "Tom ran."};
+        const TraceResult batch = trace(m, encodeBatch(m, prompts), saveAll(m));
+        QVERIFY(batch.batch.attentionMask.eq(0).any().item<bool>());  // the second row is padded
+        for (size_t p = 0; p < prompts.size(); ++p) {
+            const TraceResult alone = trace(m, encodeBatch(m, {prompts[p]}), saveAll(m));
+            const int64_t n = static_cast<int64_t>(alone.batch.ids[0].size());
+            const int64_t s = batch.batch.inputIds.size(1);
+            for (const auto& [key, t] : alone.values) {
+                const ValueInfo& info = valueInfo(key.value);
+                if (key.value == Value::InputSize) continue;
+                torch::Tensor got = batch.value(key).index({static_cast<int64_t>(p)}).unsqueeze(0);
+                // slice the real positions on every seq/query/key axis
+                for (size_t ax = 1; ax < info.axes.size(); ++ax) {
+                    const std::string name = info.axes[ax];
+                    if (name == "seq" || name == "query" || name == "key")
+                        got = got.narrow(static_cast<int64_t>(ax), s - n, n);
+                }
+                auto c = test::compare(got, t, 1e-4, 2e-5);
+                QVERIFY2(c.ok, (valuePath(m.family(), key) + ": " + c.message).c_str());
+            }
+        }
+    }
+
+    void topKIsSortedAndNormalised() {
+        const TraceResult r = trace(*llama_, encodeBatch(*llama_, {"Once upon a time"}), {});
+        QVERIFY(std::abs(r.nextTokenProbs.sum().item<double>() - 1.0) < 1e-5);
+        auto top = topK(*llama_, r.nextTokenProbs, 3);
+        QCOMPARE(top[0][0].text, std::string(","));
+        QVERIFY(top[0][0].prob > top[0][1].prob);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEngine)
+#include "test_engine.moc"

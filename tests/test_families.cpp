@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// Every standard value of every family against HuggingFace transformers (tests/fixtures/models/*/golden_*.safetensors,
+// written by tests/fixtures/make_fixtures.py), and the checks of the seeds' notes on the matching fixture.
+#include "core/error.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/support.h"
+#include "core/trace.h"
+#include "testutil.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace nnscope;
+using namespace torch::indexing;
+
+namespace {
+
+const std::vector<std::string> kFixtures = {"tiny-llama",    "tiny-arcee-yarn", "tiny-arcee",         "tiny-apertus",
+                                            "tiny-ernie4_5", "tiny-persimmon",  "tiny-persimmon-gelu"};
+
+struct Case {
+    std::shared_ptr<const Model> model;
+    std::unique_ptr<SafetensorsFile> golden;
+    std::map<std::string, TraceResult> runs;  // "single", "batch"
+};
+
+// bfloat16: both sides compute in bfloat16 (8 bits of mantissa: one rounding is 2^-8 = 0.4% relative) with
+// different kernels (libtorch 1.13 vs torch 2.15), so single elements drift by a few roundings through the
+// blocks, and relu² doubles a pre-activation's relative error. Each element must lie within 2^-5 (3.1%) of the
+// tensor's largest magnitude, and the mean |difference| within 2^-8 of it: agreement to a few bfloat16 ulps.
+constexpr double kF32Rtol = 1e-4, kF32Atol = 1e-5, kBf16Rel = 1.0 / 32, kBf16MeanRel = 1.0 / 256;
+
+std::map<std::string, Case>& cases() {
+    static std::map<std::string, Case> c;
+    return c;
+}
+
+Case& load(const std::string& fixture, const std::string& dtype) {
+    const std::string key = fixture + "/" + dtype;
+    auto& all = cases();
+    auto it = all.find(key);
+    if (it != all.end()) return it->second;
+    Case c;
+    c.model = Model::load(test::fixture(fixture), LoadOptions().withDtype(parseDtype(dtype)));
+    c.golden = std::make_unique<SafetensorsFile>(test::fixture(fixture) + "/golden_" + dtype + ".safetensors");
+    TraceOptions all_;
+    all_.save = allValueKeys(*c.model, true);
+    for (const std::string run : {"single", "batch"}) {
+        auto ids = c.golden->tensor(run + ".input_ids");
+        auto mask = c.golden->tensor(run + ".attention_mask");
+        Batch b;
+        b.inputIds = ids.clone();
+        b.attentionMask = mask.clone();
+        for (int64_t r = 0; r < ids.size(0); ++r) {
+            std::vector<int64_t> row;
+            for (int64_t j = 0; j < ids.size(1); ++j)
+                if (mask[r][j].item<int64_t>()) row.push_back(ids[r][j].item<int64_t>());
+            b.ids.push_back(row);
+        }
+        c.runs[run] = trace(*c.model, b, all_);
+    }
+    return all.emplace(key, std::move(c)).first->second;
+}
+
+}  // namespace
+
+class TestFamilies : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { configureThreads(0); }
+
+    void valuesEqualTransformers_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("dtype");
+        QTest::addColumn<QString>("name");
+        for (const auto& f : kFixtures)
+            for (const std::string dtype : {"float32", "bfloat16"}) {
+                const std::string path = test::fixture(f) + "/golden_" + dtype + ".safetensors";
+                if (!std::filesystem::exists(path)) continue;
+                SafetensorsFile g(path);
+                for (const auto& [name, e] : g.entries()) {
+                    (void)e;
+                    if (name.rfind("single.", 0) != 0 && name.rfind("batch.", 0) != 0) continue;
+                    if (name.find(".rotary.") != std::string::npos || name.find("position_ids") != std::string::npos ||
+                        name.find("project_on_vocab") != std::string::npos)
+                        continue;
+                    QTest::newRow((f + "/" + dtype + "/" + name).c_str())
+                        << QString::fromStdString(f) << QString::fromStdString(dtype) << QString::fromStdString(name);
+                }
+            }
+    }
+    void valuesEqualTransformers() {
+        QFETCH(QString, fixture);
+        QFETCH(QString, dtype);
+        QFETCH(QString, name);
+        Case& c = load(fixture.toStdString(), dtype.toStdString());
+        const std::string full = name.toStdString();
+        const std::string run = full.substr(0, full.find('.'));
+        const std::string path = full.substr(full.find('.') + 1);
+        const ValueKey key = parseValuePath(*c.model, path);
+        const torch::Tensor got = c.runs.at(run).value(key);
+        QVERIFY2(got.defined(), ("the engine did not produce " + path).c_str());
+        const torch::Tensor want = c.golden->tensor(full);
+        if (dtype == "float32") {
+            auto cmp = test::compare(got, want, kF32Rtol, kF32Atol);
+            QVERIFY2(cmp.ok, cmp.message.c_str());
+            return;
+        }
+        auto g = got.to(torch::kFloat64), w = want.to(torch::kFloat64);
+        if (key.value == Value::AttentionScores) {  // masked entries hold finfo(bfloat16).min on both sides
+            QVERIFY(torch::equal(g < -1e30, w < -1e30));
+            g = g.masked_fill(w < -1e30, 0);
+            w = w.masked_fill(w < -1e30, 0);
+        }
+        const double scale = std::max(w.abs().max().item<double>(), 1e-6);
+        auto cmp = test::compare(g, w, 0, kBf16Rel * scale);
+        QVERIFY2(cmp.ok, cmp.message.c_str());
+        const double meanDiff = (g - w).abs().mean().item<double>();
+        QVERIFY2(meanDiff <= kBf16MeanRel * scale, (std::to_string(meanDiff) + " mean |diff| vs scale " + std::to_string(scale)).c_str());
+    }
+
+    void logitLensEqualsTransformers_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : kFixtures) QTest::newRow(f.c_str()) << QString::fromStdString(f);
+    }
+    void logitLensEqualsTransformers() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const auto& r = c.runs.at("single");
+        const int L = static_cast<int>(c.model->config().numLayers);
+        c10::InferenceMode g;
+        for (int i = 0; i < L; ++i) {
+            auto lens = c.model->projectOnVocab(r.value({Value::LayerOutput, i}));
+            NNSCOPE_COMPARE_TENSORS(lens, c.golden->tensor("single.project_on_vocab.layers." + std::to_string(i)), kF32Rtol, kF32Atol);
+        }
+        // at the last block the lens is the model's output, exactly
+        NNSCOPE_COMPARE_TENSORS(c.model->projectOnVocab(r.value({Value::LayerOutput, L - 1})), r.value({Value::Logits, -1}), 0, 0);
+    }
+
+    // --- the seeds' notes, as checks on the matching fixture ---
+
+    void contributionIdentity_data() { logitLensEqualsTransformers_data(); }
+    void contributionIdentity() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const auto& r = c.runs.at("single");
+        for (int i = 0; i < static_cast<int>(c.model->config().numLayers); ++i) {
+            auto x = r.value({Value::LayerInput, i}), a = r.value({Value::AttentionOutput, i}), m = r.value({Value::MlpOutput, i});
+            NNSCOPE_COMPARE_TENSORS(x + a + m, r.value({Value::LayerOutput, i}), 0, 0);
+        }
+    }
+
+    void arceeNeuronsAreSquaredRelu() {
+        for (const std::string f : {"tiny-arcee", "tiny-arcee-yarn"}) {
+            Case& c = load(f, "float32");
+            const auto& r = c.runs.at("single");
+            auto pre = r.value({Value::NativeUpProjOutput, 1});
+            auto acts = r.value({Value::MlpNeurons, 1});
+            QVERIFY(torch::equal(acts, torch::square(torch::relu(pre))));
+            // exactly zero wherever the pre-activation is negative
+            QCOMPARE(acts.index({pre < 0}).abs().max().item<float>(), 0.0f);
+            QVERIFY((pre < 0).any().item<bool>());
+        }
+    }
+
+    void apertusActivationIsXielu() {
+        Case& c = load("tiny-apertus", "float32");
+        const auto& r = c.runs.at("single");
+        for (int i = 0; i < static_cast<int>(c.model->config().numLayers); ++i) {
+            auto pre = r.value({Value::NativeActFnInput, i});
+            QVERIFY(torch::equal(pre, r.value({Value::NativeUpProjOutput, i})));  // act_fn.input == up_proj.output
+            const auto& w = c.model->weights();
+            const std::string p = "model.layers." + std::to_string(i) + ".mlp.act_fn.";
+            const double alphaP = torch::softplus(w.get(p + "alpha_p").to(torch::kFloat64)).item<double>();
+            const double beta = w.contains(p + "beta") ? w.get(p + "beta").to(torch::kFloat64).item<double>() : 0.5;
+            const double alphaN = beta + torch::softplus(w.get(p + "alpha_n").to(torch::kFloat64)).item<double>();
+            const double eps = w.contains(p + "eps") ? w.get(p + "eps").to(torch::kFloat64).item<double>() : -1e-6;
+            auto x = pre.to(torch::kFloat64);
+            auto expect = torch::where(x > 0, alphaP * x * x + beta * x, (torch::expm1(torch::clamp_max(x, eps)) - x) * alphaN + beta * x);
+            NNSCOPE_COMPARE_TENSORS(r.value({Value::MlpActivation, i}), expect, 1e-5, 1e-6);
+            QVERIFY(torch::equal(r.value({Value::MlpActivation, i}), r.value({Value::MlpNeurons, i})));
+        }
+        // q_norm's output equals the queries at position 0, where the rotation is the identity
+        auto qn = r.value({Value::NativeQNormOutput, 1});    // [b, heads, s, d]
+        auto q = r.value({Value::AttentionQueries, 1});
+        NNSCOPE_COMPARE_TENSORS(q.index({Slice(), Slice(), 0}), qn.index({Slice(), Slice(), 0}), 0, 0);
+    }
+
+    void ernieRotatesAdjacentPairs() {
+        Case& c = load("tiny-ernie4_5", "float32");
+        const auto& r = c.runs.at("single");
+        const auto& cfg = c.model->config();
+        auto proj = r.value({Value::NativeQProjOutput, 1});
+        auto q = r.value({Value::AttentionQueries, 1});  // [b, heads, seq, d]
+        auto p = proj.view({1, -1, cfg.numHeads, cfg.headDim});
+        NNSCOPE_COMPARE_TENSORS(q.index({0, Slice(), 0}), p.index({0, 0}), 0, 0);
+        const double cs = std::cos(1.0), sn = std::sin(1.0);
+        auto a = p.index({0, 1, 0, 0}), b = p.index({0, 1, 0, 1});
+        NNSCOPE_COMPARE_TENSORS(q.index({0, 0, 1, Slice(0, 2)}), torch::stack({a * cs - b * sn, b * cs + a * sn}), 1e-6, 1e-6);
+    }
+
+    void persimmonFusedProjectionPerHead() {
+        Case& c = load("tiny-persimmon", "float32");
+        const auto& r = c.runs.at("single");
+        const auto& cfg = c.model->config();
+        const int64_t H = cfg.numHeads, D = cfg.headDim;
+        auto W = c.model->layer(1).qkvProj.view({H, 3, D, -1});
+        auto bias = c.model->layer(1).qkvProjBias.view({H, 3, D});
+        auto h = r.value({Value::AttentionNormOutput, 1});  // self_attn's input
+        auto v = r.value({Value::AttentionValues, 1});
+        auto vAgain = torch::einsum("bsx,hdx->bhsd", {h, W.index({Slice(), 2})}) + bias.index({Slice(), 2, None});
+        NNSCOPE_COMPARE_TENSORS(vAgain, v, 1e-5, 1e-6);
+        // the unrotated part of the queries is the normed projection unchanged
+        const int64_t rot = cfg.rotaryDim();
+        QCOMPARE(rot, D / 2);
+        auto qRaw = torch::einsum("bsx,hdx->bhsd", {h, W.index({Slice(), 0})}) + bias.index({Slice(), 0, None});
+        auto qNormed = torch::layer_norm(qRaw, {D}, c.model->layer(1).qNorm, c.model->layer(1).qNormBias, cfg.normEps);
+        auto q = r.value({Value::AttentionQueries, 1});
+        NNSCOPE_COMPARE_TENSORS(qNormed.index({"...", Slice(rot, None)}), q.index({"...", Slice(rot, None)}), 1e-5, 1e-6);
+        QVERIFY(!torch::allclose(qNormed.index({Slice(), Slice(), Slice(1, None), Slice(None, rot)}),
+                                 q.index({Slice(), Slice(), Slice(1, None), Slice(None, rot)})));
+    }
+
+    void persimmonActivationFromConfig() {
+        QCOMPARE(load("tiny-persimmon", "float32").model->config().hiddenAct, std::string("relu2"));
+        QCOMPARE(load("tiny-persimmon-gelu", "float32").model->config().hiddenAct, std::string("gelu"));
+    }
+
+    void configStylesAndTies() {
+        QCOMPARE(load("tiny-llama", "float32").model->config().rope.sourceStyle, std::string("rope_theta"));
+        QCOMPARE(load("tiny-arcee-yarn", "float32").model->config().rope.type, std::string("yarn"));
+        QCOMPARE(load("tiny-apertus", "float32").model->config().rope.type, std::string("llama3"));
+        QVERIFY(load("tiny-arcee", "float32").model->headTied());
+        QVERIFY(!load("tiny-arcee-yarn", "float32").model->headTied());
+        QVERIFY(load("tiny-ernie4_5", "float32").model->config().attentionBias);
+    }
+
+    void unknownModelTypeNamesTheFamilies() {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        std::ofstream(dir.filePath("config.json").toStdString()) << R"({"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"]})";
+        try {
+            Model::load(dir.path().toStdString());
+            QFAIL("an unknown model_type loaded");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            for (const char* f : {"gpt_neox", "llama", "arcee", "apertus", "ernie4_5", "persimmon", "families/gpt_neox.cpp", "config.json"})
+                QVERIFY2(m.find(f) != std::string::npos, m.c_str());
+        }
+    }
+
+    void cleanupTestCase() { cases().clear(); }
+};
+
+QTEST_GUILESS_MAIN(TestFamilies)
+#include "test_families.moc"

@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: MIT
+// The window, driven the way a user drives it (offscreen): a trace from the window on the real stories260K
+// checkpoints gives plots whose data equal the engine's own values; hovering and clicking every part of the block
+// diagram of every family reports the right standard names and pins cards; the tables and the diagram select each
+// other; Cancel stops a running trace within a block; every export reads back to the same values; a broken
+// checkpoint folder shows an error and leaves the window usable; settings survive a restart; the command line
+// rejects bad combinations and writes a screenshot.
+#include "app/mainwindow.h"
+#include "core/analysis.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "widgets/attentionview.h"
+#include "widgets/diagrampanel.h"
+#include "widgets/logitlensview.h"
+#include "widgets/neuronview.h"
+#include "widgets/pinnedcards.h"
+#include "widgets/printoutmodel.h"
+#include "widgets/supporttablemodel.h"
+#include "widgets/tracepanel.h"
+#include "widgets/valueplotview.h"
+
+#include <torch/torch.h>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QListView>
+#include <QProcess>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QStandardPaths>
+#include <QSvgRenderer>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <map>
+#include <memory>
+#include <set>
+
+using namespace nnscope;
+using namespace torch::indexing;
+
+namespace {
+
+const QString kShared = QStringLiteral(NNSCOPE_SHARED_MODELS_DIR);
+const QString kFixtures = QStringLiteral(NNSCOPE_FIXTURE_MODELS_DIR);
+const QString kBinary = QStringLiteral(NNSCOPE_BINARY);
+
+QString modelDir(const QString& name) { return name.startsWith("tiny-") ? kFixtures + "/" + name : kShared + "/" + name; }
+
+/// A window that opens `dir` and waits for it (nullptr and a failure when it does not open).
+std::unique_ptr<MainWindow> openWindow(const QString& dir) {
+    StartOptions options;
+    options.openDefault = false;
+    auto w = std::make_unique<MainWindow>(options);
+    w->show();
+    if (!QTest::qWaitForWindowExposed(w.get())) return nullptr;
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(dir);
+    if (!opened.wait(60000)) {
+        qWarning() << "could not open" << dir << ":" << w->errorText();
+        return nullptr;
+    }
+    return w;
+}
+
+/// Runs the trace of `prompts` from the trace panel (its Run button) and waits for the snapshot.
+bool runFromPanel(MainWindow& w, const QStringList& prompts) {
+    w.tracePanel()->setPrompts(prompts);
+    QSignalSpy done(&w, &MainWindow::traceEnded);
+    QTest::mouseClick(w.tracePanel()->runButton(), Qt::LeftButton);
+    return done.wait(60000) && w.snapshot() != nullptr;
+}
+
+/// The engine's own trace of the same prompts, on a separately loaded model.
+struct Reference {
+    ModelPtr model;
+    TraceResult result;
+};
+Reference engineTrace(const QString& dir, const QStringList& prompts) {
+    Reference r;
+    r.model = Model::load(dir.toStdString());
+    std::vector<std::string> ps;
+    for (const QString& p : prompts) ps.push_back(p.toStdString());
+    TraceOptions options;
+    options.save = viewValueKeys(*r.model);
+    r.result = trace(*r.model, encodeBatch(*r.model, ps), options);
+    return r;
+}
+
+/// Largest |a - b| over a colour map's cells and a [rows, columns] tensor (rows = the map's value axis).
+double mapDifference(QCPColorMap* map, const torch::Tensor& expected) {
+    const auto e = expected.to(torch::kFloat64).contiguous();
+    double worst = 0;
+    const int rows = static_cast<int>(e.size(0)), cols = static_cast<int>(e.size(1));
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c)
+            worst = std::max(worst, std::fabs(map->data()->data(c, r) - e[r][c].item<double>()));
+    return worst;
+}
+
+/// The standard name each part of the diagram must report (native values: the module path below the host).
+const std::map<QString, QString>& expectedNames() {
+    static const std::map<QString, QString> names = {
+        {"embed_tokens", "token_embeddings"}, {"norm", "final_norm_output"}, {"lm_head", "lm_head_output"},
+        {"logits", "logits"}, {"layer_input", "layer_input"}, {"input_layernorm", "attention_norm_output"},
+        {"rotary_q", "attention_queries"}, {"rotary_k", "attention_keys"}, {"values", "attention_values"},
+        {"scores", "attention_scores"}, {"softmax", "attention_probabilities"}, {"mix", "attention_head_outputs"},
+        {"premix", "attention_premix"}, {"o_proj", "attention_output"}, {"layer_mid", "layer_mid"},
+        {"post_attention_layernorm", "mlp_norm_output"}, {"mlp_input", "mlp_input"}, {"act_fn", "mlp_activation"},
+        {"mlp_neurons", "mlp_neurons"}, {"down_proj", "mlp_output"}, {"layer_output", "layer_output"},
+    };
+    return names;
+}
+
+QScrollArea* scrollAreaOf(QWidget* w) {
+    for (QWidget* p = w->parentWidget(); p; p = p->parentWidget())
+        if (auto* s = qobject_cast<QScrollArea*>(p)) return s;
+    return nullptr;
+}
+
+/// Moves the mouse onto part `id` of the diagram (scrolling it into view first) and returns its centre.
+QPoint hoverPart(BlockDiagram* d, const QString& id) {
+    const QRect r = d->partRect(id);
+    if (QScrollArea* s = scrollAreaOf(d)) s->ensureVisible(r.center().x(), r.center().y(), 10, r.height());
+    QTest::mouseMove(d, QPoint(10, 2));  // leave any previous part
+    QTest::mouseMove(d, r.center());
+    return r.center();
+}
+
+}  // namespace
+
+class TestGui : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase();
+    void traceMatchesEngine_data();
+    void traceMatchesEngine();
+    void diagramHoverAndPin_data();
+    void diagramHoverAndPin();
+    void tablesAndDiagramSelectEachOther();
+    void cancelStopsTrace();
+    void exportsReadBack();
+    void brokenCheckpointShowsError_data();
+    void brokenCheckpointShowsError();
+    void settingsPersist();
+    void commandLine_data();
+    void commandLine();
+    void screenshot();
+
+private:
+    QTemporaryDir tmp_;
+};
+
+void TestGui::initTestCase() {
+    QVERIFY(tmp_.isValid());
+    // Every test writes its settings to a throw-away folder, never to the user's.
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setDefaultFormat(QSettings::IniFormat);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, tmp_.filePath("settings"));
+    QCoreApplication::setOrganizationName("nnscope-test");
+    QCoreApplication::setApplicationName("test_gui");
+    configureThreads(0);
+}
+
+// ---- plots equal the engine's values ------------------------------------------------------------------------
+
+void TestGui::traceMatchesEngine_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QStringList>("prompts");
+    QTest::newRow("llama one prompt") << "stories260K-llama" << QStringList{"Once upon a time, there was a little girl named Lily."};
+    QTest::newRow("llama padded batch") << "stories260K-llama" << QStringList{"Once upon a time", "Tom and Lily went to the park to play."};
+    QTest::newRow("ernie4_5 padded batch") << "stories260K-ernie4_5" << QStringList{"Lily saw a big dog.", "One day"};
+}
+
+void TestGui::traceMatchesEngine() {
+    QFETCH(QString, model);
+    QFETCH(QStringList, prompts);
+    auto w = openWindow(modelDir(model));
+    QVERIFY(w);
+    QVERIFY2(runFromPanel(*w, prompts), qPrintable(w->errorText()));
+    const Reference ref = engineTrace(modelDir(model), prompts);
+    const int layers = static_cast<int>(ref.model->config().numLayers), heads = static_cast<int>(ref.model->config().numHeads);
+    const Tokenizer* tok = ref.model->tokenizer();
+
+    for (int row = 0; row < prompts.size(); ++row) {
+        const PromptSpan span = promptSpan(ref.result.batch, row);
+        QStringList labels;
+        for (int64_t id : ref.result.batch.ids[static_cast<size_t>(row)]) labels << QString::fromStdString(tok->tokenLabel(id));
+
+        // attention: every block and head, one at a time, then the grid of a block
+        AttentionView* av = w->attentionView();
+        QVERIFY(w->showView("attention"));
+        av->setPrompt(row);
+        for (int b = 0; b < layers; ++b) {
+            av->setBlock(b);
+            const torch::Tensor probs = ref.result.value({Value::AttentionProbabilities, b})
+                                            .index({row, Slice(), Slice(span.start, None), Slice(span.start, None)});
+            for (int h = 0; h < heads; ++h) {
+                av->setHead(h);
+                QCPColorMap* map = av->heatmap()->colorMap();
+                QCOMPARE(av->matrixModel()->columnCount(), static_cast<int>(span.length));
+                QVERIFY2(mapDifference(map, probs[h]) <= 1e-6, qPrintable(QString("block %1 head %2 prompt %3").arg(b).arg(h).arg(row)));
+            }
+            av->setHead(-1);
+            QCOMPARE(av->grid()->headCount(), heads);
+            for (int h = 0; h < heads; ++h) QVERIFY(mapDifference(av->grid()->map(h), probs[h]) <= 1e-6);
+        }
+        // the axes carry the tokens, and hovering a cell names both tokens and the value
+        av->setBlock(layers - 1);
+        av->setHead(1);
+        const QCPAxisTickerText* ticks = dynamic_cast<QCPAxisTickerText*>(av->heatmap()->plot()->yAxis->ticker().data());
+        QVERIFY(ticks);
+        for (int p = 0; p < labels.size(); ++p) QCOMPARE(ticks->ticks().value(p), labels[p]);
+        const int q = static_cast<int>(span.length) - 1, k = 0;
+        QTest::mouseMove(av->heatmap()->plot(), av->heatmap()->cellCenter(q, k));
+        const double v = ref.result.value({Value::AttentionProbabilities, layers - 1})[row][1][span.start + q][span.start + k].item<double>();
+        QVERIFY2(av->heatmap()->hoverText().contains(labels[q]) && av->heatmap()->hoverText().contains(labels[k]) &&
+                     av->heatmap()->hoverText().contains(QString::number(v, 'g', 6)),
+                 qPrintable(av->heatmap()->hoverText()));
+
+        // neurons: the token x neuron map, the top-k of a token, one neuron across the prompt
+        NeuronView* nv = w->neuronView();
+        QVERIFY(w->showView("neurons"));
+        const int block = layers / 2;
+        nv->setBlock(block);
+        nv->setTopK(7);
+        const torch::Tensor acts = ref.result.value({Value::MlpNeurons, block}).index({row, Slice(span.start, None)}).to(torch::kFloat32);
+        QVERIFY(mapDifference(nv->heatmap()->colorMap(), acts) <= 1e-6);
+        const int token = static_cast<int>(span.length) - 1;
+        nv->setToken(token);
+        const auto [topV, topI] = acts[token].topk(7);
+        QCOMPARE(nv->topNeuronIds().size(), 7);
+        for (int j = 0; j < 7; ++j) {
+            QCOMPARE(nv->topNeuronIds()[j], topI[j].item<int64_t>());
+            QVERIFY(std::fabs(nv->topBars()->data()->at(j)->value - topV[j].item<double>()) <= 1e-6);
+        }
+        nv->setNeuron(topI[0].item<int>());
+        for (int p = 0; p < span.length; ++p)
+            QVERIFY(std::fabs(nv->neuronBars()->data()->at(p)->value - acts[p][topI[0].item<int64_t>()].item<double>()) <= 1e-6);
+
+        // logit lens: top probability and token per block and position, the target across blocks
+        LogitLensView* lv = w->lensView();
+        QVERIFY(w->showView("lens"));
+        const int64_t target = ref.result.nextTokenProbs[row].argmax().item<int64_t>();
+        QVERIFY(lv->setTarget("#" + QString::number(target)));
+        QCOMPARE(lv->targetId(), target);
+        for (int b = 0; b < layers; ++b) {
+            const torch::Tensor h = ref.result.value({Value::LayerOutput, b}).index({row, Slice(span.start, None)});
+            const torch::Tensor p = torch::softmax(ref.model->projectOnVocab(h).to(torch::kFloat32), -1);
+            const auto [best, bestId] = p.max(-1);
+            for (int pos = 0; pos < span.length; ++pos) {
+                QVERIFY(std::fabs(lv->heatmap()->colorMap()->data()->data(pos, b) - best[pos].item<double>()) <= 1e-5);
+                QCOMPARE(lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, pos), MatrixModel::CellTextRole).toString(),
+                         QString::fromStdString(tok->tokenLabel(bestId[pos].item<int64_t>())));
+            }
+            const int pos = lv->position();
+            QVERIFY(std::fabs(lv->targetGraph()->data()->at(b)->value - p[pos][lv->targetId()].item<double>()) <= 1e-5);
+        }
+        // the lens at the last block is the model's own next-token distribution
+        const double lastTop = lv->heatmap()->colorMap()->data()->data(static_cast<double>(span.length - 1), layers - 1);
+        QVERIFY(std::fabs(lastTop - ref.result.nextTokenProbs[row].max().item<double>()) <= 1e-5);
+    }
+}
+
+// ---- the diagram: hover names, pins, every family ---------------------------------------------------------------
+
+void TestGui::diagramHoverAndPin_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QStringList>("present");   // parts this family must draw
+    QTest::addColumn<QStringList>("absent");    // parts it must not draw
+    QTest::addColumn<QStringList>("native");    // part=native name it reports
+    QTest::addColumn<QStringList>("titles");    // part=label drawn (the family's module names and aliases)
+    QTest::newRow("llama") << "tiny-llama" << QStringList{"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+                           << QStringList{"qkv_proj", "q_norm", "k_norm", "dropout"}
+                           << QStringList{"q_proj=q_proj.output", "k_proj=k_proj.output", "v_proj=v_proj.output",
+                                          "gate_proj=gate_proj.output", "up_proj=up_proj.output"}
+                           << QStringList{"o_proj=o_proj", "input_layernorm=input_layernorm", "rotary_q=rotary"};
+    QTest::newRow("arcee") << "tiny-arcee" << QStringList{"q_proj", "up_proj"} << QStringList{"gate_proj", "qkv_proj", "q_norm"}
+                           << QStringList{"up_proj=up_proj.output"} << QStringList{"act_fn=act_fn"};
+    QTest::newRow("apertus") << "tiny-apertus" << QStringList{"q_proj", "q_norm", "k_norm", "up_proj"}
+                             << QStringList{"gate_proj", "qkv_proj", "dropout"}
+                             << QStringList{"q_norm=q_norm.output", "k_norm=k_norm.output"}
+                             << QStringList{"input_layernorm=input_layernorm/attention_layernorm",
+                                            "post_attention_layernorm=post_attention_layernorm/feedforward_layernorm"};
+    QTest::newRow("ernie4_5") << "tiny-ernie4_5" << QStringList{"q_proj", "gate_proj"} << QStringList{"qkv_proj", "q_norm"}
+                              << QStringList{"gate_proj=gate_proj.output"} << QStringList{"o_proj=o_proj"};
+    QTest::newRow("persimmon") << "tiny-persimmon" << QStringList{"qkv_proj", "q_norm", "k_norm", "up_proj", "dropout"}
+                               << QStringList{"q_proj", "k_proj", "v_proj", "gate_proj"}
+                               << QStringList{"qkv_proj=query_key_value.output", "q_norm=q_layernorm.output",
+                                              "k_norm=k_layernorm.output", "up_proj=dense_h_to_4h.output"}
+                               << QStringList{"o_proj=o_proj/dense", "down_proj=down_proj/dense_4h_to_h", "act_fn=act_fn/act",
+                                              "qkv_proj=query_key_value"};
+    QTest::newRow("stories260K-llama") << "stories260K-llama" << QStringList{"gate_proj"} << QStringList{"qkv_proj"}
+                                       << QStringList{} << QStringList{};
+}
+
+void TestGui::diagramHoverAndPin() {
+    QFETCH(QString, model);
+    QFETCH(QStringList, present);
+    QFETCH(QStringList, absent);
+    QFETCH(QStringList, native);
+    QFETCH(QStringList, titles);
+    auto w = openWindow(modelDir(model));
+    QVERIFY(w);
+    BlockDiagram* d = w->diagramPanel()->diagram();
+    const DiagramLayout& layout = d->diagram();
+    for (const QString& id : present) QVERIFY2(layout.part(id), qPrintable(model + " lacks " + id));
+    for (const QString& id : absent) QVERIFY2(!layout.part(id), qPrintable(model + " draws " + id));
+    for (const QString& pair : titles) QCOMPARE(layout.part(pair.section('=', 0, 0))->title, pair.section('=', 1));
+
+    // Hover on the last block: every part reports its name and the path at that block.
+    const int last = static_cast<int>(w->model()->config().numLayers) - 1;
+    w->diagramPanel()->setBlock(last);
+    QCOMPARE(d->block(), last);
+    std::map<QString, QString> nativeNames;
+    for (const QString& pair : native) nativeNames[pair.section('=', 0, 0)] = pair.section('=', 1);
+    std::set<QString> standardShown;
+    QSignalSpy hovered(d, &BlockDiagram::partHovered);
+    int valueParts = 0;
+    for (const DiagramPart& part : layout.parts) {
+        hovered.clear();
+        hoverPart(d, part.id);
+        QCOMPARE(d->hoveredPart(), part.id);
+        QCOMPARE(hovered.count(), 1);
+        const QString html = hovered.at(0).at(1).toString();
+        const PartInfo info = d->info(part.id);
+        if (!part.value) {  // the layers strip box and Persimmon's dropout draw no value
+            QVERIFY2(part.id == "layers" || part.id == "dropout", qPrintable(part.id));
+            QVERIFY(html.contains(info.name));
+            continue;
+        }
+        ++valueParts;
+        QString expected;
+        if (expectedNames().count(part.id)) {
+            expected = expectedNames().at(part.id);
+            standardShown.insert(expected);
+        } else {
+            QVERIFY2(nativeNames.count(part.id) || model.startsWith("stories"), qPrintable("no expectation for " + part.id));
+            expected = nativeNames.count(part.id) ? nativeNames.at(part.id) : info.name;
+        }
+        QCOMPARE(info.name, expected);
+        QVERIFY2(html.contains("<b>" + expected + "</b>"), qPrintable(html));
+        // the path names the block shown (root values have none) and the layout and read-at place are nnterp's
+        const QString prefix = part.perBlock ? QString("layers.%1.").arg(last) : QString();
+        QVERIFY2(info.path.startsWith(prefix) && info.path.endsWith(expected), qPrintable(info.path));
+        const ValueInfo& vi = valueInfo(*part.value);
+        QCOMPARE(info.layout, QString::fromStdString(layoutString(vi)));
+        QVERIFY(html.contains(info.layout.toHtmlEscaped()));
+        QCOMPARE(info.readAt, QString::fromStdString(w->model()->family().readAt(*part.value)));
+    }
+    // every standard value with a place in the diagram is there exactly once
+    const std::set<QString> all = {"token_embeddings", "final_norm_output", "lm_head_output", "logits", "layer_input",
+                                   "attention_norm_output", "layer_mid", "mlp_norm_output", "mlp_input", "layer_output",
+                                   "attention_queries", "attention_keys", "attention_values", "attention_scores",
+                                   "attention_premix", "attention_output", "attention_probabilities",
+                                   "attention_head_outputs", "mlp_activation", "mlp_neurons", "mlp_output"};
+    QCOMPARE(standardShown, all);
+
+    // Clicking pins a card per part; several stay pinned; a second click pins nothing new.
+    PinnedCardsPanel* pins = w->pinnedPanel();
+    for (const DiagramPart& part : layout.parts) {
+        const QPoint c = hoverPart(d, part.id);
+        QTest::mouseClick(d, Qt::LeftButton, {}, c);
+    }
+    QCOMPARE(static_cast<int>(pins->cards().size()), valueParts);
+    QTest::mouseClick(d, Qt::LeftButton, {}, hoverPart(d, "softmax"));
+    QCOMPARE(static_cast<int>(pins->cards().size()), valueParts);
+    ValueCard* card = pins->card({Value::AttentionProbabilities, last});
+    QVERIFY(card);
+    QCOMPARE(card->info().path, QString("layers.%1.self_attn.attention_probabilities").arg(last));
+    QCOMPARE(d->highlightedPart(), QString("softmax"));
+    QCOMPARE(w->views()->currentWidget(), static_cast<QWidget*>(w->attentionView()));  // the view that draws it follows
+
+    // A trace reads the pinned values; a card's Plot opens the value with the engine's numbers.
+    if (!w->model()->tokenizer()) return;
+    QVERIFY2(runFromPanel(*w, {"Once upon a time"}), qPrintable(w->errorText()));
+    ValueCard* out = pins->card({Value::MlpOutput, last});
+    QVERIFY(out && out->plotButton()->isEnabled());
+    QVERIFY2(out->statusText().contains("traced"), qPrintable(out->statusText()));
+    QTest::mouseClick(out->plotButton(), Qt::LeftButton);
+    auto* plot = qobject_cast<ValuePlotView*>(w->views()->currentWidget());
+    QVERIFY(plot);
+    const torch::Tensor expected = w->snapshot()->result.value({Value::MlpOutput, last})[0].to(torch::kFloat32);
+    QVERIFY(mapDifference(plot->heatmap()->colorMap(), expected) <= 1e-6);
+    QTest::mouseClick(out->unpinButton(), Qt::LeftButton);
+    QCOMPARE(static_cast<int>(pins->cards().size()), valueParts - 1);
+}
+
+void TestGui::tablesAndDiagramSelectEachOther() {
+    auto w = openWindow(modelDir("tiny-persimmon"));
+    QVERIFY(w);
+    BlockDiagram* d = w->diagramPanel()->diagram();
+    SupportTableModel* support = w->supportModel();
+    PrintoutModel* printout = w->printoutModel();
+    // the support table lists every standard value under its host, as the seeds do
+    QCOMPARE(support->rowCount(), 4 + static_cast<int>(standardValues().size()));
+    QCOMPARE(support->data(support->index(0, 0), Qt::DisplayRole).toString(), QString("model PersimmonForCausalLM"));
+    const int probsRow = support->rowOf(Value::AttentionProbabilities);
+    QCOMPARE(support->data(support->index(probsRow, SupportTableModel::LayoutColumn), Qt::DisplayRole).toString(),
+             QString("Pattern [batch num_heads query key]"));
+    // table -> diagram
+    w->supportView()->setCurrentIndex(support->index(probsRow, 0));
+    QCOMPARE(d->highlightedPart(), QString("softmax"));
+    // printout -> diagram, by value line and by native module line (with its alias)
+    QCOMPARE(printout->lines().front(), QString("PersimmonForCausalLM("));
+    const int oLine = printout->rowOf(Module::OProj);
+    QVERIFY(oLine > 0);
+    QVERIFY(printout->lines()[oLine].trimmed().startsWith("(o_proj/dense): Linear("));
+    w->printoutView()->setCurrentIndex(printout->index(oLine));
+    QCOMPARE(d->highlightedPart(), QString("o_proj"));
+    w->printoutView()->setCurrentIndex(printout->index(printout->rowOf(Value::MlpNeurons)));
+    QCOMPARE(d->highlightedPart(), QString("mlp_neurons"));
+    QCOMPARE(w->supportView()->currentIndex().row(), support->rowOf(Value::MlpNeurons));
+    // diagram -> both tables
+    QTest::mouseClick(d, Qt::LeftButton, {}, hoverPart(d, "post_attention_layernorm"));
+    QCOMPARE(w->supportView()->currentIndex().row(), support->rowOf(Value::MlpNormOutput));
+    QCOMPARE(w->printoutView()->currentIndex().row(), printout->rowOf(Value::MlpNormOutput));
+    QTest::mouseClick(d, Qt::LeftButton, {}, hoverPart(d, "qkv_proj"));  // a native module: its printout line
+    QVERIFY(printout->lines()[w->printoutView()->currentIndex().row()].trimmed().startsWith("(query_key_value): Linear("));
+}
+
+// ---- Cancel -----------------------------------------------------------------------------------------------------
+
+void TestGui::cancelStopsTrace() {
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    constexpr int kDelay = 400;  // ms per block: slow enough to press Cancel mid-trace on a 5-block model
+    w->worker()->setBlockDelay(kDelay);
+    w->tracePanel()->setPrompts({"Once upon a time"});
+    QSignalSpy progress(w->worker(), &TraceWorker::progress);
+    QSignalSpy ended(w.get(), &MainWindow::traceEnded);
+    QSignalSpy done(w.get(), &MainWindow::traceDone);
+    QTest::mouseClick(w->tracePanel()->runButton(), Qt::LeftButton);
+    QVERIFY(w->tracePanel()->isRunning());
+    QVERIFY(!w->tracePanel()->runButton()->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 10000);  // block 1 is running: the window keeps handling events
+    QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
+    QElapsedTimer timer;
+    timer.start();
+    QTest::mouseClick(w->tracePanel()->cancelButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(10000));
+    QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Cancel took %1 ms").arg(timer.elapsed())));
+    QCOMPARE(done.count(), 0);
+    QVERIFY(!w->snapshot());
+    const int total = static_cast<int>(w->model()->config().numLayers);
+    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY2(w->tracePanel()->statusText().startsWith("Cancelled after"), qPrintable(w->tracePanel()->statusText()));
+    QVERIFY(w->tracePanel()->runButton()->isEnabled());
+    // the window is usable: the next run completes
+    w->worker()->setBlockDelay(0);
+    QVERIFY(runFromPanel(*w, {"Once upon a time"}));
+    QCOMPARE(w->tracePanel()->progressBar()->value(), total);
+}
+
+// ---- exports ----------------------------------------------------------------------------------------------------
+
+void TestGui::exportsReadBack() {
+    const QString dir = modelDir("stories260K-llama");
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    const QStringList prompts{"Once upon a time", "Lily and Tom"};
+    QVERIFY(runFromPanel(*w, prompts));
+    const SnapshotPtr s = w->snapshot();
+    QVERIFY(w->showView("attention"));
+    w->attentionView()->setBlock(2);
+    w->attentionView()->setHead(3);
+    const ValueKey key{Value::AttentionProbabilities, 2};
+    const torch::Tensor value = s->result.value(key);
+    const QString path = s->path(key);
+
+    // .npy (+ .npy.json with the metadata)
+    const QString npy = tmp_.filePath("probs.npy");
+    QCOMPARE(w->exportValueTo(key, npy), QString());
+    QVERIFY(torch::equal(readNpy(npy.toStdString()), value));
+    QFile sidecar(npy + ".json");
+    QVERIFY(sidecar.open(QIODevice::ReadOnly));
+    const QJsonObject meta = QJsonDocument::fromJson(sidecar.readAll()).object();
+    QCOMPARE(meta["model"].toString(), dir);
+    QVERIFY(meta["prompts"].toString().contains("Lily and Tom"));
+    QCOMPARE(meta["view.block"].toString(), QString("2"));
+    QCOMPARE(meta["view.head"].toString(), QString("3"));
+
+    // .safetensors: the tensor under its value path, layout and axes in the metadata
+    const QString st = tmp_.filePath("probs.safetensors");
+    QCOMPARE(w->exportValueTo(key, st), QString());
+    {
+        SafetensorsFile file(st.toStdString());
+        QVERIFY(torch::equal(file.tensor(path.toStdString()), value));
+        QCOMPARE(QString::fromStdString(file.metadata().at("layout:" + path.toStdString())), QString("Pattern"));
+        QCOMPARE(QString::fromStdString(file.metadata().at("axes:" + path.toStdString())), QString("batch num_heads query key"));
+        QCOMPARE(QString::fromStdString(file.metadata().at("model")), dir);
+        QVERIFY(QString::fromStdString(file.metadata().at("prompts")).contains("Once upon a time"));
+        QCOMPARE(QString::fromStdString(file.metadata().at("view")), QString("attention"));
+    }
+
+    // .csv: metadata comments, an axes header, then every element
+    const QString csv = tmp_.filePath("probs.csv");
+    QCOMPARE(w->exportValueTo(key, csv), QString());
+    {
+        QFile f(csv);
+        QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+        const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+        QVERIFY(lines.contains("# model: " + dir));
+        int row = 0;
+        const torch::Tensor flat = value.reshape({-1, value.size(-1)});
+        bool header = false;
+        for (const QString& line : lines) {
+            if (line.startsWith('#')) continue;
+            if (!header) {
+                QVERIFY2(line.startsWith("batch,num_heads,query,key=0"), qPrintable(line));
+                header = true;
+                continue;
+            }
+            const QStringList cells = line.split(',');
+            QCOMPARE(cells.size(), 3 + static_cast<int>(value.size(-1)));
+            for (int j = 0; j < value.size(-1); ++j)
+                QVERIFY(std::fabs(cells[3 + j].toDouble() - flat[row][j].item<double>()) <= 1e-8);
+            ++row;
+        }
+        QCOMPARE(static_cast<int64_t>(row), flat.size(0));
+    }
+
+    // plots: PNG (text chunks), SVG (<desc>), PDF (title and the attached JSON), each with the caption
+    const QString png = tmp_.filePath("attention.png");
+    QCOMPARE(w->exportPlotTo(png), QString());
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() >= 200 && image.height() >= 200);
+    QCOMPARE(image.text("model"), dir);
+    QCOMPARE(image.text("view.value"), path);
+    QCOMPARE(image.text("view.head"), QString("3"));
+    QVERIFY(image.text("prompts").contains("Lily and Tom"));
+    const QString svg = tmp_.filePath("attention.svg");
+    QCOMPARE(w->exportPlotTo(svg), QString());
+    QVERIFY(QSvgRenderer(svg).isValid());
+    QFile svgFile(svg);
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    const QString svgText = QString::fromUtf8(svgFile.readAll());
+    QVERIFY(svgText.contains("<desc>") && svgText.contains(path) && svgText.contains("stories260K-llama"));
+    const QString pdf = tmp_.filePath("attention.pdf");
+    QCOMPARE(w->exportPlotTo(pdf), QString());
+    QFile pdfFile(pdf);
+    QVERIFY(pdfFile.open(QIODevice::ReadOnly));
+    const QByteArray pdfBytes = pdfFile.readAll();
+    QVERIFY(pdfBytes.startsWith("%PDF-"));
+    QVERIFY(pdfBytes.contains("nnscope-export.json"));
+    // the other views export too
+    QVERIFY(w->showView("neurons"));
+    QCOMPARE(w->exportPlotTo(tmp_.filePath("neurons.svg")), QString());
+    QVERIFY(w->showView("lens"));
+    QCOMPARE(w->exportPlotTo(tmp_.filePath("lens.png")), QString());
+    QVERIFY(QImage(tmp_.filePath("lens.png")).text("view") == "logit lens");
+
+    // a failure names the file and leaves nothing behind
+    const QString bad = tmp_.filePath("no/such/folder/probs.npy");
+    const QString error = w->exportValueTo(key, bad);
+    QVERIFY2(error.contains(bad), qPrintable(error));
+    QVERIFY(!QFile::exists(bad));
+    const QString badPlot = tmp_.filePath("no/such/folder/plot.png");
+    QVERIFY(w->exportPlotTo(badPlot).contains(badPlot));
+    QVERIFY(w->exportPlotTo(tmp_.filePath("plot.bmp")).contains(".png, .svg or .pdf"));
+}
+
+// ---- errors -----------------------------------------------------------------------------------------------------
+
+void TestGui::brokenCheckpointShowsError_data() {
+    QTest::addColumn<QString>("broken");   // what is wrong with the folder
+    QTest::addColumn<QString>("message");  // what the error must name
+    QTest::newRow("no config.json") << "missing-config" << "config.json";
+    QTest::newRow("config.json is not JSON") << "bad-json" << "config.json";
+    QTest::newRow("unknown family") << "unknown-family" << "families/";
+    QTest::newRow("truncated weights") << "truncated-weights" << "model.safetensors";
+}
+
+void TestGui::brokenCheckpointShowsError() {
+    QFETCH(QString, broken);
+    QFETCH(QString, message);
+    QTemporaryDir folder;
+    const QString good = modelDir("tiny-llama");
+    for (const QString& f : QDir(good).entryList(QDir::Files)) QVERIFY(QFile::copy(good + "/" + f, folder.filePath(f)));
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+        QFile f(folder.filePath(name));
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(bytes);
+    };
+    if (broken == "missing-config") QVERIFY(QFile::remove(folder.filePath("config.json")));
+    if (broken == "bad-json") write("config.json", "{ \"model_type\": \"llama\", ");
+    if (broken == "unknown-family") write("config.json", R"({"model_type": "gpt_blorp", "architectures": ["GptBlorpForCausalLM"]})");
+    if (broken == "truncated-weights") {
+        QFile f(folder.filePath("model.safetensors"));
+        QVERIFY(f.resize(f.size() / 2));
+    }
+
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    const ModelPtr before = w->model();
+    QSignalSpy failed(w.get(), &MainWindow::modelFailed);
+    w->openModel(folder.path());
+    QVERIFY(failed.wait(30000));
+    QVERIFY2(w->errorText().contains(folder.path()) && w->errorText().contains(message), qPrintable(w->errorText()));
+    QCOMPARE(w->model(), before);  // the open model stays
+    QVERIFY(runFromPanel(*w, {"Once upon a time"}));  // and the window still works
+    QVERIFY(w->errorText().isEmpty());
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(good);
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(w->model()->family().modelType, std::string("llama"));
+
+    // a broken folder as the first model leaves the start page, with the error
+    StartOptions options;
+    options.openDefault = false;
+    MainWindow fresh(options);
+    fresh.show();
+    QSignalSpy freshFailed(&fresh, &MainWindow::modelFailed);
+    fresh.openModel(folder.path());
+    QVERIFY(freshFailed.wait(30000));
+    QVERIFY(!fresh.model());
+    QVERIFY(fresh.errorText().contains(message));
+    QVERIFY(!fresh.tracePanel()->runButton()->isEnabled());
+}
+
+// ---- settings and command line --------------------------------------------------------------------------------
+
+void TestGui::settingsPersist() {
+    const QString dir = modelDir("tiny-arcee");
+    {
+        auto w = openWindow(dir);
+        QVERIFY(w);
+        w->tracePanel()->setPrompts({"first prompt", "second prompt"});
+        w->resize(1234, 876);
+        w->close();  // closeEvent writes the settings
+    }
+    QSettings settings;
+    QCOMPARE(settings.value("recentModels").toStringList().value(0), dir);
+    // a new window opens the most recent model by itself and restores the prompts and size
+    StartOptions options;
+    MainWindow again(options);
+    again.show();
+    QSignalSpy opened(&again, &MainWindow::modelOpened);
+    QVERIFY(opened.wait(30000));
+    QCOMPARE(QString::fromStdString(again.model()->dir()), dir);
+    QCOMPARE(again.tracePanel()->prompts(), QStringList({"first prompt", "second prompt"}));
+    QCOMPARE(again.size(), QSize(1234, 876));
+}
+
+void TestGui::commandLine_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("screenshot not png") << QStringList{"gui", "--model", modelDir("tiny-llama"), "--prompt", "a", "--screenshot", "x.jpg"} << ".png";
+    QTest::newRow("screenshot without prompt") << QStringList{"gui", "--model", modelDir("tiny-llama"), "--screenshot", "x.png"} << "--prompt";
+    QTest::newRow("bad dtype") << QStringList{"gui", "--dtype", "float13"} << "float13";
+    QTest::newRow("bad view") << QStringList{"gui", "--view", "sideways"} << "--view";
+    QTest::newRow("stray argument") << QStringList{"gui", "stories"} << "stories";
+    QTest::newRow("unknown option") << QStringList{"gui", "--modle", "x"} << "modle";
+}
+
+void TestGui::commandLine() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, expected);
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    p.setProcessEnvironment(env);
+    p.start(kBinary, args);
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 2);
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.contains(expected), qPrintable(err));
+}
+
+void TestGui::screenshot() {
+    const QString out = tmp_.filePath("window.png");
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("XDG_CONFIG_HOME", tmp_.filePath("screenshot-config"));  // the run must not touch real settings
+    p.setProcessEnvironment(env);
+    p.start(kBinary, {"gui", "--model", modelDir("stories260K-llama"), "--prompt", "Once upon a time", "--screenshot", out});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const QImage image(out);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), QSize(1600, 1000));
+    QVERIFY(!QFile::exists(tmp_.filePath("screenshot-config/nnscope/nnscope.conf")));
+    // a broken folder: an error on stderr and a non-zero status, no file
+    QTemporaryDir empty;
+    const QString none = tmp_.filePath("none.png");
+    p.start(kBinary, {"gui", "--model", empty.path(), "--prompt", "x", "--screenshot", none});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("config.json"));
+    QVERIFY(!QFile::exists(none));
+}
+
+int main(int argc, char** argv) {
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    TestGui test;
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "test_gui.moc"

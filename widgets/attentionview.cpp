@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include "attentionview.h"
+
+#include "core/analysis.h"
+
+#include <torch/torch.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+namespace nnscope {
+
+AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    promptCombo_ = new QComboBox(content);
+    blockSpin_ = new QSpinBox(content);
+    blockSpin_->setPrefix(tr("layers."));
+    headCombo_ = new QComboBox(content);
+    headCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Prompt"), content));
+    controls->addWidget(promptCombo_, 1);
+    controls->addWidget(new QLabel(tr("Block"), content));
+    controls->addWidget(blockSpin_);
+    controls->addWidget(new QLabel(tr("Head"), content));
+    controls->addWidget(headCombo_);
+
+    model_ = new MatrixModel(this);
+    heatmap_ = new HeatmapPlot(content);
+    heatmap_->setGradient(probabilityGradient());
+    heatmap_->setDataRange(0, 1);
+    heatmap_->setMinCellSize(QSize(18, 18));
+    heatmap_->setModel(model_);
+    grid_ = new HeadGridPlot(content);
+    plots_ = new QStackedWidget(content);
+    plots_->addWidget(heatmap_);
+    plots_->addWidget(grid_);
+
+    auto* layout = new QVBoxLayout(content);
+    layout->addLayout(controls);
+    layout->addWidget(plots_, 1);
+    setContent(content);
+    showPlaceholder(tr("Run a trace (Trace ▸ Run, or the Run button below) to see the attention patterns."));
+
+    connect(promptCombo_, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
+    connect(headCombo_, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
+    connect(blockSpin_, &QSpinBox::valueChanged, this, [this](int block) {
+        refresh();
+        emit blockChanged(block);
+    });
+    connect(grid_, &HeadGridPlot::headClicked, this, &AttentionView::setHead);
+}
+
+void AttentionView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    if (!snapshot_) {
+        model_->setMatrix({});
+        showPlaceholder(tr("Run a trace (Trace ▸ Run, or the Run button below) to see the attention patterns."));
+        return;
+    }
+    fillPromptCombo(promptCombo_, *snapshot_);
+    {
+        const QSignalBlocker b(blockSpin_), h(headCombo_);
+        blockSpin_->setRange(0, snapshot_->numLayers() - 1);
+        const int keep = headCombo_->currentIndex();
+        headCombo_->clear();
+        const int heads = static_cast<int>(snapshot_->model->config().numHeads);
+        for (int h = 0; h < heads; ++h) headCombo_->addItem(tr("head %1").arg(h), h);
+        headCombo_->addItem(tr("all heads (grid)"), -1);
+        headCombo_->setCurrentIndex(keep >= 0 && keep < headCombo_->count() ? keep : 0);
+    }
+    showContent();
+    refresh();
+}
+
+void AttentionView::setBlock(int block) {
+    if (block != blockSpin_->value()) blockSpin_->setValue(block);
+}
+
+void AttentionView::setHead(int head) {
+    const int index = headCombo_->findData(head);
+    if (index >= 0) headCombo_->setCurrentIndex(index);
+}
+
+void AttentionView::setPrompt(int row) { promptCombo_->setCurrentIndex(row); }
+int AttentionView::block() const { return blockSpin_->value(); }
+int AttentionView::head() const { return headCombo_->currentData().toInt(); }
+int AttentionView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
+
+void AttentionView::refresh() {
+    if (!snapshot_) return;
+    const torch::Tensor pattern = attentionPattern(*snapshot_->model, snapshot_->result, block(), prompt());
+    const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(prompt()));
+    const QString title = tr("%1 · prompt %2").arg(snapshot_->path({Value::AttentionProbabilities, block()})).arg(prompt() + 1);
+    if (head() < 0) {
+        grid_->setPattern(pattern, tokens);
+        plots_->setCurrentWidget(grid_);
+        return;
+    }
+    Matrix m;
+    m.values = pattern.index({head()});
+    m.rowLabels = m.columnLabels = tokens;
+    m.rowTitle = tr("query");
+    m.columnTitle = tr("key");
+    m.valueName = tr("attention probability");
+    model_->setMatrix(std::move(m));
+    heatmap_->setTitle(title + tr(" · head %1").arg(head()));
+    plots_->setCurrentWidget(heatmap_);
+}
+
+PlotSource AttentionView::plotSource() const {
+    PlotSource s;
+    if (head() < 0) {
+        s.plot = grid_->plot();
+        s.size = grid_->plot()->size();
+    } else {
+        s.plot = heatmap_->plot();
+        HeatmapPlot* h = heatmap_;
+        s.fullView = [h](bool full) { h->setFullView(full); };
+        s.size = heatmap_->fullViewSize();
+    }
+    s.name = head() < 0 ? QString("attention-layers.%1-all-heads").arg(block()) : QString("attention-layers.%1-head%2").arg(block()).arg(head());
+    return s;
+}
+
+QMap<QString, QString> AttentionView::settings() const {
+    return {{"view", "attention"},
+            {"view.value", snapshot_ ? snapshot_->path({Value::AttentionProbabilities, block()}) : QString()},
+            {"view.block", QString::number(block())},
+            {"view.head", head() < 0 ? QString("all") : QString::number(head())},
+            {"view.prompt", QString::number(prompt() + 1)}};
+}
+
+}  // namespace nnscope

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The logit lens: every block's layer_output read through the model's own final norm and lm_head. A blocks ×
+// positions heatmap coloured by the top token's probability with the token written in the cell (hover: the top
+// tokens and the target's probability), and a chosen target token's probability across blocks at one position.
+#include "heatmapplot.h"
+#include "traceview.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+
+namespace nnscope {
+
+class LogitLensView : public TraceView {
+    Q_OBJECT
+public:
+    explicit LogitLensView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot) override;
+    PlotSource plotSource() const override;
+    QMap<QString, QString> settings() const override;
+
+    /// The target token: an id ("#42" or "42") or text whose first token is taken. Returns false (and says why
+    /// under the field) when it names no token.
+    bool setTarget(const QString& text);
+    int64_t targetId() const { return targetId_; }
+    void setPosition(int position);
+    int position() const;
+    int prompt() const;
+    HeatmapPlot* heatmap() const { return heatmap_; }
+    QCustomPlot* targetPlot() const { return targetPlot_; }
+    QCPGraph* targetGraph() const { return targetGraph_; }
+
+private:
+    void refresh();
+    void refreshTarget();
+
+    QComboBox* promptCombo_;
+    QLineEdit* targetEdit_;
+    QLabel* targetLabel_;
+    QSpinBox* positionSpin_;
+    HeatmapPlot* heatmap_;
+    MatrixModel* model_;
+    QCustomPlot* targetPlot_;
+    QCPGraph* targetGraph_;
+    int64_t targetId_ = -1;
+    QString shownTarget_;  ///< the label the field shows for targetId_
+};
+
+}  // namespace nnscope

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "printoutmodel.h"
+
+#include "core/support.h"
+
+#include <QFont>
+#include <QRegularExpression>
+
+namespace nnscope {
+
+void PrintoutModel::setModel(const Model* model) {
+    beginResetModel();
+    lines_.clear();
+    values_.clear();
+    modules_.clear();
+    if (model) {
+        const Family& f = model->family();
+        lines_ = QString::fromStdString(printout(*model)).split('\n');
+        while (!lines_.isEmpty() && lines_.back().isEmpty()) lines_.removeLast();
+        static const QRegularExpression named(R"(^\s*\(([^)]+)\))");
+        for (const QString& line : lines_) {
+            std::optional<Value> value;
+            std::optional<Module> module;
+            const auto m = named.match(line);
+            if (m.hasMatch()) {
+                const std::string name = m.captured(1).toStdString();
+                value = standardValueByName(name);
+                if (!value)
+                    for (int i = 0; i < static_cast<int>(Module::Count); ++i)
+                        if (f.moduleLabel(static_cast<Module>(i)) == name) module = static_cast<Module>(i);
+            }
+            values_.push_back(value);
+            modules_.push_back(module);
+        }
+    }
+    endResetModel();
+}
+
+std::optional<Value> PrintoutModel::valueAt(int row) const {
+    return row >= 0 && row < rowCount() ? values_[static_cast<size_t>(row)] : std::nullopt;
+}
+
+std::optional<Module> PrintoutModel::moduleAt(int row) const {
+    return row >= 0 && row < rowCount() ? modules_[static_cast<size_t>(row)] : std::nullopt;
+}
+
+int PrintoutModel::rowOf(Value v) const {
+    for (size_t i = 0; i < values_.size(); ++i)
+        if (values_[i] == v) return static_cast<int>(i);
+    return -1;
+}
+
+int PrintoutModel::rowOf(Module m) const {
+    for (size_t i = 0; i < modules_.size(); ++i)
+        if (modules_[i] == m) return static_cast<int>(i);
+    return -1;
+}
+
+QVariant PrintoutModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid()) return {};
+    const size_t row = static_cast<size_t>(index.row());
+    switch (role) {
+        case Qt::DisplayRole: return lines_[index.row()];
+        case Qt::FontRole: {
+            QFont f("monospace");
+            f.setStyleHint(QFont::TypeWriter);
+            return f;
+        }
+        case ValueRole: return values_[row] ? QVariant(static_cast<int>(*values_[row])) : QVariant();
+        case ModuleRole: return modules_[row] ? QVariant(static_cast<int>(*modules_[row])) : QVariant();
+        default: return {};
+    }
+}
+
+}  // namespace nnscope

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// One finished trace, immutable and shared: the model it ran on, the saved values, the token labels and the
+// logit lens. The worker thread builds it and hands it to the window through a queued signal; every view and
+// table model reads it and none changes it.
+#include "core/analysis.h"
+#include "core/model.h"
+#include "core/trace.h"
+
+#include <QMap>
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+#include <memory>
+
+namespace nnscope {
+
+using ModelPtr = std::shared_ptr<const Model>;
+
+struct TraceSnapshot {
+    ModelPtr model;
+    TraceResult result;
+    LogitLens lens;
+    std::vector<QStringList> tokens;  ///< per prompt: a readable label for each of its own tokens
+    quint64 serial = 0;               ///< which trace of the session this is
+
+    int numLayers() const { return static_cast<int>(model->config().numLayers); }
+    int numPrompts() const { return static_cast<int>(tokens.size()); }
+    QString prompt(int row) const { return QString::fromStdString(result.batch.prompts.at(static_cast<size_t>(row))); }
+    /// The dotted path of a value of this model ("layers.2.mlp.mlp_neurons").
+    QString path(const ValueKey& key) const;
+    /// What every export records: model folder, family, dtype, prompts, nnscope version, plus `settings`.
+    std::map<std::string, std::string> exportMetadata(const QMap<QString, QString>& settings) const;
+};
+
+using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
+
+/// Builds the snapshot of a finished trace (token labels and logit lens included). Throws nnscope::Error.
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5);
+
+/// Short readable label of a value key for titles ("layers.2.mlp.mlp_neurons").
+QString valueKeyPath(const Model& model, const ValueKey& key);
+
+}  // namespace nnscope
+
+Q_DECLARE_METATYPE(nnscope::ModelPtr)
+Q_DECLARE_METATYPE(nnscope::SnapshotPtr)

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+#include "traceview.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QLabel>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+namespace nnscope {
+
+TraceView::TraceView(QWidget* parent) : QWidget(parent) {
+    stack_ = new QStackedWidget(this);
+    placeholder_ = new QLabel(this);
+    placeholder_->setAlignment(Qt::AlignCenter);
+    placeholder_->setWordWrap(true);
+    placeholder_->setForegroundRole(QPalette::PlaceholderText);
+    stack_->addWidget(placeholder_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(stack_);
+}
+
+void TraceView::setContent(QWidget* content) {
+    stack_->addWidget(content);
+}
+
+void TraceView::showPlaceholder(const QString& text) {
+    placeholder_->setText(text);
+    stack_->setCurrentWidget(placeholder_);
+}
+
+void TraceView::showContent() {
+    if (stack_->count() > 1) stack_->setCurrentIndex(1);
+}
+
+void fillPromptCombo(QComboBox* combo, const TraceSnapshot& snapshot) {
+    const QSignalBlocker block(combo);
+    const int keep = combo->currentIndex();
+    combo->clear();
+    for (int r = 0; r < snapshot.numPrompts(); ++r) {
+        QString text = snapshot.prompt(r);
+        if (text.size() > 40) text = text.left(38) + "…";
+        combo->addItem(QString("%1: %2").arg(r + 1).arg(text.isEmpty() ? QObject::tr("(BOS only)") : text));
+    }
+    combo->setCurrentIndex(keep >= 0 && keep < combo->count() ? keep : 0);
+    combo->setEnabled(combo->count() > 1);
+}
+
+QCPColorGradient probabilityGradient() {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(0xff, 0xff, 0xff));
+    g.setColorStopAt(0.25, QColor(0xc6, 0xdb, 0xef));
+    g.setColorStopAt(0.6, QColor(0x42, 0x92, 0xc6));
+    g.setColorStopAt(1.0, QColor(0x08, 0x30, 0x6b));
+    return g;
+}
+
+QCPColorGradient signedGradient() {
+    QCPColorGradient g;
+    g.clearColorStops();
+    g.setColorStopAt(0.0, QColor(0x21, 0x66, 0xac));
+    g.setColorStopAt(0.5, QColor(0xf7, 0xf7, 0xf7));
+    g.setColorStopAt(1.0, QColor(0xb2, 0x18, 0x2b));
+    return g;
+}
+
+}  // namespace nnscope

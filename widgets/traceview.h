@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// What the central views (attention, neurons, logit lens, a pinned value) share: they show one trace snapshot,
+// say what to do when there is none, follow the selected block, and hand their plot to the exporter with the
+// settings that describe it.
+#include "plotexport.h"
+#include "tracesnapshot.h"
+
+#include <QMap>
+#include <QWidget>
+
+class QCPColorGradient;
+class QComboBox;
+class QLabel;
+class QStackedWidget;
+
+namespace nnscope {
+
+class TraceView : public QWidget {
+    Q_OBJECT
+public:
+    explicit TraceView(QWidget* parent = nullptr);
+
+    /// Shows a new trace (nullptr: none yet).
+    virtual void setSnapshot(SnapshotPtr snapshot) = 0;
+    SnapshotPtr snapshot() const { return snapshot_; }
+    /// Follows the block selected elsewhere (the diagram's slider); views without blocks ignore it.
+    virtual void setBlock(int block) { (void)block; }
+    /// The plot an export writes, and what it shows (recorded in the file).
+    virtual PlotSource plotSource() const = 0;
+    virtual QMap<QString, QString> settings() const = 0;
+
+signals:
+    void blockChanged(int block);
+
+protected:
+    /// The widget shown once a snapshot is there.
+    void setContent(QWidget* content);
+    /// Shows `text` instead of the content (no trace yet, or the value is missing).
+    void showPlaceholder(const QString& text);
+    void showContent();
+
+    SnapshotPtr snapshot_;
+
+private:
+    QStackedWidget* stack_;
+    QLabel* placeholder_;
+};
+
+/// A combo box listing the snapshot's prompts ("1: Once upon a time").
+void fillPromptCombo(QComboBox* combo, const TraceSnapshot& snapshot);
+/// A sequential white-to-blue gradient for probabilities, and a blue-white-red one for signed values.
+QCPColorGradient probabilityGradient();
+QCPColorGradient signedGradient();
+
+}  // namespace nnscope
