@@ -2,7 +2,10 @@
 #include "cli.h"
 
 #include "core/error.h"
+#include "core/edit.h"
 #include "core/export.h"
+#include "core/patching.h"
+#include "core/safetensors.h"
 #include "core/model.h"
 #include "core/support.h"
 #include "core/trace.h"
@@ -14,11 +17,12 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -28,10 +32,14 @@ void printUsage() {
               << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--screenshot FILE.png]   the explorer window\n"
               << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE]\n"
               << "                [--dtype float32|bfloat16] [--top-k K] [--json]\n"
+              << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
+              << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
+              << "                [--site layer_output|attention_output|mlp_output|head:H] [--json] [--csv FILE]\n"
               << "  nnscope generate --model DIR --prompt TEXT --max-new-tokens N [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
               << "  nnscope support --model DIR [--json]\n"
               << "  nnscope print --model DIR\n"
+              << "  nnscope family --model DIR [--format md|html] [--out FILE]   the family page, its notes checked\n"
               << "  nnscope train-demo --out DIR [--seed N]   train the demo model (an induction head)\n\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
@@ -63,12 +71,140 @@ nlohmann::json tokensJson(const Model& m, const std::vector<int64_t>& ids) {
     return out;
 }
 
+std::vector<int64_t> intList(const QString& text, const std::string& what) {
+    std::vector<int64_t> out;
+    for (const auto& part : text.split(',', Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const long long v = part.trimmed().toLongLong(&ok);
+        if (!ok) throw Error(what + ": '" + s(part) + "' is not an integer.");
+        out.push_back(v);
+    }
+    return out;
+}
+
+int blockIndex(const Model& m, int64_t layer, const std::string& what) {
+    const int64_t n = m.config().numLayers;
+    if (layer < 0) layer += n;
+    if (layer < 0 || layer >= n)
+        throw Error(what + ": block " + std::to_string(layer) + " is out of range (0 to " + std::to_string(n - 1) + ").");
+    return static_cast<int>(layer);
+}
+
+/// --edit, --skip and --steer as one EditList, in that order.
+std::shared_ptr<EditList> interventionsFromOptions(const Model& m, const QStringList& edits, const QStringList& skips,
+                                                   const QStringList& steers) {
+    auto list = std::make_shared<EditList>();
+    for (const auto& e : edits) list->add(parseEdit(m, s(e)));
+    for (const auto& sk : skips)
+        for (int64_t l : intList(sk, "--skip")) list->skipLayer(blockIndex(m, l, "--skip"));
+    for (const auto& st : steers) {
+        const QStringList parts = st.split(':');
+        if (parts.size() < 3 || parts.size() > 4)
+            throw Error("--steer '" + s(st) + "': expected LAYERS:FACTOR:FILE.npy[:POSITIONS], e.g. 2:4:vector.npy:-1.");
+        bool ok = false;
+        const double factor = parts[1].toDouble(&ok);
+        if (!ok) throw Error("--steer '" + s(st) + "': '" + s(parts[1]) + "' is not a number.");
+        torch::Tensor vec = readNpy(s(parts[2])).to(torch::kFloat32);
+        if (vec.dim() != 1 || vec.size(0) != m.config().hiddenSize)
+            throw Error("--steer: " + s(parts[2]) + " must hold one vector of hidden_size " + std::to_string(m.config().hiddenSize) + " values.");
+        const std::vector<int64_t> positions = parts.size() == 4 ? intList(parts[3], "--steer positions") : std::vector<int64_t>{};
+        for (int64_t l : intList(parts[0], "--steer")) list->steer(blockIndex(m, l, "--steer"), vec, factor, positions);
+    }
+    return list;
+}
+
+/// A token given as text (must be one token) or as #ID.
+int64_t tokenArgument(const Model& m, const QString& text, const std::string& what) {
+    if (text.startsWith('#')) {
+        bool ok = false;
+        const long long id = text.mid(1).toLongLong(&ok);
+        if (!ok || id < 0 || id >= m.config().vocabSize) throw Error(what + ": '" + s(text) + "' is not a token id of this model.");
+        return id;
+    }
+    if (!m.tokenizer()) throw Error(what + ": cannot tokenize: " + m.tokenizerError());
+    const auto ids = m.tokenizer()->encode(s(text), false);
+    if (ids.size() != 1)
+        throw Error(what + ": '" + s(text) + "' is " + std::to_string(ids.size()) + " tokens, not one (write #ID for a token id).");
+    return ids[0];
+}
+
+int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption clean("clean", "The clean prompt.", "TEXT");
+    QCommandLineOption corrupted("corrupted", "The corrupted prompt (same number of tokens).", "TEXT");
+    QCommandLineOption answer("answer", "The answer token (text of one token, or #ID).", "TOKEN");
+    QCommandLineOption wrong("wrong", "The wrong token: the metric is logit(answer) - logit(wrong).", "TOKEN");
+    QCommandLineOption metric("metric", "logit-diff (default with --wrong) or prob (the answer's probability).", "M");
+    QCommandLineOption site("site", "What is patched: layer_output (default), attention_output, mlp_output or head:H.", "SITE",
+                            "layer_output");
+    QCommandLineOption csv("csv", "Also write the grid as CSV to FILE.", "FILE");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv});
+    p.process(args);
+    if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
+        throw Error("patch needs --clean, --corrupted and --answer.");
+    auto model = loadModel(p, c);
+    PatchingOptions o;
+    o.metric.answer = tokenArgument(*model, p.value(answer), "--answer");
+    const QString kind = p.isSet(metric) ? p.value(metric) : (p.isSet(wrong) ? "logit-diff" : "prob");
+    if (kind == "logit-diff") {
+        if (!p.isSet(wrong)) throw Error("--metric logit-diff needs --wrong TOKEN.");
+        o.metric.kind = PatchMetric::Kind::LogitDifference;
+        o.metric.wrong = tokenArgument(*model, p.value(wrong), "--wrong");
+    } else if (kind == "prob") {
+        o.metric.kind = PatchMetric::Kind::TargetProbability;
+    } else {
+        throw Error("--metric must be logit-diff or prob, not '" + s(kind) + "'.");
+    }
+    const QString st = p.value(site);
+    if (st == "layer_output") o.site = PatchSite::LayerOutput;
+    else if (st == "attention_output") o.site = PatchSite::AttentionOutput;
+    else if (st == "mlp_output") o.site = PatchSite::MlpOutput;
+    else if (st.startsWith("head:")) {
+        o.site = PatchSite::HeadOutput;
+        bool ok = false;
+        o.head = st.mid(5).toInt(&ok);
+        if (!ok) throw Error("--site head:H needs a head number.");
+    } else throw Error("--site must be layer_output, attention_output, mlp_output or head:H, not '" + s(st) + "'.");
+    const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
+    const PatchingResult r = activationPatching(*model, b.ids[0], b.ids[1], o);
+    if (p.isSet(csv)) {
+        std::ostringstream out;
+        out << "# model: " << model->dir() << "\n# clean: " << s(p.value(clean)) << "\n# corrupted: " << s(p.value(corrupted))
+            << "\n# site: " << r.site << "\n# metric: " << s(kind) << "\nblock";
+        for (size_t j = 0; j < r.tokens.size(); ++j) out << "," << j << ":" << r.tokens[j];
+        out << "\n";
+        for (size_t i = 0; i < r.grid.size(); ++i) {
+            out << i;
+            for (double v : r.grid[i]) out << "," << v;
+            out << "\n";
+        }
+        writeFileAtomically(s(p.value(csv)), out.str());
+    }
+    if (p.isSet(c.json)) {
+        std::cout << nlohmann::json{{"site", r.site}, {"metric", s(kind)}, {"clean", r.clean}, {"corrupted", r.corrupted},
+                                    {"tokens", r.tokens}, {"grid", r.grid}}.dump(2) << std::endl;
+        return 0;
+    }
+    std::printf("clean %.6f   corrupted %.6f   (%s patched from the clean run, rows = blocks, columns = positions)\n",
+                r.clean, r.corrupted, r.site.c_str());
+    for (size_t i = 0; i < r.grid.size(); ++i) {
+        std::printf("%3zu", i);
+        for (double v : r.grid[i]) std::printf(" %9.4f", v);
+        std::printf("\n");
+    }
+    return 0;
+}
+
 int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption prompt("prompt", "A prompt; repeat for a batch (left-padded).", "TEXT");
     QCommandLineOption save("save", "Value path to keep, with * wildcards, or 'all'; repeatable.", "PATTERN");
     QCommandLineOption out("out", "Write the saved values to FILE (.safetensors, or .npy for one value).", "FILE");
     QCommandLineOption topk("top-k", "How many next tokens to print per prompt.", "K", "5");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk});
+    QCommandLineOption edit("edit", "An edit applied during the pass, PATH[INDEX] OP VALUE (see docs/INTERVENTIONS.md), e.g. "
+                                    "'layers.1.self_attn.attention_queries[:, 1] *= 2'; repeatable, applied in order.", "EDIT");
+    QCommandLineOption skip("skip", "Skip block N (its output is its input); repeatable or comma-separated.", "N");
+    QCommandLineOption steer("steer", "Steering: 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' adds FACTOR x the vector to layer_output "
+                                      "of each block in LAYERS (comma-separated) at POSITIONS (default all).", "SPEC");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, edit, skip, steer});
     p.process(args);
     if (!p.isSet(prompt)) throw Error("trace needs at least one --prompt.");
     if (p.isSet(out) && !p.isSet(save)) throw Error("--out needs --save: say which values to write.");
@@ -82,9 +218,19 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     for (const auto& pat : p.values(save))
         for (const auto& key : matchValues(*model, s(pat)))
             if (std::find(opts.save.begin(), opts.save.end(), key) == opts.save.end()) opts.save.push_back(key);
+    auto edits = interventionsFromOptions(*model, p.values(edit), p.values(skip), p.values(steer));
+    if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
-    if (p.isSet(out)) exportValues(s(p.value(out)), *model, result);
+    if (p.isSet(out)) {
+        std::map<std::string, std::string> extra;
+        nlohmann::json e = nlohmann::json::array();
+        for (const auto& x : p.values(edit)) e.push_back(s(x));
+        for (const auto& x : p.values(skip)) e.push_back("skip " + s(x));
+        for (const auto& x : p.values(steer)) e.push_back("steer " + s(x));
+        if (!e.empty()) extra["edits"] = e.dump();
+        exportValues(s(p.value(out)), *model, result, extra);
+    }
     auto top = topK(*model, result.nextTokenProbs, k);
     if (p.isSet(c.json)) {
         nlohmann::json j;
@@ -161,7 +307,7 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
 }
 
 int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) {
-    p.addOptions({c.model, c.json, c.dtype});
+    p.addOptions({c.model, c.json, c.dtype, c.threads});
     p.process(args);
     auto model = loadModel(p, c, false);
     if (p.isSet(c.json)) std::cout << supportJson(*model).dump(2) << std::endl;
@@ -170,7 +316,7 @@ int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) 
 }
 
 int cmdPrint(QCommandLineParser& p, const Common& c, const QStringList& args) {
-    p.addOptions({c.model, c.dtype});
+    p.addOptions({c.model, c.dtype, c.threads});
     p.process(args);
     auto model = loadModel(p, c, false);
     std::cout << printout(*model);
@@ -204,6 +350,8 @@ int runCli(const QStringList& arguments) {
         if (command == "support") return cmdSupport(p, c, args);
         if (command == "print") return cmdPrint(p, c, args);
         if (command == "train-demo") return runTrainDemoCommand(args);
+        if (command == "family") return runFamilyCommand(args);
+        if (command == "patch") return cmdPatch(p, c, args);
     } catch (const Error& e) {
         return fail(e.what());
     } catch (const c10::Error& e) {

@@ -12,5 +12,7 @@ int runCli(const QStringList& arguments);
 /// `nnscope train-demo --out DIR [--seed N] ...` (app/train_demo_cmd.cpp). `arguments` as runCli passes them,
 /// with the sub-command removed.
 int runTrainDemoCommand(const QStringList& arguments);
+/// `nnscope family --model DIR [--format md|html] [--out FILE]` (app/family_cmd.cpp).
+int runFamilyCommand(const QStringList& arguments);
 
 }  // namespace nnscope

@@ -58,8 +58,8 @@ int runTrainDemoCommand(const QStringList& arguments) {
     o.commandLine = "nnscope train-demo --out " + o.outDir + " --seed " + std::to_string(o.seed) + " --steps " +
                     std::to_string(o.steps) + " --threads " + std::to_string(o.threads);
     o.progress = [](const DemoTrainProgress& pr) {
-        std::printf("step %5d/%d  loss %.4f  lr %.2e  %6.1f s\n", pr.step, pr.steps, pr.loss, pr.learningRate,
-                    pr.elapsedSeconds);
+        std::printf("step %5d/%d  loss %.4f  (on repeats %.4f)  lr %.2e  %6.1f s\n", pr.step, pr.steps, pr.loss,
+                    pr.copyLoss, pr.learningRate, pr.elapsedSeconds);
         std::fflush(stdout);
     };
     std::printf("training the demo model: seed %llu, %d steps of %d x %d tokens, into %s\n",

@@ -93,6 +93,22 @@ void readLlamaLikeConfig(const nlohmann::json& j, const std::string& file, const
     c.qkNorm = family.qkNorm;
 }
 
+ModelConfig resolveModelConfig(const nlohmann::json& raw, const std::string& file, const Family** familyOut) {
+    const Family& fam = familyForConfig(raw, file);
+    if (familyOut) *familyOut = &fam;
+    nlohmann::json merged = fam.configDefaults;
+    for (auto it = raw.begin(); it != raw.end(); ++it) merged[it.key()] = *it;
+    ModelConfig c;
+    c.raw = raw;
+    c.modelType = fam.modelType;
+    if (raw.contains("architectures") && raw["architectures"].is_array())
+        for (const auto& a : raw["architectures"])
+            if (a.is_string()) c.architectures.push_back(a.get<std::string>());
+    if (c.architectures.empty()) c.architectures = {fam.architectures.front()};
+    (fam.readConfig ? fam.readConfig : readLlamaLikeConfig)(merged, file, fam, c);
+    return c;
+}
+
 const Family& familyForConfig(const nlohmann::json& config, const std::string& file) {
     const std::string modelType = config.contains("model_type") && config["model_type"].is_string()
                                       ? config["model_type"].get<std::string>() : std::string();

@@ -100,6 +100,10 @@ struct Family {
 /// Llama's config reading (sizes, eps from family.epsKey, rope, attention_bias, mlp_bias).
 void readLlamaLikeConfig(const nlohmann::json& merged, const std::string& file, const Family& family, ModelConfig& out);
 
+/// Step two of reading config.json: finds the family of `raw` (familyForConfig) and resolves its keys, merged over
+/// the family's defaults, into the struct the forward reads. `file` names config.json in messages. Throws nnscope::Error.
+ModelConfig resolveModelConfig(const nlohmann::json& raw, const std::string& file, const Family** family = nullptr);
+
 /// Llama's description: the base every Llama-like family copies and then changes.
 Family llamaFamily();
 

@@ -79,17 +79,8 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
     m->dtype_ = options.dtype;
     const std::string configFile = dir + "/config.json";
     nlohmann::json raw = readConfigJson(dir);
-    m->family_ = &familyForConfig(raw, configFile);
+    m->config_ = resolveModelConfig(raw, configFile, &m->family_);
     const Family& fam = *m->family_;
-    nlohmann::json merged = fam.configDefaults;
-    for (auto it = raw.begin(); it != raw.end(); ++it) merged[it.key()] = *it;
-    m->config_.raw = raw;
-    m->config_.modelType = fam.modelType;
-    if (raw.contains("architectures") && raw["architectures"].is_array())
-        for (const auto& a : raw["architectures"])
-            if (a.is_string()) m->config_.architectures.push_back(a.get<std::string>());
-    if (m->config_.architectures.empty()) m->config_.architectures = {fam.architectures.front()};
-    (fam.readConfig ? fam.readConfig : readLlamaLikeConfig)(merged, configFile, fam, m->config_);
     const ModelConfig& c = m->config_;
     if (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0)
         throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +

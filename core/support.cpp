@@ -133,9 +133,9 @@ std::string valueLine(const std::string& indent, Value v) {
 
 }  // namespace
 
-std::string printout(const Model& model) {
-    const Family& f = model.family();
-    const ModelConfig& c = model.config();
+std::string printout(const Model& model) { return printout(model.family(), model.config()); }
+
+std::string printout(const Family& f, const ModelConfig& c) {
     const bool ln = f.norm == NormKind::LayerNorm;
     const std::string eps = pythonFloat(c.normEps);
     auto normRepr = [&](int64_t dim, NormKind kind) {

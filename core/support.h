@@ -38,6 +38,8 @@ std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& co
 /// What print(model) shows under nnterp: the native modules with their shapes, the standard names and every
 /// standard value with its layout (the seeds' "Printout").
 std::string printout(const Model& model);
+/// The printout from a family and a resolved config alone (no weights needed).
+std::string printout(const Family& family, const ModelConfig& config);
 /// Python's repr() of a float (1e-05, 0.5, 0.0), for printouts that match transformers'.
 std::string pythonFloat(double v);
 

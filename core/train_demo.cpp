@@ -156,7 +156,7 @@ json configJson(const DemoModelShape& s, int64_t vocabSize) {
         {"mlp_bias", false},
         {"initializer_range", 0.02},
         {"pretraining_tp", 1},
-        {"tie_word_embeddings", false},
+        {"tie_word_embeddings", true},
         {"use_cache", true},
         {"bos_token_id", kBosId},
         {"eos_token_id", kEosId},
@@ -198,28 +198,35 @@ struct TrainBatch {
     torch::Tensor copyMask;
 };
 
-TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen) {
+TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen, int64_t minRun, int64_t maxGap) {
     std::vector<int64_t> ids(static_cast<size_t>(batch) * seqLen);
     std::vector<float> mask(static_cast<size_t>(batch) * (seqLen - 1), 0.0f);
     const int64_t nWords = static_cast<int64_t>(words.size());
-    const int64_t maxRun = (seqLen - 1) / 2;
+    const int64_t maxRunCap = 32;
     for (int b = 0; b < batch; ++b) {
         int64_t* row = ids.data() + static_cast<size_t>(b) * seqLen;
         float* m = mask.data() + static_cast<size_t>(b) * (seqLen - 1);
-        static const int64_t envMin = std::getenv("DEMO_MINRUN") ? std::atoi(std::getenv("DEMO_MINRUN")) : 8;  // EXPERIMENT
-        static const int64_t envMax = std::getenv("DEMO_MAXRUN") ? std::atoi(std::getenv("DEMO_MAXRUN")) : 24;  // EXPERIMENT
-        const int64_t run = rng.between(std::min<int64_t>(envMin, std::min(envMax, maxRun)), std::min(envMax, maxRun));
-        const int64_t prefix = rng.between(0, seqLen - 1 - 2 * run);
-        const auto runIds = rng.distinct(words, run);
         int64_t t = 0;
         row[t++] = kBosId;
-        for (int64_t i = 0; i < prefix; ++i) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
-        const int64_t second = t + run;  // position of the run's second occurrence
-        for (int rep = 0; rep < 2; ++rep)
+        auto randomWords = [&](int64_t n) {
+            for (int64_t i = 0; i < n && t < seqLen; ++i) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
+        };
+        while (t < seqLen) {
+            randomWords(rng.between(0, maxGap));
+            const int64_t room = (seqLen - t) / 2;
+            if (room < minRun) {
+                randomWords(seqLen - t);
+                break;
+            }
+            const int64_t run = rng.between(minRun, std::min(maxRunCap, room));
+            const auto runIds = rng.distinct(words, run);
             for (int64_t i = 0; i < run; ++i) row[t++] = runIds[static_cast<size_t>(i)];
-        while (t < seqLen) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
-        // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
-        for (int64_t p = second + 1; p < second + run; ++p) m[p - 1] = 1.0f;
+            // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
+            for (int64_t i = 0; i < run; ++i) {
+                if (i > 0) m[t - 1] = 1.0f;
+                row[t++] = runIds[static_cast<size_t>(i)];
+            }
+        }
     }
     TrainBatch out;
     out.ids = torch::from_blob(ids.data(), {batch, seqLen}, torch::kInt64).clone();
@@ -237,7 +244,7 @@ struct TrainLayer {
 struct TrainModel {
     DemoModelShape shape;
     int64_t vocab = 0;
-    torch::Tensor embed, finalNorm, lmHead;
+    torch::Tensor embed, finalNorm;  ///< lm_head is embed (tie_word_embeddings)
     std::vector<TrainLayer> layers;
     torch::Tensor invFreq;
 
@@ -259,7 +266,6 @@ struct TrainModel {
             out.emplace_back(p + "mlp.down_proj.weight", l.down);
         }
         out.emplace_back("model.norm.weight", finalNorm);
-        out.emplace_back("lm_head.weight", lmHead);
         return out;
     }
 
@@ -301,12 +307,14 @@ struct TrainModel {
             x = rmsNorm(h, l.postNorm);
             h = residual + torch::linear(torch::silu(torch::linear(x, l.gate)) * torch::linear(x, l.up), l.down);
         }
-        return torch::linear(rmsNorm(h, finalNorm), lmHead);
+        return torch::linear(rmsNorm(h, finalNorm), embed);
     }
 };
 
 /// Weights drawn from the global torch generator (seeded by the caller) in a fixed order: matrices from
 /// N(0, 0.02) as HF's _init_weights, o_proj and down_proj scaled by 1/sqrt(2 * layers), norm gains 1.
+/// lm_head is tied to embed_tokens: then W_U W_E starts near a scaled identity and the copying (OV) circuit an
+/// induction head needs is easy to reach; untied, the same recipe sat on its loss plateau for over 1500 steps.
 TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
     TrainModel m;
     m.shape = s;
@@ -330,7 +338,6 @@ TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
         m.layers.push_back(l);
     }
     m.finalNorm = ones(H);
-    m.lmHead = normal({vocab, H}, std);
     RopeConfig rope;
     rope.theta = s.ropeTheta;
     m.invFreq = computeRope(rope, s.headDim, s.maxPositionEmbeddings).invFreq;
@@ -550,7 +557,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
 
     Rng rng(o.seed);
     const int warmup = std::min(100, std::max(1, o.steps / 10));
-    double lossSum = 0;
+    double lossSum = 0, copySum = 0, copyCount = 0;
     int lossCount = 0;
     for (int step = 1; step <= o.steps; ++step) {
         double lr;
@@ -561,16 +568,24 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
             lr = o.learningRate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress)));
         }
         for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-        TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen);
+        static const double phase = std::getenv("DEMO_PHASE") ? std::atof(std::getenv("DEMO_PHASE")) : 0.4;  // EXPERIMENT
+        static const int lateMin = std::getenv("DEMO_LATEMIN") ? std::atoi(std::getenv("DEMO_LATEMIN")) : 4;  // EXPERIMENT
+        const bool early = step <= phase * o.steps;
+        TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen, early ? std::min(20, (o.seqLen - 1) / 2) : lateMin, early ? 3 : 6);
         auto logits = model.forward(b.ids);
         auto input = logits.index({Slice(), Slice(None, -1)}).reshape({-1, V});
         auto target = b.ids.index({Slice(), Slice(1, None)}).reshape({-1});
-        auto loss = torch::nn::functional::cross_entropy(input, target);
+        auto perToken = torch::nn::functional::cross_entropy(
+            input, target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+        auto loss = perToken.mean();
+        auto copyMask = b.copyMask.reshape({-1});
         optimizer.zero_grad();
         loss.backward();
         torch::nn::utils::clip_grad_norm_(all, 1.0);
         optimizer.step();
         lossSum += loss.item<double>();
+        copySum += (perToken.detach() * copyMask).sum().item<double>();
+        copyCount += copyMask.sum().item<double>();
         ++lossCount;
         if (step % std::max(1, o.reportEvery) == 0 || step == o.steps) {
             result.finalLoss = lossSum / lossCount;
@@ -579,11 +594,13 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
                 p.step = step;
                 p.steps = o.steps;
                 p.loss = result.finalLoss;
+                p.copyLoss = copyCount > 0 ? copySum / copyCount : 0.0;
                 p.learningRate = lr;
                 p.elapsedSeconds = elapsedSince(t0);
                 o.progress(p);
             }
-            lossSum = 0;
+            result.finalCopyLoss = copyCount > 0 ? copySum / copyCount : 0.0;
+            lossSum = copySum = copyCount = 0;
             lossCount = 0;
         }
     }

@@ -31,6 +31,7 @@ struct DemoTrainProgress {
     int step = 0;             ///< optimizer steps done (1 .. steps)
     int steps = 0;            ///< steps asked for
     double loss = 0;          ///< mean training loss (nats per token) over the steps since the previous report
+    double copyLoss = 0;      ///< the same, on the tokens only induction predicts (a repeated run's second occurrence)
     double learningRate = 0;  ///< learning rate of the last step
     double elapsedSeconds = 0;
 };
@@ -92,6 +93,7 @@ struct DemoTrainResult {
     double trainSeconds = 0;   ///< wall time of the optimizer steps
     double totalSeconds = 0;   ///< including writing and evaluating
     double finalLoss = 0;      ///< mean training loss of the last report interval
+    double finalCopyLoss = 0;  ///< mean training loss of the last interval on the repeated runs' predictable tokens
     int64_t parameters = 0;    ///< trainable parameters
     int threads = 1;           ///< threads used
     std::optional<InductionEval> eval;  ///< the figures of the written folder, when options.evaluate

@@ -119,7 +119,7 @@ const char* hostPath(Host h) {
 }
 
 std::string layoutString(const ValueInfo& info) {
-    if (info.id == Value::InputSize) return "scalar [batch, seq]";
+    if (info.id == Value::InputSize) return "scalar";  // its description says [batch, seq]
     std::string s = std::string(info.layout) + " [";
     for (size_t i = 0; i < info.axes.size(); ++i) s += (i ? " " : "") + std::string(info.axes[i]);
     return s + "]";

@@ -54,7 +54,7 @@ const std::vector<Value>& standardValues();
 std::optional<Value> standardValueByName(const std::string& name);
 /// Host names as the seeds print them ("model", "model.layers[i]", ...).
 const char* hostPath(Host h);
-/// The layout string with axes, e.g. "Queries [batch num_heads seq qk_head_dim]" ("scalar [batch, seq]" for input_size).
+/// The layout string with axes, e.g. "Queries [batch num_heads seq qk_head_dim]" ("scalar" for input_size).
 std::string layoutString(const ValueInfo& info);
 
 /// A value at one block (layer = -1 for root values).

@@ -17,32 +17,39 @@ Family ernie4_5Family() {
     f.classPrefix = "Ernie4_5";
     f.summary = "Llama's pre-norm block whose rotary embedding turns adjacent pairs of dimensions, with query heads that "
                 "together are wider than the residual stream.";
-    f.quirks = {"Adjacent-pair rotary", "Wide heads", "Grouped-query attention", "Tied embeddings"};
+    f.quirks = {"Interleaved rotary", "Grouped-query attention"};
     f.description =
         "ERNIE 4.5 dense (Ernie4_5ForCausalLM).\n\nLlama's tree and Llama's block: model.{embed_tokens, layers[i].{input_layernorm, "
         "self_attn, post_attention_layernorm, mlp}, norm} and lm_head, the residual added in the block, attention through the "
         "shared eager forward.";
+    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))"};
     f.notes = {
         {"The block, in order",
-         "Llama's pre-norm block and Llama's names. Nothing norms a sublayer's output, so attention_output is o_proj's output "
-         "and mlp_output the MLP's, and layers[i].input + attention_output + mlp_output == layer_output. Every projection has a "
-         "bias exactly when use_bias is true.",
-         {"contribution_identity"}},
+         "Llama's pre-norm block and Llama's names. Nothing norms a sublayer's output, so attention_output is o_proj's output, "
+         "mlp_output the MLP's, and layers[i].input + attention_output + mlp_output == layer_output is the plain sum. One config "
+         "key, use_bias, gives every projection a bias or none (false on the released checkpoints).",
+         {"contribution_identity", "projection_biases"}},
         {"The heads are wider than the stream",
-         "num_heads × head_dim may exceed hidden_size (0.3B: 16 heads of 128 over a stream of 1024), so q_proj widens and o_proj "
-         "narrows. The query heads share num_kv_heads key/value heads.",
-         {}},
+         "0.3B has hidden_size 1024 and 16 query heads of head_dim 128, so q_proj maps 1024 to 2048 and o_proj 2048 back to 1024. "
+         "The 16 query heads share 2 key/value heads, 8 to each: an edit to key head 0 at attention_keys reaches query heads 0 "
+         "to 7. The attention interior needs attn_implementation=\"eager\" in transformers; nnscope always runs it.",
+         {"gqa_scores", "pattern_softmax"}},
         {"Rotary turns adjacent pairs",
          "The rotary embedding rotates dimensions (2i, 2i + 1) of each query and key head together, at frequency "
-         "rope_theta ** (−2i / head_dim), in float32; Llama's rotates i with i + head_dim/2. At position 0 attention_queries "
-         "is q_proj's output split into heads, and at position 1 dimensions 0 and 1 are that pair turned by one radian. A probe "
-         "that splits heads into halves, as rotate_half does, pairs the wrong dimensions here.",
+         "rope_theta ** (−2i / head_dim) (rope_theta 500000 on the released checkpoints), in float32; Llama's turns i with "
+         "i + head_dim/2. The served queries and keys keep the projection's order: at position 0 attention_queries is q_proj's "
+         "output split into heads, and at position 1 dimensions 0 and 1 are that pair turned by one radian. A probe or a patch "
+         "that splits a head into a rotating half and its partner, as a rotate-half layout would, pairs the wrong dimensions here.",
          {"rotation_position1"}},
         {"The readout",
-         "logits is lm_head's output, with no cap or scale, and the logit lens at the last block equals the logits. On 0.3B "
-         "lm_head is embed_tokens' matrix (tie_word_embeddings).",
+         "logits is lm_head's output, with no cap or scale, and project_on_vocab on the last block's layer_output equals the "
+         "logits. On 0.3B lm_head is embed_tokens' matrix (tie_word_embeddings).",
          {"lens_equals_logits", "tied_head"}},
         {"Tokenizer", "The tokenizer prepends <s>.", {"bos_prepended"}},
+        {"What loads as this family",
+         "The dense ERNIE 4.5 checkpoints (Ernie4_5ForCausalLM, e.g. 0.3B) load as ernie4_5; the mixture-of-experts ones are "
+         "another architecture (ernie4_5_moe).",
+         {"loads_as"}},
     };
     f.rotary = RotaryStyle::AdjacentPairs;
     f.configDefaults.update({{"vocab_size", 103424}, {"hidden_size", 1024}, {"intermediate_size", 3072},

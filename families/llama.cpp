@@ -28,16 +28,23 @@ Family llamaFamily() {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output the MLP's, added to the stream with nothing in between, so "
          "layers[i].input + attention_output + mlp_output == layer_output holds exactly in float32.",
-         {"contribution_identity"}},
+         {"contribution_identity", "projection_biases"}},
         {"Rotary turns halves",
          "The rotary embedding turns dimension i of each query and key head with dimension i + head_dim/2 (rotate_half), at "
-         "frequency rope_theta ** (-2i / head_dim).",
-         {}},
+         "frequency rope_theta ** (−2i / head_dim), stretched as rope_scaling says (linear, llama3, yarn) where the config has "
+         "one.",
+         {"rope_kind"}},
+        {"Grouped-query attention",
+         "attention_keys and attention_values are read before repeat_kv, [batch, num_kv_heads, seq, head_dim]; an edit to "
+         "key/value head j reaches the query heads of its group. The interior values exist in transformers only under "
+         "attn_implementation=\"eager\"; nnscope always runs the eager attention.",
+         {"gqa_scores", "pattern_softmax"}},
         {"The readout",
          "logits is lm_head's output with no cap or scale, and project_on_vocab(h) = lm_head(norm(h)), so the logit lens at the "
          "last block equals the logits.",
          {"lens_equals_logits", "tied_head"}},
         {"Tokenizer", "The tokenizer prepends its BOS token to every prompt when add_bos_token is set.", {"bos_prepended"}},
+        {"What loads as this family", "LlamaForCausalLM checkpoints (model_type llama) load as llama.", {"loads_as"}},
     };
     f.norm = NormKind::RMSNorm;
     f.rotary = RotaryStyle::RotateHalf;

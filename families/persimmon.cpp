@@ -31,34 +31,47 @@ Family persimmonFamily() {
         "the rotary embedding to partial_rotary_factor of each head, all before the interface. The MLP is "
         "dense_h_to_4h/dense_4h_to_h with no gate; the block's own dropout after it is the identity in eval.";
     f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))",
-                       "out = h + dropout(mlp(post_attention_layernorm(h)))     # dropout is the identity in eval",
-                       "mlp(z) = dense_4h_to_h(act(dense_h_to_4h(z)))"};
+                       "out = h + dropout(mlp(post_attention_layernorm(h)))     # dropout is the identity in eval"};
     f.notes = {
         {"The block, in order",
-         "The block returns a bare tensor, and nothing but the eval-mode dropout sits between a sublayer and the stream, so "
-         "layers[i].input + attention_output + mlp_output == layer_output. Every norm is a LayerNorm with a weight and a bias, "
-         "and every projection has a bias.",
-         {"contribution_identity"}},
+         "The block returns a bare tensor, and nothing but the eval-mode dropout sits between a sublayer and the stream: "
+         "attention_output is the attention's output after dense, mlp_output the MLP's after dense_4h_to_h, and "
+         "layers[i].input + attention_output + mlp_output == layer_output holds exactly. Every norm is a LayerNorm with a weight "
+         "and a bias, and every projection has a bias.",
+         {"contribution_identity", "projection_biases:all"}},
         {"Queries, keys and values are cut per head from one projection",
-         "query_key_value is one biased linear map from the width to three times the width, laid out head by head: head h's "
-         "query, key and value are three consecutive head_dim blocks. With W = weight.view(H, 3, D, hidden) and "
-         "b = bias.view(H, 3, D), attention_values = einsum(\"bsx,hdx->bhsd\", h, W[:, 2]) + b[:, 2]. Every head has its own "
-         "keys and values.",
+         "self_attn.query_key_value is one biased linear map from the width to three times the width. Its output is laid out "
+         "head by head, [num_heads, 3, head_dim] on the last axis: head h's query, key and value are three consecutive head_dim "
+         "blocks, not three blocks of the whole width, and the rows of the weight follow the same layout. With "
+         "W = weight.view(H, 3, D, hidden) and b = bias.view(H, 3, D), attention_values = einsum(\"bsx,hdx->bhsd\", h, W[:, 2]) "
+         "+ b[:, 2]. Every head has its own keys and values (num_kv_heads == num_heads). The scores are scaled by "
+         "head_dim ** -0.5 inside the shared attention.",
          {"fused_qkv_values"}},
-        {"Queries and keys are normed per head, then part of each is turned",
-         "Under qk_layernorm, q_layernorm and k_layernorm are LayerNorms over head_dim applied to the split queries and keys "
-         "before the rotary, which turns only the first partial_rotary_factor of each head; the rest carries no position, so "
-         "the last part of attention_queries is the normed projection unchanged. An edit to the query slices of "
-         "query_key_value's output is re-centred and rescaled by the norm; an edit to attention_queries is not.",
-         {"unrotated_half"}},
-        {"The MLP has no gate",
-         "mlp is dense_h_to_4h, the activation and dense_4h_to_h. The released checkpoints set hidden_act to relu2, whose "
-         "neurons are exactly zero wherever the pre-activation is negative; the activation is whatever the config names.",
-         {"relu2_zeros"}},
+        {"Queries and keys are normed per head, then half of each is turned",
+         "Under qk_layernorm (set on the released checkpoints), q_layernorm and k_layernorm are LayerNorms over head_dim, one "
+         "weight shared by every head, applied to the split queries and keys before the rotary. The rotary then turns the first "
+         "partial_rotary_factor of each head (0.5 on the released checkpoints: 32 of 64 dimensions, rope_theta 25000); the rest "
+         "carries no position. attention_queries and attention_keys are read after both, so their last part is the normed "
+         "projection unchanged and their first part is rotated. An edit to the query slices of query_key_value's output passes "
+         "through the norm, so it is re-centred and rescaled per head before it reaches the scores; an edit to attention_queries "
+         "is not.",
+         {"unrotated_half", "qk_norm_renormalizes"}},
+        {"The MLP is squared ReLU with no gate",
+         "mlp is dense_h_to_4h, the activation and dense_4h_to_h (4096 → 16384 → 4096 on the 8B checkpoints), with no gate "
+         "projection. The released checkpoints set hidden_act to relu2, relu(x) ** 2: a neuron is exactly zero wherever its "
+         "pre-activation is negative. The activation is whatever config.json names, so a checkpoint with another hidden_act "
+         "(such as a tiny GELU test checkpoint) needs the real weights to show the zeros.",
+         {"no_gate", "act_from_config", "relu2_zeros:if_relu2"}},
         {"The readout: LayerNorm with a bias, untied weights",
-         "logits is lm_head's output with nothing applied and project_on_vocab is lm_head(final_layernorm(x)), so the logit lens "
-         "at the last block equals the logits. The tokenizer prepends its BOS token.",
+         "logits is lm_head's output with nothing applied and project_on_vocab is lm_head(final_layernorm(x)), so a logit lens "
+         "at the last block equals the logits. lm_head has its own weight and no bias. The tokenizer prepends its BOS token "
+         "(|ENDOFTEXT| on the released checkpoints) to every prompt.",
          {"lens_equals_logits", "tied_head", "bos_prepended"}},
+        {"The family's checkpoints",
+         "persimmon-8b-base and persimmon-8b-chat share one shape: 36 blocks of width 4096, 64 heads of 64, an MLP of 16384, a "
+         "262144-token vocabulary and 16384 positions, stored in bfloat16. Fuyu-8B's language model is a Persimmon, but the "
+         "fuyu wrapper is another architecture.",
+         {"loads_as"}},
     };
     f.norm = NormKind::LayerNorm;
     f.qkv = QkvLayout::FusedPerHead;

@@ -8,7 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config ccache git curl
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqt6svg6-dev libgl1-mesa-dev
   libtorch-dev libopenblas0-pthread
-  libqcustomplot-dev nlohmann-json3-dev libsentencepiece-dev
+  libqcustomplot-dev nlohmann-json3-dev binutils
   xvfb xauth
 )
 missing=()
@@ -19,8 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# Rust (cargo) builds core/hf_tokenizers. Debian's cargo is too old for the tokenizers crate;
-# rustup's is used when present.
+# Rust (cargo) builds core/hf_tokenizers: HuggingFace tokenizers and SentencePiece (from the source in the
+# sentencepiece-sys crate; Debian's libsentencepiece embeds a protobuf that clashes with libtorch's). Debian's cargo
+# is too old for the tokenizers crate; rustup's is used when present.
 if ! command -v cargo >/dev/null 2>&1; then
   if [ -x "$HOME/.cargo/bin/cargo" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"

@@ -218,7 +218,7 @@ void TestGui::traceMatchesEngine() {
         // the axes carry the tokens, and hovering a cell names both tokens and the value
         av->setBlock(layers - 1);
         av->setHead(1);
-        const QCPAxisTickerText* ticks = dynamic_cast<QCPAxisTickerText*>(av->heatmap()->plot()->yAxis->ticker().data());
+        QCPAxisTickerText* ticks = dynamic_cast<QCPAxisTickerText*>(av->heatmap()->plot()->yAxis->ticker().data());
         QVERIFY(ticks);
         for (int p = 0; p < labels.size(); ++p) QCOMPARE(ticks->ticks().value(p), labels[p]);
         const int q = static_cast<int>(span.length) - 1, k = 0;

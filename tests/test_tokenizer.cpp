@@ -515,7 +515,9 @@ private slots:
         QTest::newRow("tokenizer.json with a bad regex")
             << QStringList{"tokenizer.json"}
             << QByteArrayList{tinyTokenizerJson("null").replace(
-                   R"({"type":"Whitespace"})", "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},\"behavior\":\"Isolated\",\"invert\":false}")}
+                   R"({"type":"Whitespace"})",  // an unclosed group; written without a raw string, which moc misreads
+                   "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(a\"},"
+                   "\"behavior\":\"Isolated\",\"invert\":false}")}
             << QStringList{"%1/tokenizer.json", "not a valid"};
         QTest::newRow("garbage tokenizer.model")
             << QStringList{"tokenizer.model"} << QByteArrayList{"this is not a sentencepiece model\n\x01\x02\xff"}

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// `nnscope family --model DIR [--format md|html] [--out FILE] [--prompt TEXT] [--threads N] [--dtype D]`: the family page of
+// a checkpoint (core/family_page.h), its notes' checks run on the checkpoint (core/checks.h). The page goes to stdout, or
+// atomically to FILE; a summary line "checks: N passed, M failed" goes to stderr. The exit status is 0 even when a check
+// fails (the page reports it); it is non-zero only when the page cannot be made (bad options, unloadable checkpoint).
+#include "cli.h"
+
+#include "core/checks.h"
+#include "core/error.h"
+#include "core/family_page.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/trace.h"
+
+#include <QCommandLineParser>
+
+#include <iostream>
+#include <string>
+
+namespace nnscope {
+
+int runFamilyCommand(const QStringList& arguments) {
+    QCommandLineParser p;
+    p.setApplicationDescription(
+        "nnscope family: the family page of a checkpoint, as the encyclopedia pages in shared/seeds/ lay it out (title and quirks,\n"
+        "the block, values by host, printout, config, the notes, the family module's description), generated from\n"
+        "families/<family>.cpp. Every note that states a checkable fact is checked on the checkpoint with a short prompt\n"
+        "(✔/✗ and the measured figure). See docs/FAMILIES.md.");
+    p.addHelpOption();
+    QCommandLineOption model("model", "Checkpoint folder (config.json, model.safetensors, tokenizer).", "DIR");
+    QCommandLineOption format("format", "md (Markdown, default) or html (one self-contained document).", "FORMAT", "md");
+    QCommandLineOption out("out", "Write the page to FILE (atomically) instead of stdout.", "FILE");
+    QCommandLineOption prompt("prompt", "The prompt the checks run on (at least 3 tokens).", "TEXT", kDefaultCheckPrompt);
+    QCommandLineOption threads("threads", "CPU threads for libtorch (default: every core).", "N", "0");
+    QCommandLineOption dtype("dtype", "Compute dtype: float32 (default) or bfloat16.", "D", "float32");
+    p.addOptions({model, format, out, prompt, threads, dtype});
+    p.process(arguments);
+    if (!p.positionalArguments().isEmpty())
+        throw Error("family takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
+                    "\"); see nnscope family --help.");
+    if (!p.isSet(model)) throw Error("family needs --model DIR, the checkpoint folder.");
+    const PageFormat fmt = parsePageFormat(p.value(format).toStdString());
+    bool ok = false;
+    const int n = p.value(threads).toInt(&ok);
+    if (!ok || n < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
+    configureThreads(n);
+    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(parseDtype(p.value(dtype).toStdString())));
+    const auto results = runFamilyChecks(*loaded, p.value(prompt).toStdString());
+    const std::string page = familyPage(*loaded, results, fmt);
+    if (p.isSet(out)) writeFileAtomically(p.value(out).toStdString(), page);
+    else std::cout << page << std::flush;
+    const CheckSummary s = summarizeChecks(results);
+    std::cerr << "checks: " << s.passed << " passed, " << s.failed << " failed";
+    if (s.figures) std::cerr << ", " << s.figures << " measured";
+    if (s.skipped) std::cerr << ", " << s.skipped << " not applicable";
+    std::cerr << std::endl;
+    for (const auto& r : results)
+        if (r.kind == CheckKind::Claim && !r.passed) std::cerr << "  ✗ " << r.id << ": " << r.figure << std::endl;
+    return 0;
+}
+
+}  // namespace nnscope
