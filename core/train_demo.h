@@ -100,7 +100,7 @@ struct DemoTrainResult {
 };
 
 /// Trains the demo model and writes a HuggingFace checkpoint folder to options.outDir: config.json
-/// (LlamaForCausalLM, float32), model.safetensors (HF tensor names, lm_head untied), tokenizer.json (a
+/// (LlamaForCausalLM, float32), model.safetensors (HF tensor names; lm_head tied to embed_tokens, so absent), tokenizer.json (a
 /// word-level vocabulary the `tokenizers` library loads; lowercase, whitespace/punctuation split, BOS
 /// prepended), tokenizer_config.json and README.md. Everything is written into a temporary sibling folder
 /// that is renamed into place at the end, so a failed run leaves nothing half-written.

@@ -47,7 +47,8 @@ private slots:
         QCOMPARE(c.architectures, std::vector<std::string>{"LlamaForCausalLM"});
         QVERIFY(c.numLayers >= 2 && c.numLayers <= 4);
         QCOMPARE(c.rotaryDim(), c.headDim);
-        QVERIFY(model->weights().contains("lm_head.weight"));
+        QVERIFY(model->headTied());  // lm_head is embed_tokens (tie_word_embeddings)
+        QVERIFY(!model->weights().contains("lm_head.weight"));
         // Well under 5 MB.
         QVERIFY(QFileInfo(QString::fromStdString(kDemoDir + "/model.safetensors")).size() < 2 * 1024 * 1024);
         // The word-level tokenizer: the code's vocabulary, BOS first, typed text without unknown words.

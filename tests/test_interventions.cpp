@@ -197,7 +197,7 @@ private slots:
         const Fixture f = load("tiny-llama");
         const auto& m = *f.model;
         const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
-        const auto corrupt = encodeBatch(m, {"Tom and Tom went to the park."}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
         QCOMPARE(clean.size(), corrupt.size());
         const int last = static_cast<int>(m.config().numLayers) - 1;
         TraceOptions save;
@@ -240,7 +240,7 @@ private slots:
         QVERIFY(file.metadata().at("edits").find("attention_queries") != std::string::npos);
         QProcess q;
         q.start(NNSCOPE_BINARY, {"patch", "--model", model, "--clean", "Tom and Lily went to the park.", "--corrupted",
-                                 "Tom and Tom went to the park.", "--answer", "#10", "--wrong", "#11", "--json"});
+                                 "Lily and Lily went to the park.", "--answer", "#10", "--wrong", "#11", "--json"});
         QVERIFY(q.waitForFinished(60000));
         QVERIFY2(q.exitCode() == 0, q.readAllStandardError().constData());
         const auto j = nlohmann::json::parse(q.readAllStandardOutput().toStdString());
