@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     std::printf("random ERNIE-4.5-0.3B-shaped checkpoint ready in %.1f s\n", now() - t0);
     const double peak32 = matmulGflops(torch::kFloat32, 2048), peak16 = matmulGflops(torch::kBFloat16, 1024);
     std::printf("matmul rate: float32 %.1f GFLOP/s (2048^3), bfloat16 %.1f GFLOP/s (1024^3)\n\n", peak32, peak16);
-    std::printf("| dtype | tokens | saved | load s | trace s | tokens/s | GFLOP/s | % of matmul rate | saved MB |\n");
+    std::printf("| dtype | tokens | saved | load s | trace s | tokens/s | GFLOP/s | %% of matmul rate | saved MB |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|\n");
     for (torch::ScalarType dt : {torch::kFloat32, torch::kBFloat16}) {
         t0 = now();

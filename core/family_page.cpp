@@ -28,6 +28,9 @@ struct Cell {
     std::string hint;      ///< a tooltip (HTML title) explaining the warning
 };
 
+Cell textCell(std::string text) { return Cell{std::move(text), false, false, {}}; }
+Cell codeCell(std::string text) { return Cell{std::move(text), true, false, {}}; }
+
 struct Block {
     enum Kind { Title, Section, Subsection, Kicker, Paragraph, Meta, Chips, Code, Table, Strip, Steps, Identity, Checks } kind;
     std::string text;                      ///< heading / paragraph / code text, the code block's language in `lang`
@@ -162,7 +165,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
         for (const auto& r : table) {
             if (r.host != h) continue;
             Cell name{r.name, true, r.eagerOnly, r.eagerOnly ? kEagerHint : ""};
-            t.rows.push_back({name, Cell{r.layout, true}, Cell{r.description}, Cell{r.readAt}});
+            t.rows.push_back({name, codeCell(r.layout), textCell(r.description), textCell(r.readAt)});
         }
     }
     add(Block::Subsection, "Printout");
@@ -175,7 +178,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
     {
         Block& t = add(Block::Table);
         t.header = {"key", "value"};
-        for (const auto& [k, v] : standardSizes(c)) t.rows.push_back({Cell{"model." + k, true}, Cell{std::to_string(v)}});
+        for (const auto& [k, v] : standardSizes(c)) t.rows.push_back({codeCell("model." + k), textCell(std::to_string(v))});
         static const std::vector<std::string> first = {
             "architectures", "num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
             "vocab_size", "max_position_embeddings", "hidden_act", "rms_norm_eps", "layer_norm_eps", "tie_word_embeddings", "dtype", "torch_dtype",
@@ -184,7 +187,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
         auto row = [&](const std::string& k) {
             if (!c.raw.contains(k) || shown.count(k)) return;
             shown.insert(k);
-            t.rows.push_back({Cell{k, true}, Cell{pyValue(c.raw[k])}});
+            t.rows.push_back({codeCell(k), textCell(pyValue(c.raw[k]))});
         };
         for (const auto& k : first) row(k);
         for (auto it = c.raw.begin(); it != c.raw.end(); ++it) row(it.key());
