@@ -55,7 +55,8 @@ int runFamilyCommand(const QStringList& arguments) {
     if (s.skipped) std::cerr << ", " << s.skipped << " not applicable";
     std::cerr << std::endl;
     for (const auto& r : results)
-        if (r.kind == CheckKind::Claim && !r.passed) std::cerr << "  ✗ " << r.id << ": " << r.figure << std::endl;
+        if (r.kind == CheckKind::Claim && !r.passed)
+            std::cerr << "  ✗ " << r.id << ": " << r.figure << (r.figure == "could not run" ? " (" + r.detail + ")" : std::string()) << std::endl;
     return 0;
 }
 

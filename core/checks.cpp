@@ -125,7 +125,7 @@ std::string exactText(const Cmp& c, torch::ScalarType dtype) {
 std::string recomputedText(const Cmp& c, torch::ScalarType dtype) {
     if (!c.finite) return "non-finite values (NaN or inf)";
     std::string tol = dtype == torch::kBFloat16 ? "2e-2" : "1e-5";
-    return "max |diff| " + num(c.maxAbs) + " (bound " + tol + " × the largest value: recomputed in float64, sums reordered)";
+    return "max |diff| " + num(c.maxAbs) + " (float64 recomputation, bound " + tol + " × the largest value)";
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -133,10 +133,31 @@ std::string recomputedText(const Cmp& c, torch::ScalarType dtype) {
 
 double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 
+/// Rows of a [rows, cols] tensor that fit in 64 MiB of float64: a large matrix (an 8B model's lm_head) is converted a
+/// block of rows at a time, never whole.
+int64_t rowBlock(const T& w) { return std::max<int64_t>(1, (int64_t(1) << 26) / std::max<int64_t>(1, w.numel() / std::max<int64_t>(1, w.size(0)) * 8)); }
+
+/// x [..., in] times w [out, in] plus b, in float64, whatever dtype x, w and b have.
 T linear64(const T& x, const T& w, const T& b) {
-    auto y = torch::matmul(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
+    const auto xx = x.to(torch::kFloat64);
+    const int64_t out = w.size(0), step = rowBlock(w);
+    std::vector<T> parts;
+    for (int64_t r = 0; r < out; r += step)
+        parts.push_back(torch::matmul(xx, w.index({Slice(r, std::min(out, r + step))}).to(torch::kFloat64).t()));
+    T y = parts.size() == 1 ? parts.front() : torch::cat(parts, -1);
     if (b.defined()) y = y + b.to(torch::kFloat64);
     return y;
+}
+
+/// max |a - b| of two equally shaped matrices, a block of rows at a time in float64.
+double maxAbsDiff(const T& a, const T& b) {
+    double m = 0;
+    const int64_t n = a.size(0), step = rowBlock(a);
+    for (int64_t r = 0; r < n; r += step) {
+        const auto sl = Slice(r, std::min(n, r + step));
+        m = std::max(m, (a.index({sl}).to(torch::kFloat64) - b.index({sl}).to(torch::kFloat64)).abs().max().item<double>());
+    }
+    return m;
 }
 
 T rmsNorm64(const T& x, const T& gain, double eps) {
@@ -283,12 +304,12 @@ struct Ctx {
             throw Error("internal: the checks' pass did not keep " + valuePath(f, {val, layer}));
         return it->second;
     }
-    /// A tensor as the checkpoint file stores it (float64), or undefined when the family has no such name or the
-    /// file lacks it.
+    /// A tensor as the checkpoint file stores it (its own dtype, a view of the mapped file: the checks convert what they
+    /// read to float64 themselves), or undefined when the family has no such name or the file lacks it.
     T stored(Weight w, int layer = -1) const {
         const std::string name = f.weightName(w, layer);
         if (name.empty() || !m.weights().contains(name)) return {};
-        return m.weights().get(name).to(torch::kFloat64);
+        return m.weights().get(name);
     }
     /// A stored bias, but only where the model applies one (LayerWeights has it).
     T storedIf(Weight w, int layer, const T& engineTensor) const { return engineTensor.defined() ? stored(w, layer) : T(); }
@@ -464,12 +485,12 @@ CheckResult checkTiedHead(Ctx& x, const std::string&) {
     double headDiff = -1;
     if (storedHead) {
         T h = x.stored(Weight::LmHead), e = x.stored(Weight::EmbedTokens);
-        if (h.sizes() == e.sizes()) headDiff = (h - e).abs().max().item<double>();
+        if (h.sizes() == e.sizes()) headDiff = maxAbsDiff(h, e);
     }
     if (configTies) {
         const bool ok = x.m.headTied() && sameStorage && (!storedHead || headDiff == 0);
         std::string fig = ok ? "tied: lm_head is embed_tokens' matrix (one storage), " + key
-                             : "✗ " + key + ", but the file stores its own " + headName + " that differs from " + embedName +
+                             : key + ", but the file stores its own " + headName + " that differs from " + embedName +
                                    " (max |diff| " + num(headDiff) + ")";
         std::string det = ok ? (storedHead ? "The file also stores " + headName + ", equal to " + embedName + "."
                                            : "The file stores no " + headName + ".")
@@ -674,7 +695,7 @@ CheckResult checkXieluScalars(Ctx& x, const std::string&) {
     const double nMin = *std::min_element(an.begin(), an.end()), nMax = *std::max_element(an.begin(), an.end());
     std::string fig = "effective alpha_p largest at block " + std::to_string(pMax) + " (" + num(ap[pMax]) + "), smallest at block " +
                       std::to_string(pMin) + " (" + num(ap[pMin]) + "); alpha_n between " + num(nMin) + " and " + num(nMax);
-    if (!same.empty()) fig += "; ✗ " + same;
+    if (!same.empty()) fig += "; but " + same;
     std::string det = "Per block, alpha_p = softplus(stored alpha_p): " + joinNums(ap) + ". alpha_n = 0.5 + softplus(stored alpha_n): " + joinNums(an) + "." + measured;
     return claim(measuredOk && same.empty(), fig, det);
 }
@@ -744,10 +765,10 @@ CheckResult checkQkNormPosition0(Ctx& x, const std::string&) {
         if (x.f.qkv == QkvLayout::FusedPerHead) {
             T w = x.stored(Weight::QkvProj, i).view({x.c.numHeads, 3, D, -1});
             T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
-            qRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 0})});
-            kRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 1})});
+            qRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 0}).to(torch::kFloat64)});
+            kRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 1}).to(torch::kFloat64)});
             if (bias.defined()) {
-                auto bv = bias.view({x.c.numHeads, 3, D});
+                auto bv = bias.to(torch::kFloat64).view({x.c.numHeads, 3, D});
                 qRaw = qRaw + bv.index({Slice(), 0, None});
                 kRaw = kRaw + bv.index({Slice(), 1, None});
             }
@@ -898,14 +919,15 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
     if (!typeOk) {
         std::string names;
         for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
-        fig = "✗ " + fig + ": not one of the rotaries the note names (" + names + ")";
+        fig += ": not one of the rotaries the note names (" + names + ")";
     }
     x.requireTrace();
     RotationCmp r = compareRotation(x, inv, scale, x.f.rotary, rot);
     const bool pairingMatters = x.S < 2 || r.otherPairing > recomputeTol(x.dt()) * 10;
+    fig += "; queries and keys turned by these frequencies: " + recomputedText(r.both, x.dt());
     std::string det = "attention_queries and attention_keys of " + blocksText(x.L) + " at " + std::to_string(x.S) + " positions, recomputed by turning " +
-                      x.preRotaryName() + " with " + pairingText(x.f.rotary, rot) + " at frequencies written out here for " + x.c.rope.type + ": " +
-                      recomputedText(r.both, x.dt()) + ". The " + pairingText(otherStyle(x.f.rotary), rot) + " would be off by " + num(r.otherPairing) + ".";
+                      x.preRotaryName() + " with " + pairingText(x.f.rotary, rot) + " at inverse frequencies (and attention factor) written out "
+                      "here for " + x.c.rope.type + ". The " + pairingText(otherStyle(x.f.rotary), rot) + " would be off by " + num(r.otherPairing) + ".";
     return claim(typeOk && r.both.ok && pairingMatters, fig, det);
 }
 
@@ -954,8 +976,8 @@ CheckResult checkUnrotatedHalf(Ctx& x, const std::string&) {
         T w = x.stored(Weight::QkvProj, i).view({H, 3, D, -1});
         T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
         for (int part : {0, 1}) {
-            T raw = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), part})});
-            if (bias.defined()) raw = raw + bias.view({H, 3, D}).index({Slice(), part, None});
+            T raw = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), part}).to(torch::kFloat64)});
+            if (bias.defined()) raw = raw + bias.to(torch::kFloat64).view({H, 3, D}).index({Slice(), part, None});
             T normed = raw;
             if (x.c.qkNorm) {
                 const bool q = part == 0;
@@ -977,7 +999,7 @@ CheckResult checkUnrotatedHalf(Ctx& x, const std::string&) {
     std::string fig = partial ? "rotary turns dims 0–" + std::to_string(rot - 1) + " of " + std::to_string(D) + " (partial_rotary_factor " +
                                     num(x.c.rope.partialRotaryFactor) + "); dims " + std::to_string(rot) + "–" + std::to_string(D - 1) +
                                     " of attention_queries and attention_keys are " + norm + " from the fused weight, " + recomputedText(unrot, x.dt())
-                              : "✗ partial_rotary_factor " + num(x.c.rope.partialRotaryFactor) + ": the rotary turns " + std::to_string(rot) + " of " +
+                              : "partial_rotary_factor " + num(x.c.rope.partialRotaryFactor) + ": the rotary turns " + std::to_string(rot) + " of " +
                                     std::to_string(D) + " dims, so no part of a head is left unrotated";
     std::string det = "The turned dims are that projection rotated (" + pairingText(x.f.rotary, rot) + ", " + ropeText(x.c, scale) + "): " +
                       recomputedText(turned, x.dt()) + "; at positions ≥ 1 they moved by up to " + num(moved) + ". Over " + blocksText(x.L) + ".";
@@ -996,14 +1018,14 @@ CheckResult checkFusedQkvValues(Ctx& x, const std::string&) {
         T wFull = x.stored(Weight::QkvProj, i);
         T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
         T w = wFull.view({H, 3, D, -1});
-        T again = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), 2})});
-        if (bias.defined()) again = again + bias.view({H, 3, D}).index({Slice(), 2, None});
+        T again = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), 2}).to(torch::kFloat64)});
+        if (bias.defined()) again = again + bias.to(torch::kFloat64).view({H, 3, D}).index({Slice(), 2, None});
         T v = x.v(Value::AttentionValues, i);
         merge(vals, compareRecomputed(v, again, x.dt()));
         // the other reading: three blocks of the whole width, [3, num_heads, head_dim]
         T w2 = wFull.view({3, H, D, -1});
-        T other = torch::einsum("bsx,hdx->bhsd", {h, w2.index({2})});
-        if (bias.defined()) other = other + bias.view({3, H, D}).index({2, Slice(), None});
+        T other = torch::einsum("bsx,hdx->bhsd", {h, w2.index({2}).to(torch::kFloat64)});
+        if (bias.defined()) other = other + bias.to(torch::kFloat64).view({3, H, D}).index({2, Slice(), None});
         wrong = std::max(wrong, (v.to(torch::kFloat64) - other).abs().max().item<double>());
     }
     const bool ownKv = x.c.numKvHeads == x.c.numHeads;
@@ -1158,11 +1180,12 @@ CheckResult checkProjectionBiases(Ctx& x, const std::string& arg) {
     else if (x.c.raw.contains("attention_bias") || x.c.raw.contains("mlp_bias"))
         keys = "attention_bias " + x.c.raw.value("attention_bias", nlohmann::json(false)).dump() + ", mlp_bias " + x.c.raw.value("mlp_bias", nlohmann::json(false)).dump();
     else keys = "no bias key (the family decides)";
-    std::string fig = std::to_string(storedRead) + " of " + std::to_string(applicable) + " projections (" + blocksText(x.c.numLayers) + ") have a bias, stored and applied; " +
-                      keys;
+    std::string fig = storedUnread ? std::to_string(storedUnread) + " stored projection bias(es) not applied (" + keys + "): the config and the file disagree"
+                                   : std::to_string(storedRead) + " of " + std::to_string(applicable) + " projections (" + blocksText(x.c.numLayers) +
+                                         ") have a bias, stored and applied; " + keys;
+    if (requireAll && missing) fig += "; " + std::to_string(missing) + " projection(s) without a bias";
     std::string det;
-    if (storedUnread) det += std::to_string(storedUnread) + " stored bias(es) the config leaves unapplied, e.g. " + unreadName + ": the config and the file disagree. ";
-    if (requireAll && missing) det += std::to_string(missing) + " projection(s) have no bias. ";
+    if (storedUnread) det += "For example " + unreadName + " is in the file but not applied. ";
     det += "lm_head has no bias.";
     return claim(ok, fig, det);
 }
