@@ -13,7 +13,6 @@
 #include <QTimer>
 
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 namespace nnscope {
@@ -30,19 +29,9 @@ bool hasDisplay() { return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironm
 }  // namespace
 
 int runGui(int& argc, char** argv) {
-    // A screenshot needs no screen: without a display (a CI job, a docs build) draw offscreen.
-    bool screenshot = false;
-    for (int i = 1; i < argc; ++i)
-        if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) screenshot = true;
-    if (screenshot && !hasDisplay() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-
-    QApplication app(argc, argv);
-    QApplication::setOrganizationName("nnscope");
-    QApplication::setApplicationName("nnscope");
-    QApplication::setApplicationVersion(version());
-    QApplication::setApplicationDisplayName("nnscope");
-
-    QStringList args = QApplication::arguments();
+    // The options are read before the QApplication exists, so that --help and a refused combination need no display.
+    QStringList args;
+    for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
     if (args.size() > 1 && args[1] == "gui") args.removeAt(1);
     QCommandLineParser p;
     p.setApplicationDescription(QApplication::translate("gui", "nnscope: the explorer window. Open a checkpoint, trace prompts, "
@@ -57,12 +46,10 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     p.addOptions({model, prompt, shot, dtype, view, pin});
     if (!p.parse(args)) return usageError(p.errorText());
-    if (p.isSet("help")) {
-        std::cout << p.helpText().toStdString();
-        return 0;
-    }
-    if (p.isSet("version")) {
-        std::cout << "nnscope " << version() << std::endl;
+    if (p.isSet("help") || p.isSet("version")) {
+        QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
+        QCoreApplication::setApplicationVersion(version());
+        std::cout << (p.isSet("help") ? p.helpText().toStdString() : "nnscope " + std::string(version()) + "\n");
         return 0;
     }
     if (!p.positionalArguments().isEmpty())
@@ -83,27 +70,37 @@ int runGui(int& argc, char** argv) {
     if (!options.view.isEmpty() && !QStringList{"attention", "neurons", "lens", "model"}.contains(options.view))
         return usageError(QString("--view must be attention, neurons, lens or model, not '%1'.").arg(options.view));
     const QString screenshotPath = p.value(shot);
-    if (p.isSet(shot)) {
+    const bool screenshot = p.isSet(shot);
+    if (screenshot) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
         if (options.prompts.isEmpty()) return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt.");
-        if (options.model.isEmpty()) options.model = demoModelDir();
-        if (options.model.isEmpty()) return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
         options.useSettings = false;
         options.openDefault = false;
         if (options.view.isEmpty()) options.view = "attention";
+        // A screenshot needs no screen: without a display (a CI job, a docs build) draw offscreen.
+        if (!hasDisplay() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     }
+
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("nnscope");
+    QApplication::setApplicationName("nnscope");
+    QApplication::setApplicationVersion(version());
+    QApplication::setApplicationDisplayName("nnscope");
+    if (screenshot && options.model.isEmpty()) options.model = demoModelDir();
+    if (screenshot && options.model.isEmpty())
+        return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
 
     MainWindow window(options);
     window.show();
-    if (p.isSet(shot)) {
+    if (screenshot) {
         auto fail = [&](const QString& why) {
             std::cerr << "nnscope gui: " << why.toStdString() << std::endl;
             QApplication::exit(1);
         };
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
         QObject::connect(&window, &MainWindow::traceEnded, &window, [&] {
-            if (!window.snapshot()) return fail(window.tracePanel() ? window.errorText() : QString("the trace did not finish"));
+            if (!window.snapshot()) return fail(window.errorText().isEmpty() ? QString("the trace did not finish.") : window.errorText());
             window.showView(options.view);
             QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
                 const QString error = window.saveScreenshot(screenshotPath);

@@ -75,7 +75,6 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         readSettings();
     else {
         resize(1600, 1000);  // reproducible screenshots: no saved layout
-        configureThreads(0);
         updateRecentMenu();
     }
     if (start_.dtype) dtype_ = *start_.dtype;
@@ -103,7 +102,9 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     updateActions();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+    delete worker_;  // stops and joins the thread while the window can still receive its last signals
+}
 
 // ---- construction -------------------------------------------------------------------------------------------
 
@@ -229,6 +230,9 @@ void MainWindow::createCentral() {
 
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)})
         connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
+    // the prompt chosen in one view is the prompt of all of them
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+        connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
 }
 
 void MainWindow::createDocks() {
@@ -265,7 +269,7 @@ void MainWindow::createDocks() {
     printoutModel_ = new PrintoutModel(this);
     printoutView_ = new QListView(this);
     printoutView_->setModel(printoutModel_);
-    printoutView_->setUniformItemSizes(true);
+    printoutView_->setTextElideMode(Qt::ElideNone);  // the printout's lines are read whole; the view scrolls sideways
     printoutView_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
     connect(printoutView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &MainWindow::onPrintoutRowChanged);
 
@@ -297,7 +301,15 @@ void MainWindow::createDocks() {
     connect(tracePanel_, &TracePanel::runRequested, this, &MainWindow::runTrace);
     connect(tracePanel_, &TracePanel::cancelRequested, this, &MainWindow::cancelTrace);
 
-    resizeDocks({diagramDock, pinnedDock}, {470, 300}, Qt::Horizontal);
+    diagramDock_ = diagramDock;
+    pinnedDock_ = pinnedDock;
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (!sizedDocks_ && !restoredState_)  // first start: room for the diagram at its natural width
+        resizeDocks({diagramDock_, pinnedDock_}, {480, 280}, Qt::Horizontal);
+    sizedDocks_ = true;
 }
 
 void MainWindow::createMenus() {
@@ -341,7 +353,7 @@ void MainWindow::readSettings() {
         resize(1500, 950);
     else
         restoreGeometry(geometry);
-    restoreState(settings.value("window/state").toByteArray());
+    restoredState_ = restoreState(settings.value("window/state").toByteArray());
     recent_ = settings.value("recentModels").toStringList();
     try {
         dtype_ = parseDtype(settings.value("options/dtype", "float32").toString().toStdString());
@@ -354,7 +366,7 @@ void MainWindow::readSettings() {
     lastExportDir_ = settings.value("export/lastDir", QDir::homePath()).toString();
     tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{"Once upon a time, there was a little girl named Lily."}).toStringList());
     views_->setCurrentIndex(std::clamp(settings.value("view/current", 1).toInt(), 0, 3));
-    configureThreads(threads_);
+    worker_->setThreads(threads_);
     updateRecentMenu();
 }
 
@@ -395,6 +407,8 @@ void MainWindow::openModel(const QString& dir) {
 void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     if (id != loadId_) return;
     loadId_ = 0;
+    // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
+    const bool sameModel = model_ && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
     model_ = std::move(model);
     snapshot_.reset();
     const QString dir = QString::fromStdString(model_->dir());
@@ -406,25 +420,21 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());
     summary_->setHtml(modelSummaryHtml(*model_));
-    pinned_->clear();
+    if (sameModel)
+        pinned_->setSnapshot(nullptr);
+    else
+        pinned_->clear();
     for (const QString& path : start_.pins) {
         try {
             const ValueKey key = parseValuePath(*model_, path.toStdString());
-            PartInfo info;
-            info.key = key;
-            info.path = QString::fromStdString(valuePath(model_->family(), key));
-            const ValueInfo& vi = valueInfo(key.value);
-            info.name = QString::fromLatin1(vi.name);
-            info.layout = QString::fromStdString(layoutString(vi));
-            info.description = QString::fromLatin1(vi.description);
-            info.readAt = QString::fromStdString(model_->family().readAt(key.value));
-            pinned_->pin(info);
+            pinned_->pin(valueKeyInfo(*model_, key));
             if (key.layer >= 0) diagram_->setBlock(key.layer);
         } catch (const Error& e) {
             showError(tr("--pin %1: %2").arg(path, QString::fromStdString(e.what())));
         }
     }
     start_.pins.clear();
+    updatePinMarks();
     for (int i = views_->count() - 1; i >= 4; --i) views_->widget(i)->deleteLater();
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
         v->setSnapshot(nullptr);
@@ -539,12 +549,11 @@ void MainWindow::onPartClicked(const QString& id) {
     diagram_->diagram()->setHighlightedPart(id);
     const DiagramPart* part = diagram_->diagram()->diagram().part(id);
     {
-        const QSignalBlocker s(supportView_->selectionModel()), p(printoutView_->selectionModel());
         syncing_ = true;
         if (part && part->value) {
             const int row = supportModel_->rowOf(*part->value);
             if (row >= 0) {
-                supportView_->selectRow(row);
+                supportView_->setCurrentIndex(supportModel_->index(row, 0));
                 supportView_->scrollTo(supportModel_->index(row, 0));
             }
         }
@@ -575,9 +584,10 @@ void MainWindow::onSupportRowChanged() {
     const DiagramPart* part = value ? diagram_->diagram()->diagram().partForValue(*value) : nullptr;
     diagram_->diagram()->setHighlightedPart(part ? part->id : QString());
     if (value) {
-        const QSignalBlocker b(printoutView_->selectionModel());
+        syncing_ = true;
         const int line = printoutModel_->rowOf(*value);
         if (line >= 0) printoutView_->setCurrentIndex(printoutModel_->index(line));
+        syncing_ = false;
     }
 }
 
@@ -590,9 +600,10 @@ void MainWindow::onPrintoutRowChanged() {
     const DiagramPart* part = value ? d.partForValue(*value) : module ? d.partForModule(*module) : nullptr;
     diagram_->diagram()->setHighlightedPart(part ? part->id : QString());
     if (value) {
-        const QSignalBlocker b(supportView_->selectionModel());
+        syncing_ = true;
         const int r = supportModel_->rowOf(*value);
-        if (r >= 0) supportView_->selectRow(r);
+        if (r >= 0) supportView_->setCurrentIndex(supportModel_->index(r, 0));
+        syncing_ = false;
     }
 }
 
@@ -601,6 +612,11 @@ void MainWindow::onBlockChanged(int block) {
     attention_->setBlock(block);
     neurons_->setBlock(block);
     updatePinMarks();
+}
+
+void MainWindow::onPromptChanged(int row) {
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+        v->setPrompt(row);
 }
 
 void MainWindow::updatePinMarks() {
@@ -745,7 +761,7 @@ void MainWindow::preferencesDialog() {
     dtype_ = parseDtype(dtype->currentText().toStdString());
     threads_ = threads->value();
     lensTopK_ = lensK->value();
-    if (!tracePanel_->isRunning()) configureThreads(threads_);
+    worker_->setThreads(threads_);
     writeSettings();
 }
 

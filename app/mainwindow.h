@@ -14,6 +14,7 @@
 #include <optional>
 
 class QAction;
+class QDockWidget;
 class QLabel;
 class QListView;
 class QMenu;
@@ -90,6 +91,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void createActions();
@@ -113,6 +115,7 @@ private:
     void onSupportRowChanged();
     void onPrintoutRowChanged();
     void onBlockChanged(int block);
+    void onPromptChanged(int row);
     void updatePinMarks();
 
     void openDialog();
@@ -135,6 +138,9 @@ private:
     QString loadingDir_;
     qint64 traceStartedMs_ = 0;
     bool syncing_ = false;  ///< guards the selection sync between the diagram and the tables
+    bool sizedDocks_ = false, restoredState_ = false;
+    QDockWidget* diagramDock_ = nullptr;
+    QDockWidget* pinnedDock_ = nullptr;
 
     // options (QSettings)
     QStringList recent_;

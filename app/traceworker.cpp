@@ -81,6 +81,10 @@ void TraceWorker::run() {
             job = std::move(jobs_.front());
             jobs_.pop_front();
         }
+        if (const int t = threads_.load(); t != appliedThreads_) {
+            configureThreads(t);
+            appliedThreads_ = t;
+        }
         if (job.kind == Job::Load)
             runLoad(job);
         else

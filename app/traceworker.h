@@ -29,6 +29,9 @@ public:
     quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK = 5);
     /// Stops the running trace within one block and drops queued ones.
     void cancel();
+    /// libtorch's CPU threads for the passes this worker runs (0: every core). Applied in the worker thread, since
+    /// the OpenMP thread count is per thread.
+    void setThreads(int threads) { threads_ = threads; }
     /// Waits `ms` milliseconds before each block: lets the tests and demos watch progress and Cancel on a tiny model.
     void setBlockDelay(int ms) { blockDelayMs_ = ms; }
 
@@ -66,6 +69,8 @@ private:
     bool abort_ = false;
     std::atomic<bool> cancel_{false};
     std::atomic<int> blockDelayMs_{0};
+    std::atomic<int> threads_{0};
+    int appliedThreads_ = -1;  ///< worker thread only
 };
 
 }  // namespace nnscope

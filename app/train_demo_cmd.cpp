@@ -71,8 +71,8 @@ int runTrainDemoCommand(const QStringList& arguments) {
                 static_cast<long long>(r.parameters), r.trainSeconds, r.threads, r.finalLoss);
     if (r.eval) {
         const InductionEval& e = *r.eval;
-        std::printf("held-out <s> + run of %d + the same run (%d rows): loss %.3f on the first occurrence, %.3f on the second\n",
-                    e.runLength, e.sequences, e.firstHalfLoss, e.secondHalfLoss);
+        std::printf("held-out rows with a repeated run of %d-%d words (%d rows): loss %.3f on the first occurrence, "
+                    "%.3f on the second\n", e.minRunLength, e.maxRunLength, e.sequences, e.firstHalfLoss, e.secondHalfLoss);
         for (size_t l = 0; l < e.scores.size(); ++l) {
             std::printf("layer %zu induction:", l);
             for (double v : e.scores[l]) std::printf(" %.3f", v);

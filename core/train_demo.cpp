@@ -198,12 +198,17 @@ struct TrainBatch {
     torch::Tensor copyMask;
 };
 
-TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen, int64_t minRun, int64_t maxGap) {
+TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen, int64_t minRun, int64_t maxRunCap, int64_t maxGap) {
     std::vector<int64_t> ids(static_cast<size_t>(batch) * seqLen);
     std::vector<float> mask(static_cast<size_t>(batch) * (seqLen - 1), 0.0f);
     const int64_t nWords = static_cast<int64_t>(words.size());
-    const int64_t maxRunCap = 32;
+    static const double pLong = std::getenv("DEMO_PLONG") ? std::atof(std::getenv("DEMO_PLONG")) : 0.0;  // EXPERIMENT
+    static const int64_t maxInnerShort = std::getenv("DEMO_INNER") ? std::atoi(std::getenv("DEMO_INNER")) : 0;  // EXPERIMENT
+    const int64_t minRunShort = minRun, maxRunShort = maxRunCap, maxGapShort = maxGap;
     for (int b = 0; b < batch; ++b) {
+        const bool longRow = rng.below(1000) < pLong * 1000;
+        const int64_t minRun = longRow ? 20 : minRunShort, maxRunCap = longRow ? 32 : maxRunShort,
+                      maxGap = longRow ? 3 : maxGapShort, maxInner = longRow ? 0 : maxInnerShort;
         int64_t* row = ids.data() + static_cast<size_t>(b) * seqLen;
         float* m = mask.data() + static_cast<size_t>(b) * (seqLen - 1);
         int64_t t = 0;
@@ -213,7 +218,8 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
         };
         while (t < seqLen) {
             randomWords(rng.between(0, maxGap));
-            const int64_t room = (seqLen - t) / 2;
+            const int64_t inner = rng.between(0, maxInner);
+            const int64_t room = (seqLen - t - inner) / 2;
             if (room < minRun) {
                 randomWords(seqLen - t);
                 break;
@@ -221,6 +227,7 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
             const int64_t run = rng.between(minRun, std::min(maxRunCap, room));
             const auto runIds = rng.distinct(words, run);
             for (int64_t i = 0; i < run; ++i) row[t++] = runIds[static_cast<size_t>(i)];
+            randomWords(inner);
             // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
             for (int64_t i = 0; i < run; ++i) {
                 if (i > 0) m[t - 1] = 1.0f;
@@ -420,8 +427,10 @@ std::string readmeText(const DemoTrainOptions& o, const DemoTrainResult& r, int6
       << fixed(std::log(static_cast<double>(vocab - kDemoFirstWordId)), 2) << " on them)\n\n";
     if (r.eval) {
         const InductionEval& e = *r.eval;
-        s << "## Measured (loaded through nnscope's Model::load, " << e.sequences << " held-out rows `<s>` + run of "
-          << e.runLength << " + the same run)\n\n"
+        s << "## Measured\n\n"
+          << "Loaded back through nnscope's Model::load and traced on " << e.sequences << " held-out rows of " << e.rowLength
+          << " tokens: `<s>`, random words, a run of " << e.minRunLength << "-" << e.maxRunLength
+          << " distinct random words, the same run again, random words (seed of the rows: 20240607).\n\n"
           << "- loss on the first occurrence of the run: " << fixed(e.firstHalfLoss, 3) << " nats/token\n"
           << "- loss on the second occurrence: " << fixed(e.secondHalfLoss, 3) << " nats/token\n\n"
           << "Induction score (mean attention from a token's second occurrence to the token after its first):\n\n"
@@ -466,18 +475,49 @@ InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& 
     std::optional<int64_t> eos = model.tokenizer() ? model.tokenizer()->eosId() : c.eosTokenId;
     for (int64_t id = std::max<int64_t>(0, o.firstId); id < endId; ++id)
         if (id != *bos && (!eos || id != *eos)) pool.push_back(id);
-    const int64_t L = o.runLength;
-    if (L < 2 || o.sequences < 1) throw Error("the induction measure needs runLength >= 2 and at least one sequence.");
-    if (static_cast<int64_t>(pool.size()) < L)
+    const int64_t minL = o.minRunLength, maxL = o.maxRunLength;
+    if (minL < 2 || maxL < minL || o.sequences < 1 || o.maxPrefix < 0)
+        throw Error("the induction measure needs 2 <= minRunLength <= maxRunLength, maxPrefix >= 0 and at least one sequence.");
+    if (static_cast<int64_t>(pool.size()) < 2 * maxL)
         throw Error(model.dir() + ": the id range [" + std::to_string(o.firstId) + ", " + std::to_string(endId) +
-                    ") has fewer than " + std::to_string(L) + " ordinary tokens for the runs of the induction measure.");
+                    ") has fewer than " + std::to_string(2 * maxL) + " ordinary tokens for the runs of the induction measure.");
+    const int64_t T = 1 + 2 * maxL + o.maxPrefix;
+    if (T > c.maxPositionEmbeddings)
+        throw Error(model.dir() + ": the induction measure's rows of " + std::to_string(T) +
+                    " tokens are longer than max_position_embeddings.");
+
+    // Rows of T tokens: BOS, p random words, a run of L distinct words, the same run, random words to fill; the
+    // filler never repeats a run word, so each run word's previous occurrence is unique.
     Rng rng(o.seed);
     std::vector<std::vector<int64_t>> rows;
+    std::vector<int64_t> lossRow, lossPos, lossHalf, indRow, indQuery, indKey;
     for (int s = 0; s < o.sequences; ++s) {
+        const int64_t L = rng.between(minL, maxL);
+        const int64_t p = rng.between(0, T - 1 - 2 * L);
         auto run = rng.distinct(pool, L);
+        const std::set<int64_t> inRun(run.begin(), run.end());
+        auto filler = [&] {
+            int64_t w;
+            do w = pool[static_cast<size_t>(rng.below(static_cast<int64_t>(pool.size())))];
+            while (inRun.count(w));
+            return w;
+        };
         std::vector<int64_t> row = {*bos};
+        for (int64_t i = 0; i < p; ++i) row.push_back(filler());
+        const int64_t first = static_cast<int64_t>(row.size()), second = first + L;
         row.insert(row.end(), run.begin(), run.end());
         row.insert(row.end(), run.begin(), run.end());
+        while (static_cast<int64_t>(row.size()) < T) row.push_back(filler());
+        for (int64_t j = 1; j < L; ++j) {  // targets run[1..L-1] of each occurrence (run[0] is unpredictable)
+            lossRow.insert(lossRow.end(), {s, s});
+            lossPos.insert(lossPos.end(), {first + j, second + j});
+            lossHalf.insert(lossHalf.end(), {0, 1});
+        }
+        for (int64_t j = 0; j < L; ++j) {  // from the second occurrence of run[j] to the token after its first
+            indRow.push_back(s);
+            indQuery.push_back(second + j);
+            indKey.push_back(first + j + 1);
+        }
         rows.push_back(std::move(row));
     }
     Batch batch = batchFromIds(rows, c.padTokenId.value_or(0));
@@ -488,24 +528,23 @@ InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& 
 
     InductionEval e;
     e.sequences = o.sequences;
-    e.runLength = static_cast<int>(L);
-    // Positions: BOS 0, first occurrence 1..L, second L+1..2L. Target p is predicted at p - 1.
+    e.minRunLength = static_cast<int>(minL);
+    e.maxRunLength = static_cast<int>(maxL);
+    e.rowLength = static_cast<int>(T);
+    auto asTensor = [](const std::vector<int64_t>& v) { return torch::tensor(v, torch::TensorOptions().dtype(torch::kInt64)); };
+    // Target at position q is predicted by the logits at q - 1.
     auto logp = torch::log_softmax(r.value({Value::Logits, -1}).to(torch::kFloat64), -1);  // [S, T, V]
-    auto ids = batch.inputIds;
-    auto nll = [&](int64_t from, int64_t to) {  // mean over targets p in [from, to]
-        auto targets = ids.index({Slice(), Slice(from, to + 1)});
-        auto lp = logp.index({Slice(), Slice(from - 1, to)}).gather(-1, targets.unsqueeze(-1));
-        return -lp.mean().item<double>();
-    };
-    e.firstHalfLoss = nll(2, L);
-    e.secondHalfLoss = nll(L + 2, 2 * L);
-    auto queries = torch::arange(L + 1, 2 * L + 1, torch::kInt64);  // second occurrence of run[j]: L + 1 + j
-    auto keys = torch::arange(2, L + 2, torch::kInt64);             // after its first occurrence: 2 + j
-    auto prevQ = torch::arange(1, 2 * L + 1, torch::kInt64);
+    auto rowsT = asTensor(lossRow), posT = asTensor(lossPos), half = asTensor(lossHalf);
+    auto targets = batch.inputIds.index({rowsT, posT});
+    auto nll = -logp.index({rowsT, posT - 1}).gather(-1, targets.unsqueeze(-1)).squeeze(-1);  // [N]
+    e.firstHalfLoss = nll.index({half == 0}).mean().item<double>();
+    e.secondHalfLoss = nll.index({half == 1}).mean().item<double>();
+    auto iRow = asTensor(indRow), iQuery = asTensor(indQuery), iKey = asTensor(indKey);
+    auto prevQ = torch::arange(1, T, torch::kInt64);
     for (int l = 0; l < c.numLayers; ++l) {
-        auto p = r.value({Value::AttentionProbabilities, l}).to(torch::kFloat64);  // [S, H, T, T]
-        auto ind = p.index({Slice(), Slice(), queries, keys}).mean(std::vector<int64_t>{0, 2}).contiguous();  // [H]
-        auto prev = p.index({Slice(), Slice(), prevQ, prevQ - 1}).mean(std::vector<int64_t>{0, 2}).contiguous();
+        auto pr = r.value({Value::AttentionProbabilities, l}).to(torch::kFloat64);  // [S, H, T, T]
+        auto ind = pr.index({iRow, Slice(), iQuery, iKey}).mean(0).contiguous();    // [N, H] -> [H]
+        auto prev = pr.index({Slice(), Slice(), prevQ, prevQ - 1}).mean(std::vector<int64_t>{0, 2}).contiguous();
         const double* pi = ind.data_ptr<double>();
         const double* pp = prev.data_ptr<double>();
         e.scores.emplace_back(pi, pi + ind.numel());
@@ -564,26 +603,34 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         if (step <= warmup) {
             lr = o.learningRate * step / warmup;
         } else {
-            const double progress = static_cast<double>(step - warmup) / std::max(1, o.steps - warmup);
+            static const double hold = std::getenv("DEMO_HOLD") ? std::atof(std::getenv("DEMO_HOLD")) : 0.0;  // EXPERIMENT
+            const int holdEnd = std::max(warmup, static_cast<int>(hold * o.steps));
+            const double progress = step <= holdEnd ? 0.0 : static_cast<double>(step - holdEnd) / std::max(1, o.steps - holdEnd);
             lr = o.learningRate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress)));
         }
         for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-        static const double phase = std::getenv("DEMO_PHASE") ? std::atof(std::getenv("DEMO_PHASE")) : 0.4;  // EXPERIMENT
-        static const int lateMin = std::getenv("DEMO_LATEMIN") ? std::atoi(std::getenv("DEMO_LATEMIN")) : 4;  // EXPERIMENT
+        static const double phase = std::getenv("DEMO_PHASE") ? std::atof(std::getenv("DEMO_PHASE")) : 0.0;  // EXPERIMENT
+        static const int minRun = std::getenv("DEMO_MINRUN") ? std::atoi(std::getenv("DEMO_MINRUN")) : 2;  // EXPERIMENT
+        static const int maxRun = std::getenv("DEMO_MAXRUN") ? std::atoi(std::getenv("DEMO_MAXRUN")) : 10;  // EXPERIMENT
+        static const int maxGap = std::getenv("DEMO_GAP") ? std::atoi(std::getenv("DEMO_GAP")) : 2;  // EXPERIMENT
         const bool early = step <= phase * o.steps;
-        TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen, early ? std::min(20, (o.seqLen - 1) / 2) : lateMin, early ? 3 : 6);
+        TrainBatch b = early ? makeBatch(rng, words, o.batchSize, o.seqLen, std::min(20, (o.seqLen - 1) / 2), 32, 3)
+                             : makeBatch(rng, words, o.batchSize, o.seqLen, minRun, maxRun, maxGap);
         auto logits = model.forward(b.ids);
         auto input = logits.index({Slice(), Slice(None, -1)}).reshape({-1, V});
         auto target = b.ids.index({Slice(), Slice(1, None)}).reshape({-1});
         auto perToken = torch::nn::functional::cross_entropy(
             input, target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-        auto loss = perToken.mean();
         auto copyMask = b.copyMask.reshape({-1});
+        static const double noiseW = std::getenv("DEMO_NOISEW") ? std::atof(std::getenv("DEMO_NOISEW")) : 1.0;  // EXPERIMENT
+        auto weights = copyMask + (1.0 - copyMask) * noiseW;
+        auto loss = (perToken * weights).sum() / weights.sum();
+        auto plainLoss = perToken.detach().mean();
         optimizer.zero_grad();
         loss.backward();
         torch::nn::utils::clip_grad_norm_(all, 1.0);
         optimizer.step();
-        lossSum += loss.item<double>();
+        lossSum += plainLoss.item<double>();
         copySum += (perToken.detach() * copyMask).sum().item<double>();
         copyCount += copyMask.sum().item<double>();
         ++lossCount;
@@ -653,24 +700,6 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     }
     result.totalSeconds = elapsedSince(t0);
     return result;
-}
-
-std::optional<std::string> findDemoModel() {
-    std::vector<fs::path> candidates;
-    if (const char* env = std::getenv("NNSCOPE_DEMO_MODEL"); env && *env) candidates.emplace_back(env);
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "nnscope" / "demo-model");
-#ifdef NNSCOPE_SOURCE_DIR
-    candidates.push_back(fs::path(NNSCOPE_SOURCE_DIR) / "resources" / "demo-model");
-#else
-    // This file's own path (CMake compiles with absolute paths): <source>/core/train_demo.cpp.
-    const fs::path self(__FILE__);
-    if (self.is_absolute()) candidates.push_back(self.parent_path().parent_path() / "resources" / "demo-model");
-#endif
-    for (const auto& c : candidates)
-        if (fs::is_regular_file(c / "config.json", ec)) return c.lexically_normal().string();
-    return std::nullopt;
 }
 
 }  // namespace nnscope

@@ -3,7 +3,8 @@
 // The demo model: a small Llama that nnscope trains itself on repeated random word runs, so that an
 // induction head forms (layer 1 attends from the second occurrence of a token to the token that followed
 // its first occurrence). `nnscope train-demo` runs trainDemoModel(); the folder it wrote with the default
-// seed is committed as resources/demo-model and opened when nnscope starts with no model (docs/DEMO.md).
+// seed is committed as resources/demo-model and opened when nnscope starts with no model (app/defaultmodel.cpp,
+// docs/DEMO.md).
 #include "model.h"
 
 #include <cstdint>
@@ -38,35 +39,40 @@ struct DemoTrainProgress {
 
 /// Figures of the induction circuit on held-out repeated sequences (see evaluateInduction).
 struct InductionEval {
-    int sequences = 0;  ///< how many held-out sequences were measured
-    int runLength = 0;  ///< tokens in each run (the sequence is BOS + run + the same run)
+    int sequences = 0;     ///< how many held-out rows were measured
+    int minRunLength = 0;  ///< run lengths drawn (each row: BOS, random words, a run, the same run, random words)
+    int maxRunLength = 0;
+    int rowLength = 0;     ///< tokens per row
     /// Mean next-token cross-entropy (nats) predicting run tokens 2..L of the first occurrence, and of the second.
-    /// The run's first token is left out on both halves: nothing in the context predicts it.
+    /// The run's first token is left out on both: nothing in the context predicts it.
     double firstHalfLoss = 0;
     double secondHalfLoss = 0;
     /// scores[layer][head]: mean attention probability from each token of the second occurrence to the token
     /// that followed the same token's first occurrence (1 = a perfect induction head).
     std::vector<std::vector<double>> scores;
-    /// scores[layer][head] of the previous-token pattern: mean attention from each position of the sequence
-    /// (after BOS) to the position just before it.
+    /// scores[layer][head] of the previous-token pattern: mean attention from each position (after BOS) to the
+    /// position just before it.
     std::vector<std::vector<double>> previousTokenScores;
 };
 
 /// How to measure the induction circuit.
 struct InductionEvalOptions {
-    uint64_t seed = 20240607;  ///< seeds the held-out sequences (keep it apart from the training seed)
+    uint64_t seed = 20240607;  ///< seeds the held-out rows (keep it apart from the training seed)
     int sequences = 64;
-    int runLength = 20;
-    /// Run tokens are drawn (without repetition inside a run) from ids [firstId, endId); endId <= 0 means
-    /// vocab_size. Ids the tokenizer uses as BOS/EOS in that range are skipped.
+    int minRunLength = 6;   ///< each row's run length is drawn from [minRunLength, maxRunLength]
+    int maxRunLength = 20;
+    int maxPrefix = 10;     ///< rows are 1 + 2 * maxRunLength + maxPrefix tokens; the runs start at a random place
+    /// Words are drawn from ids [firstId, endId); endId <= 0 means vocab_size. BOS/EOS ids are skipped.
     int64_t firstId = 0;
     int64_t endId = 0;
 };
 
-/// Measures in-context copying on `model` with nnscope::trace: `sequences` held-out rows BOS + run + run (run =
-/// `runLength` distinct random ids), keeping `logits` [batch, seq, vocab_size] and every layer's
-/// `attention_probabilities` [batch, num_heads, query, key]. Throws nnscope::Error when the model has no BOS
-/// id (tokenizer or config.json), when the id range holds fewer than runLength ids, or on a trace error.
+/// Measures in-context copying on `model` with nnscope::trace: `sequences` held-out rows [BOS, p random ids, a run
+/// of L distinct random ids, the same run, random ids to fill] (L and p drawn per row, so no fixed offset finds
+/// the answer; filler never repeats a run id), keeping `logits` [batch, seq, vocab_size] and every layer's
+/// `attention_probabilities` [batch, num_heads, query, key]. Throws nnscope::Error when the model has no BOS id
+/// (tokenizer or config.json), the id range holds fewer than 2 * maxRunLength ids, the options are out of range,
+/// or on a trace error.
 InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& options = {});
 
 /// What the trainer does.
@@ -117,10 +123,5 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& options);
 const std::vector<std::string>& demoVocabulary();
 /// The id of the first ordinary (non-special) token of demoVocabulary().
 constexpr int64_t kDemoFirstWordId = 4;
-
-/// The committed demo folder, if it can be found: $NNSCOPE_DEMO_MODEL, then <prefix>/share/nnscope/demo-model
-/// next to the running executable (<prefix>/bin/nnscope), then the source tree's resources/demo-model.
-/// Returns nullopt when no candidate holds a config.json.
-std::optional<std::string> findDemoModel();
 
 }  // namespace nnscope

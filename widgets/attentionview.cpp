@@ -16,7 +16,6 @@ namespace nnscope {
 
 AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
-    promptCombo_ = new QComboBox(content);
     blockSpin_ = new QSpinBox(content);
     blockSpin_->setPrefix(tr("layers."));
     headCombo_ = new QComboBox(content);
@@ -86,10 +85,8 @@ void AttentionView::setHead(int head) {
     if (index >= 0) headCombo_->setCurrentIndex(index);
 }
 
-void AttentionView::setPrompt(int row) { promptCombo_->setCurrentIndex(row); }
 int AttentionView::block() const { return blockSpin_->value(); }
 int AttentionView::head() const { return headCombo_->currentData().toInt(); }
-int AttentionView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
 
 void AttentionView::refresh() {
     if (!snapshot_) return;

@@ -24,10 +24,8 @@ public:
 
     /// Head `head`, or every head as a grid when head < 0.
     void setHead(int head);
-    void setPrompt(int row);
     int block() const;
     int head() const;
-    int prompt() const;
     HeatmapPlot* heatmap() const { return heatmap_; }
     HeadGridPlot* grid() const { return grid_; }
     MatrixModel* matrixModel() const { return model_; }
@@ -35,7 +33,6 @@ public:
 private:
     void refresh();
 
-    QComboBox* promptCombo_;
     QSpinBox* blockSpin_;
     QComboBox* headCombo_;
     QStackedWidget* plots_;

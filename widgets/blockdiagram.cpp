@@ -8,6 +8,7 @@
 #include <QPainterPath>
 #include <QToolTip>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nnscope {
@@ -34,8 +35,15 @@ void BlockDiagram::setModel(ModelPtr model) {
     hovered_.clear();
     highlighted_.clear();
     pinned_.clear();
+    setMinimumHeight(heightForWidth(width()));
     updateGeometry();
     update();
+}
+
+void BlockDiagram::resizeEvent(QResizeEvent*) {
+    // Inside a scroll area the diagram is as tall as its width asks, so every part can be scrolled to.
+    const int h = heightForWidth(width());
+    if (minimumHeight() != h) setMinimumHeight(h);
 }
 
 void BlockDiagram::setBlock(int block) {
@@ -75,16 +83,23 @@ PartInfo BlockDiagram::info(const QString& id) const {
         }
         return info;
     }
-    const ValueInfo& vi = valueInfo(*part->value);
-    const ValueKey key{*part->value, part->perBlock ? block_ : -1};
+    PartInfo value = valueKeyInfo(*model_, {*part->value, part->perBlock ? block_ : -1});
+    value.id = id;
+    value.module = info.module;
+    return value;
+}
+
+PartInfo valueKeyInfo(const Model& model, const ValueKey& key) {
+    PartInfo info;
+    const ValueInfo& vi = valueInfo(key.value);
     info.key = key;
-    info.path = QString::fromStdString(valuePath(f, key));
-    const bool native = static_cast<int>(*part->value) >= kNumStandardValues;
+    info.path = QString::fromStdString(valuePath(model.family(), key));
+    const bool native = static_cast<int>(key.value) >= kNumStandardValues;
     // A native value's name is its module path below the host ("q_proj.output"); a standard value's its own name.
-    info.name = native ? info.path.section('.', 3) : QString::fromLatin1(vi.name);
+    info.name = native ? info.path.section('.', 3) : QString::fromUtf8(vi.name);
     info.layout = QString::fromStdString(layoutString(vi));
-    info.description = QString::fromLatin1(vi.description);
-    info.readAt = QString::fromStdString(f.readAt(*part->value));
+    info.description = QString::fromUtf8(vi.description);
+    info.readAt = QString::fromStdString(model.family().readAt(key.value));
     return info;
 }
 
@@ -164,7 +179,7 @@ void fitText(QPainter& p, const QRectF& rect, const QString& text, QFont font, c
     }
     p.setFont(font);
     p.setPen(color);
-    p.drawText(rect, Qt::AlignCenter, text);
+    p.drawText(rect, Qt::AlignCenter | Qt::TextDontClip, text);  // underscores sit below the line box
 }
 
 void arrowHead(QPainter& p, const QPointF& from, const QPointF& to) {
@@ -198,7 +213,7 @@ void BlockDiagram::paintPart(QPainter& p, const DiagramPart& part) const {
     QFont mono("monospace");
     mono.setStyleHint(QFont::TypeWriter);
     mono.setPointSizeF(font().pointSizeF() * 0.85);
-    const QString valueName = part.value ? QString::fromLatin1(valueInfo(*part.value).name) : QString();
+    const QString valueName = part.value ? QString::fromUtf8(valueInfo(*part.value).name) : QString();
     const bool nativeValue = part.value && static_cast<int>(*part.value) >= kNumStandardValues;
     const QColor valueColor(0x1d, 0x6b, 0x3a);
 
@@ -265,12 +280,6 @@ void BlockDiagram::paintEvent(QPaintEvent*) {
     frame(layout_.mlpFrame, QColor(0xff, 0xf6, 0xee),
           QString("%1 · %2").arg(QString::fromStdString(f.moduleLabel(Module::Mlp)), layout_.mlpTitle));
 
-    // the strip's layers box opens into the block drawn below it
-    if (const DiagramPart* layers = layout_.part("layers")) {
-        p.setPen(QPen(QColor(0x90, 0x90, 0x90), 1, Qt::DashLine));
-        p.drawLine(QPointF(layers->rect.center().x(), layers->rect.bottom()),
-                   QPointF(layers->rect.center().x(), layout_.blockFrame.top()));
-    }
     p.setPen(QPen(QColor(0x3c, 0xa0, 0x5c), 4, Qt::SolidLine, Qt::RoundCap));
     p.drawPolyline(layout_.stream);
 

@@ -24,6 +24,9 @@ struct PartInfo {
     QString html() const;
 };
 
+/// What the diagram says about value `key` of `model` (a pinned card's contents).
+PartInfo valueKeyInfo(const Model& model, const ValueKey& key);
+
 class BlockDiagram : public QWidget {
     Q_OBJECT
 public:
@@ -56,6 +59,7 @@ protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     double scale() const;

@@ -28,9 +28,10 @@ namespace {
 // Diagram units (the widget scales them to its width).
 constexpr double kWidth = 460;
 constexpr double kFrameLeft = 8, kFrameRight = kWidth - 8;
-constexpr double kStreamX = 84;                 // the residual stream's line inside the block
-constexpr double kPillWidth = 148;
-constexpr double kBranchLeft = 172, kBranchRight = kWidth - 16;
+constexpr double kStreamX = 66;                 // the residual stream's line inside the block
+constexpr double kPillWidth = 108;
+constexpr double kBranchPillWidth = 150;       // value pills inside the attention and MLP frames
+constexpr double kBranchLeft = 128, kBranchRight = kWidth - 16;
 constexpr double kBoxHeight = 40, kPillHeight = 22, kGap = 10, kTitleHeight = 24;
 constexpr double kStripWidth = 136;
 
@@ -87,7 +88,7 @@ private:
         const QRectF embed = box("embed_tokens", Module::EmbedTokens, "Embedding", Value::TokenEmbeddings,
                                  row(col(0), col(0) + kStripWidth), false);
         const QRectF layers = add("layers", DiagramPart::ModuleBox, q(f_.moduleLabel(Module::Layers)),
-                                  QString("× %1  ·  %2").arg(c_.numLayers).arg(q(hostClass(f_, Host::Layer))), std::nullopt,
+                                  QString("× %1 · layers[i] below").arg(c_.numLayers), std::nullopt,
                                   Module::Layers, row(col(1), col(1) + kStripWidth), false);
         const QRectF norm = box("norm", Module::Norm, normKind(f_.norm), Value::FinalNormOutput, row(col(2), col(2) + kStripWidth), false);
         arrow(QPolygonF({QPointF(embed.right(), embed.center().y()), QPointF(layers.left(), layers.center().y())}));
@@ -193,11 +194,11 @@ private:
         y_ += kBoxHeight + kGap;
         const QRectF mix = add("mix", DiagramPart::Operation, "probabilities · values", "per head", Value::AttentionHeadOutputs,
                                std::nullopt, row(left, right));
-        down(softmax, mix);
+        down(softmax, mix, softmax.center().x(), softmax.center().x());
         down(hv, mix, hv.center().x(), hv.center().x());
         y_ += kBoxHeight + kGap;
         const QRectF premix = add("premix", DiagramPart::Stream, "attention_premix", "heads side by side", Value::AttentionPremix,
-                                  std::nullopt, row((left + right - kPillWidth) / 2, (left + right + kPillWidth) / 2, kPillHeight));
+                                  std::nullopt, row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
         down(mix, premix);
         y_ += kPillHeight + kGap;
         const QRectF o = box("o_proj", Module::OProj, c_.oProjBias ? "biased" : "", Value::AttentionOutput, row(left, right));
@@ -212,7 +213,7 @@ private:
         const QRectF norm = branchNorm("post_attention_layernorm", Module::PostAttentionNorm, Value::MlpNormOutput);
         const double left = kBranchLeft + 8, right = kBranchRight - 8, half = (right - left - 8) / 2;
         const QRectF input = add("mlp_input", DiagramPart::Stream, "mlp_input", "mlp's input", Value::MlpInput, std::nullopt,
-                                 row((left + right - kPillWidth) / 2, (left + right + kPillWidth) / 2, kPillHeight));
+                                 row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
         down(norm, input);
         y_ += kPillHeight + kGap;
         const double top = y_;
@@ -242,7 +243,7 @@ private:
             down(up, a);
             y_ += kBoxHeight + kGap;
             neurons = add("mlp_neurons", DiagramPart::Stream, "mlp_neurons", "down_proj's input", Value::MlpNeurons,
-                          std::nullopt, row((left + right - kPillWidth) / 2, (left + right + kPillWidth) / 2, kPillHeight));
+                          std::nullopt, row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
             down(a, neurons);
             y_ += kPillHeight + kGap;
         }

@@ -9,12 +9,14 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace nnscope {
 
 namespace {
-constexpr int kMinTile = 190;  // pixels: tiles stay readable, the grid scrolls
+constexpr int kMinTile = 170;     // pixels: a tile is never smaller; the grid scrolls instead
+constexpr int kCellPixels = 5;    // a long prompt's tiles grow so that each cell keeps a few pixels
 }
 
 HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
@@ -79,8 +81,9 @@ void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& t
         maps_.push_back(map);
         rects_.push_back(rect);
     }
-    plot_->setMinimumHeight(rows * kMinTile);
-    plot_->setMinimumWidth(std::min(columns * kMinTile, 2 * kMinTile));
+    const int tile = std::clamp(n * kCellPixels, kMinTile, 900);
+    plot_->setMinimumHeight(rows * tile);
+    plot_->setMinimumWidth(tile > kMinTile ? columns * tile : 2 * kMinTile);
     plot_->replot();
 }
 

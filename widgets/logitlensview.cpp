@@ -18,7 +18,6 @@ namespace nnscope {
 
 LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
-    promptCombo_ = new QComboBox(content);
     targetEdit_ = new QLineEdit(content);
     targetEdit_->setPlaceholderText(tr("token text or #id"));
     targetEdit_->setToolTip(tr("The token whose probability is followed across blocks: its text (the first token it "
@@ -39,7 +38,7 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(probabilityGradient());
     heatmap_->setDataRange(0, 1);
-    heatmap_->setMinCellSize(QSize(64, 24));  // room for the token written in each cell
+    heatmap_->setMinCellSize(QSize(50, 24));  // room for the token written in each cell
     heatmap_->setModel(model_);
 
     targetPlot_ = new QCustomPlot(content);
@@ -69,18 +68,23 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     connect(targetEdit_, &QLineEdit::editingFinished, this, [this] {
         if (targetEdit_->text() != shownTarget_) setTarget(targetEdit_->text());
     });
-    connect(positionSpin_, &QSpinBox::valueChanged, this, &LogitLensView::refreshTarget);
+    connect(positionSpin_, &QSpinBox::valueChanged, this, [this] {
+        positionPicked_ = true;
+        refreshTarget();
+    });
     connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int, int column) { setPosition(column); });
 }
 
 void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
-    if (!snapshot_) {
+    if (!snapshot_) {  // a new model: its vocabulary has other ids
+        targetId_ = -1;
         model_->setMatrix({});
         showPlaceholder(tr("Run a trace to see the logit lens: each block's output read through the final norm and lm_head."));
         return;
     }
     fillPromptCombo(promptCombo_, *snapshot_);
+    positionPicked_ = false;
     if (targetId_ < 0 || targetId_ >= snapshot_->model->config().vocabSize) {
         // default target: the model's own most probable next token after the first prompt
         targetId_ = snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>();
@@ -120,7 +124,6 @@ bool LogitLensView::setTarget(const QString& text) {
 
 void LogitLensView::setPosition(int position) { positionSpin_->setValue(position); }
 int LogitLensView::position() const { return positionSpin_->value(); }
-int LogitLensView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
 
 void LogitLensView::refresh() {
     if (!snapshot_) return;
@@ -164,9 +167,8 @@ void LogitLensView::refresh() {
     heatmap_->setTitle(tr("logit lens · prompt %1").arg(row + 1));
     {
         const QSignalBlocker b(positionSpin_);
-        const int keep = positionSpin_->value();
         positionSpin_->setRange(0, len - 1);
-        positionSpin_->setValue(keep >= len || keep < 0 ? len - 1 : keep);
+        if (!positionPicked_) positionSpin_->setValue(len - 1);  // the position that predicts the next token
     }
     shownTarget_ = targetLabel;
     targetEdit_->setText(targetLabel);
@@ -189,6 +191,7 @@ void LogitLensView::refreshTarget() {
     const QString label = tok ? QString::fromStdString(tok->tokenLabel(targetId_)) : QString("#%1").arg(targetId_);
     targetLabel_->setText(QString("#%1").arg(targetId_));
     heatmap_->setMarkedCell(-1, pos);
+    heatmap_->ensureVisible(0, pos);
     if (auto* t = qobject_cast<QCPTextElement*>(targetPlot_->plotLayout()->element(0, 0)))
         t->setText(tr("p(“%1”) across blocks at position %2 “%3”").arg(label).arg(pos).arg(snapshot_->tokens.at(static_cast<size_t>(row)).value(pos)));
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);

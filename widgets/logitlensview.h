@@ -28,7 +28,6 @@ public:
     int64_t targetId() const { return targetId_; }
     void setPosition(int position);
     int position() const;
-    int prompt() const;
     HeatmapPlot* heatmap() const { return heatmap_; }
     QCustomPlot* targetPlot() const { return targetPlot_; }
     QCPGraph* targetGraph() const { return targetGraph_; }
@@ -37,7 +36,6 @@ private:
     void refresh();
     void refreshTarget();
 
-    QComboBox* promptCombo_;
     QLineEdit* targetEdit_;
     QLabel* targetLabel_;
     QSpinBox* positionSpin_;
@@ -46,6 +44,7 @@ private:
     QCustomPlot* targetPlot_;
     QCPGraph* targetGraph_;
     int64_t targetId_ = -1;
+    bool positionPicked_ = false;
     QString shownTarget_;  ///< the label the field shows for targetId_
 };
 

@@ -41,7 +41,6 @@ void setPlotTitle(QCustomPlot* plot, const QString& title) {
 
 NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
-    promptCombo_ = new QComboBox(content);
     blockSpin_ = new QSpinBox(content);
     blockSpin_->setPrefix(tr("layers."));
     topKSpin_ = new QSpinBox(content);
@@ -65,7 +64,7 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(signedGradient());
     heatmap_->setSymmetricRange(true);
-    heatmap_->setMinCellSize(QSize(5, 18));  // neurons scroll sideways, tokens stay labelled
+    heatmap_->setMinCellSize(QSize(3, 18));  // neurons scroll sideways, tokens stay labelled
     heatmap_->setModel(model_);
     topPlot_ = barPlot(content, &topBars_);
     neuronPlot_ = barPlot(content, &neuronBars_);
@@ -95,7 +94,10 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     });
     connect(topKSpin_, &QSpinBox::valueChanged, this, &NeuronView::refreshDetails);
     connect(magnitudeCheck_, &QCheckBox::toggled, this, &NeuronView::refreshDetails);
-    connect(neuronSpin_, &QSpinBox::valueChanged, this, &NeuronView::refreshDetails);
+    connect(neuronSpin_, &QSpinBox::valueChanged, this, [this] {
+        neuronPicked_ = true;
+        refreshDetails();
+    });
     connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int row, int column) {
         token_ = row;
         setNeuron(column);
@@ -105,7 +107,8 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
 
 void NeuronView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
-    if (!snapshot_) {
+    if (!snapshot_) {  // a new model
+        neuronPicked_ = false;
         model_->setMatrix({});
         showPlaceholder(tr("Run a trace to see the MLP neurons (mlp_neurons, what down_proj reads) of every block."));
         return;
@@ -132,7 +135,6 @@ void NeuronView::setToken(int position) {
 }
 void NeuronView::setNeuron(int neuron) { neuronSpin_->setValue(neuron); }
 int NeuronView::block() const { return blockSpin_->value(); }
-int NeuronView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
 int NeuronView::neuron() const { return neuronSpin_->value(); }
 
 void NeuronView::refresh() {
@@ -144,6 +146,11 @@ void NeuronView::refresh() {
     m.columnTitle = tr("neuron");
     m.valueName = tr("activation");
     if (token_ < 0 || token_ >= m.values.size(0)) token_ = static_cast<int>(m.values.size(0)) - 1;  // the last token
+    {
+        // follow the selected token's strongest neuron until one is picked by hand
+        const QSignalBlocker b(neuronSpin_);
+        if (!neuronPicked_) neuronSpin_->setValue(static_cast<int>(topNeurons(m.values, token_, 1).front().neuron));
+    }
     model_->setMatrix(std::move(m));
     heatmap_->setTitle(tr("%1 · prompt %2").arg(snapshot_->path({Value::MlpNeurons, block()})).arg(prompt() + 1));
     refreshDetails();
@@ -154,6 +161,7 @@ void NeuronView::refreshDetails() {
     const torch::Tensor& acts = model_->matrix().values;
     const QStringList& tokens = model_->matrix().rowLabels;
     heatmap_->setMarkedCell(token_, -1);
+    heatmap_->ensureVisible(token_, heatmap_->visibleCells().x());
 
     // the top-k neurons of the selected token
     const auto top = topNeurons(acts, token_, topKSpin_->value(), magnitudeCheck_->isChecked());

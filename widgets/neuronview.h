@@ -25,7 +25,6 @@ public:
     void setToken(int position);
     void setNeuron(int neuron);
     int block() const;
-    int prompt() const;
     int token() const { return token_; }
     int neuron() const;
     HeatmapPlot* heatmap() const { return heatmap_; }
@@ -40,7 +39,6 @@ private:
     void refresh();
     void refreshDetails();
 
-    QComboBox* promptCombo_;
     QSpinBox* blockSpin_;
     QSpinBox* topKSpin_;
     QCheckBox* magnitudeCheck_;
@@ -53,6 +51,7 @@ private:
     QCPBars* neuronBars_;
     QVector<qint64> topIds_;
     int token_ = -1;
+    bool neuronPicked_ = false;  ///< the user chose a neuron: keep it across blocks and prompts
 };
 
 }  // namespace nnscope

@@ -15,7 +15,8 @@ namespace nnscope {
 ValueCard::ValueCard(const PartInfo& info, QWidget* parent) : QFrame(parent), key_(*info.key), info_(info) {
     setFrameShape(QFrame::StyledPanel);
     setAutoFillBackground(true);
-    auto* title = new QLabel(QString("<b><tt>%1</tt></b>").arg(info.path.toHtmlEscaped()), this);
+    // a zero-width space after each dot lets a long path wrap at its dots rather than anywhere
+    auto* title = new QLabel(QString("<b><tt>%1</tt></b>").arg(info.path.toHtmlEscaped().replace(".", QString(".") + QChar(0x200B))), this);
     title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     title->setWordWrap(true);
     auto* body = new QLabel(this);
@@ -58,7 +59,9 @@ void ValueCard::setSnapshot(const TraceSnapshot* snapshot) {
     }
     QStringList dims;
     for (int64_t d : t.sizes()) dims << QString::number(d);
-    status_->setText(tr("traced: [%1] %2").arg(dims.join(", "), QString::fromStdString(c10::toString(t.scalar_type()))));
+    const torch::ScalarType type = t.scalar_type();
+    const QString dtype = type == torch::kFloat32 ? "float32" : type == torch::kBFloat16 ? "bfloat16" : QString(c10::toString(type));
+    status_->setText(tr("traced: [%1] %2").arg(dims.join(", "), dtype));
 }
 
 QString ValueCard::statusText() const { return status_->text(); }

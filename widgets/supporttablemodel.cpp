@@ -15,7 +15,7 @@ void SupportTableModel::setFamily(const Family* family) {
         for (Host h : {Host::Model, Host::Layer, Host::Attention, Host::Mlp}) {
             Row header;
             header.host = true;
-            header.hostPath = QString::fromLatin1(hostPath(h));
+            header.hostPath = QString::fromUtf8(hostPath(h));
             header.hostClass = QString::fromStdString(hostClass(*family, h));
             rows_.push_back(header);
             for (const auto& r : table)

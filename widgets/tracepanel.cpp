@@ -14,7 +14,7 @@ TracePanel::TracePanel(QWidget* parent) : QWidget(parent) {
     editor_ = new QPlainTextEdit(this);
     editor_->setPlaceholderText(tr("One prompt per line; several lines run together as one batch."));
     editor_->setTabChangesFocus(true);
-    editor_->setMaximumHeight(fontMetrics().lineSpacing() * 5 + 12);
+    editor_->setMaximumHeight(fontMetrics().lineSpacing() * 3 + 12);
     run_ = new QPushButton(QIcon::fromTheme("media-playback-start", QIcon(":/icons/run.svg")), tr("Run"), this);
     run_->setToolTip(tr("Trace the prompts (Ctrl+Return)"));
     cancel_ = new QPushButton(QIcon::fromTheme("process-stop", QIcon(":/icons/cancel.svg")), tr("Cancel"), this);

@@ -20,7 +20,18 @@ TraceView::TraceView(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(stack_);
+    promptCombo_ = new QComboBox(this);
+    promptCombo_->setToolTip(tr("The prompt of the batch to show"));
+    connect(promptCombo_, &QComboBox::currentIndexChanged, this, [this](int row) {
+        if (row >= 0) emit promptChanged(row);
+    });
 }
+
+void TraceView::setPrompt(int row) {
+    if (row >= 0 && row < promptCombo_->count() && row != promptCombo_->currentIndex()) promptCombo_->setCurrentIndex(row);
+}
+
+int TraceView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
 
 void TraceView::setContent(QWidget* content) {
     stack_->addWidget(content);

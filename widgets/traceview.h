@@ -29,9 +29,13 @@ public:
     /// The plot an export writes, and what it shows (recorded in the file).
     virtual PlotSource plotSource() const = 0;
     virtual QMap<QString, QString> settings() const = 0;
+    /// The prompt of the batch shown (0-based); every view follows the one chosen in any of them.
+    void setPrompt(int row);
+    int prompt() const;
 
 signals:
     void blockChanged(int block);
+    void promptChanged(int row);
 
 protected:
     /// The widget shown once a snapshot is there.
@@ -41,6 +45,7 @@ protected:
     void showContent();
 
     SnapshotPtr snapshot_;
+    QComboBox* promptCombo_;  ///< the views put it in their control row
 
 private:
     QStackedWidget* stack_;

@@ -23,7 +23,6 @@ bool isTokenAxis(const char* name) {
 
 ValuePlotView::ValuePlotView(const ValueKey& key, QWidget* parent) : TraceView(parent), key_(key) {
     auto* content = new QWidget(this);
-    promptCombo_ = new QComboBox(content);
     indexRow_ = new QHBoxLayout;
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompt"), content));
@@ -89,7 +88,7 @@ void ValuePlotView::refresh() {
     }
     m.columnTitle = info.axes[colAxis];
     if (isTokenAxis(info.axes[colAxis])) m.columnLabels = tokens;
-    m.valueName = QString::fromLatin1(info.name);
+    m.valueName = QString::fromUtf8(info.name);
     model_->setMatrix(std::move(m));
     heatmap_->setTitle(tr("%1 · prompt %2").arg(snapshot_->path(key_)).arg(row + 1));
 }

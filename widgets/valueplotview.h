@@ -29,7 +29,6 @@ private:
     void refresh();
 
     ValueKey key_;
-    QComboBox* promptCombo_;
     QHBoxLayout* indexRow_;
     std::vector<QSpinBox*> indexSpins_;
     HeatmapPlot* heatmap_;
