@@ -213,9 +213,31 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
         float* m = mask.data() + static_cast<size_t>(b) * (seqLen - 1);
         int64_t t = 0;
         row[t++] = kBosId;
+        static const double pEcho = std::getenv("DEMO_ECHO") ? std::atof(std::getenv("DEMO_ECHO")) : 0.0;  // EXPERIMENT
         auto randomWords = [&](int64_t n) {
-            for (int64_t i = 0; i < n && t < seqLen; ++i) row[t++] = words[static_cast<size_t>(rng.below(nWords))];
+            for (int64_t i = 0; i < n && t < seqLen; ++i) {
+                if (t >= 3 && rng.below(1000) < pEcho * 1000) {
+                    m[t - 1] = 1.0f;
+                    row[t] = row[t - 2];
+                    ++t;
+                } else {
+                    row[t++] = words[static_cast<size_t>(rng.below(nWords))];
+                }
+            }
         };
+        static const double pPeriodic = std::getenv("DEMO_PERIODIC") ? std::atof(std::getenv("DEMO_PERIODIC")) : 0.0;  // EXPERIMENT
+        static const int64_t maxPeriod = std::getenv("DEMO_PER") ? std::atoi(std::getenv("DEMO_PER")) : 4;  // EXPERIMENT
+        if (!longRow && rng.below(1000) < pPeriodic / (1.0 - pLong) * 1000) {
+            randomWords(rng.between(0, 8));
+            const int64_t period = rng.between(2, maxPeriod);
+            const int64_t span = rng.between(16, 32);
+            const auto runIds = rng.distinct(words, period);
+            for (int64_t i = 0; i < span && t < seqLen; ++i) {
+                if (i >= period + 1) m[t - 1] = 1.0f;
+                row[t++] = runIds[static_cast<size_t>(i % period)];
+            }
+            randomWords(seqLen - t);
+        }
         while (t < seqLen) {
             randomWords(rng.between(0, maxGap));
             const int64_t inner = rng.between(0, maxInner);
@@ -225,7 +247,13 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
                 break;
             }
             const int64_t run = rng.between(minRun, std::min(maxRunCap, room));
-            const auto runIds = rng.distinct(words, run);
+            static const bool withReplacement = std::getenv("DEMO_REPL") != nullptr;  // EXPERIMENT
+            std::vector<int64_t> runIds;
+            if (withReplacement) {
+                for (int64_t i = 0; i < run; ++i) runIds.push_back(words[static_cast<size_t>(rng.below(nWords))]);
+            } else {
+                runIds = rng.distinct(words, run);
+            }
             for (int64_t i = 0; i < run; ++i) row[t++] = runIds[static_cast<size_t>(i)];
             randomWords(inner);
             // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
