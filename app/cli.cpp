@@ -40,7 +40,8 @@ void printUsage() {
               << "  nnscope support --model DIR [--json]\n"
               << "  nnscope print --model DIR\n"
               << "  nnscope family --model DIR [--format md|html] [--out FILE]   the family page, its notes checked\n"
-              << "  nnscope train-demo --out DIR [--seed N]   train the demo model (an induction head)\n\n"
+              << "  nnscope train-demo --out DIR [--seed N] [--steps N] [--threads N] [--no-eval]\n"
+              << "                                           train the demo model (an induction head)\n\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
 

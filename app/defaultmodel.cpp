@@ -19,4 +19,8 @@ QString demoModelDir() {
     return {};
 }
 
+QString demoPrompt() {
+    return QStringLiteral("tom and lily went to the park with a red ball. tom and lily went to the park with");
+}
+
 }  // namespace nnscope

@@ -6,4 +6,12 @@ namespace nnscope {
 /// The checkpoint the window opens when it is given none and has no recent model: the demo model shipped in
 /// resources/demo-model (installed under share/nnscope/demo-model), or an empty string when there is none.
 QString demoModelDir();
+
+/// The prompt traced when the demo model opens with none given: a word run that repeats, so that the attention
+/// view of block 1 shows the induction heads (each word of the second run attends to the word after its first
+/// occurrence). Every word is in the demo vocabulary.
+QString demoPrompt();
+
+/// The block whose attention the window shows first on the demo model: its induction layer.
+constexpr int kDemoInductionBlock = 1;
 }  // namespace nnscope

@@ -74,7 +74,8 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
-        if (options.prompts.isEmpty()) return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt.");
+        if (options.prompts.isEmpty() && !options.model.isEmpty())
+            return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt (only the demo model has a prompt of its own).");
         options.useSettings = false;
         options.openDefault = false;
         if (options.view.isEmpty()) options.view = "attention";
@@ -87,7 +88,7 @@ int runGui(int& argc, char** argv) {
     QApplication::setApplicationName("nnscope");
     QApplication::setApplicationVersion(version());
     QApplication::setApplicationDisplayName("nnscope");
-    if (screenshot && options.model.isEmpty()) options.model = demoModelDir();
+    if (screenshot && options.model.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
     if (screenshot && options.model.isEmpty())
         return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
 

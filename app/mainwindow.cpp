@@ -444,6 +444,16 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
     updateActions();
     emit modelOpened(dir);
+    // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.
+    const QString demo = demoModelDir();
+    if (!sameModel && !demo.isEmpty() && QDir(dir).canonicalPath() == demo) {
+        diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));
+        if (start_.prompts.isEmpty() && tracePanel_->prompts().join(QString()).trimmed().isEmpty()) {
+            tracePanel_->setPrompts({demoPrompt()});
+            if (start_.view.isEmpty()) start_.view = "attention";
+            start_.prompts = tracePanel_->prompts();
+        }
+    }
     if (!start_.view.isEmpty()) showView(start_.view);
     if (!start_.prompts.isEmpty()) {  // the command line's prompts run once
         start_.prompts.clear();

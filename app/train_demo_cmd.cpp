@@ -9,8 +9,6 @@
 #include <QCommandLineParser>
 
 #include <cstdio>
-#include <cstdlib>
-#include <iostream>
 #include <string>
 
 namespace nnscope {
@@ -23,11 +21,14 @@ int runTrainDemoCommand(const QStringList& arguments) {
     p.addHelpOption();
     const DemoTrainOptions defaults;
     QCommandLineOption out("out", "Checkpoint folder to write (a new folder, or an older demo folder to replace).", "DIR");
-    QCommandLineOption seed("seed", "Random seed of the weights and the data.", "N", QString::number(defaults.seed));
-    QCommandLineOption steps("steps", "Optimizer steps.", "N", QString::number(defaults.steps));
+    QCommandLineOption seed("seed", QString("Random seed of the weights and the data (default %1).").arg(defaults.seed), "N",
+                            QString::number(defaults.seed));
+    QCommandLineOption steps("steps", QString("Optimizer steps (default %1).").arg(defaults.steps), "N",
+                             QString::number(defaults.steps));
     QCommandLineOption threads("threads",
-                               "libtorch threads while training (0: every core). The weights are bit-for-bit "
-                               "reproducible for a given seed and thread count.",
+                               QString("libtorch threads while training (default %1; 0: every core). The weights are "
+                                       "bit-for-bit reproducible for a given seed and thread count.")
+                                   .arg(defaults.threads),
                                "N", QString::number(defaults.threads));
     QCommandLineOption noEval("no-eval", "Skip measuring the written folder (and its figures in README.md).");
     p.addOptions({out, seed, steps, threads, noEval});
@@ -47,14 +48,6 @@ int runTrainDemoCommand(const QStringList& arguments) {
     o.threads = p.value(threads).toInt(&ok);
     if (!ok || o.threads < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     o.evaluate = !p.isSet(noEval);
-    // EXPERIMENT (temporary)
-    if (const char* v = std::getenv("DEMO_LR")) o.learningRate = std::atof(v);
-    if (const char* v = std::getenv("DEMO_BATCH")) o.batchSize = std::atoi(v);
-    if (const char* v = std::getenv("DEMO_SEQ")) o.seqLen = std::atoi(v);
-    if (const char* v = std::getenv("DEMO_MLP")) o.shape.intermediateSize = std::atoi(v);
-    if (const char* v = std::getenv("DEMO_HIDDEN")) o.shape.hiddenSize = std::atoi(v);
-    if (const char* v = std::getenv("DEMO_LAYERS")) o.shape.numLayers = std::atoi(v);
-    if (const char* v = std::getenv("DEMO_REPORT")) o.reportEvery = std::atoi(v);
     o.commandLine = "nnscope train-demo --out " + o.outDir + " --seed " + std::to_string(o.seed) + " --steps " +
                     std::to_string(o.steps) + " --threads " + std::to_string(o.threads);
     o.progress = [](const DemoTrainProgress& pr) {

@@ -22,8 +22,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -183,7 +183,8 @@ public:
     int64_t between(int64_t lo, int64_t hi) { return lo + below(hi - lo + 1); }  ///< uniform in [lo, hi]
     /// `k` distinct values of `pool`, in random order (partial Fisher-Yates on a copy).
     std::vector<int64_t> distinct(std::vector<int64_t> pool, int64_t k) {
-        for (int64_t i = 0; i < k; ++i) std::swap(pool[static_cast<size_t>(i)], pool[static_cast<size_t>(i + below(static_cast<int64_t>(pool.size()) - i))]);
+        const int64_t n = static_cast<int64_t>(pool.size());
+        for (int64_t i = 0; i < k; ++i) std::swap(pool[static_cast<size_t>(i)], pool[static_cast<size_t>(i + below(n - i))]);
         pool.resize(static_cast<size_t>(k));
         return pool;
     }
@@ -198,68 +199,55 @@ struct TrainBatch {
     torch::Tensor copyMask;
 };
 
-TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen, int64_t minRun, int64_t maxRunCap, int64_t maxGap) {
+/// What the rows of a batch hold. Every row is BOS, then segments until the row is full: a few random words, a run
+/// of random words, `inner` random words, the same run again; when a run no longer fits, random words to the end.
+struct RowMix {
+    double longRows;   ///< fraction of rows whose runs are long (20-32 words, nothing between the two occurrences)
+    int64_t minRun;    ///< the other rows: runs of minRun..maxRun words,
+    int64_t maxRun;
+    int64_t maxInner;  ///< 0..maxInner random words between the two occurrences
+};
+
+/// Phase 1 (the first quarter of the steps): long runs only, the signal that forms the circuit fastest.
+constexpr RowMix kFormationMix{1.0, 20, 32, 0};
+/// Phase 2: short runs too (2 words and up, apart), so the circuit serves any repeat, e.g. a typed phrase.
+constexpr RowMix kGeneralMix{0.3, 2, 24, 6};
+/// The loss weight of the targets that are not a repeated run's predictable tokens.
+constexpr double kNoiseWeight = 0.05;
+
+TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int seqLen, const RowMix& mix) {
     std::vector<int64_t> ids(static_cast<size_t>(batch) * seqLen);
     std::vector<float> mask(static_cast<size_t>(batch) * (seqLen - 1), 0.0f);
     const int64_t nWords = static_cast<int64_t>(words.size());
-    static const double pLong = std::getenv("DEMO_PLONG") ? std::atof(std::getenv("DEMO_PLONG")) : 0.0;  // EXPERIMENT
-    static const int64_t maxInnerShort = std::getenv("DEMO_INNER") ? std::atoi(std::getenv("DEMO_INNER")) : 0;  // EXPERIMENT
-    const int64_t minRunShort = minRun, maxRunShort = maxRunCap, maxGapShort = maxGap;
+    auto word = [&] { return words[static_cast<size_t>(rng.below(nWords))]; };
     for (int b = 0; b < batch; ++b) {
-        const bool longRow = rng.below(1000) < pLong * 1000;
-        const int64_t minRun = longRow ? 20 : minRunShort, maxRunCap = longRow ? 32 : maxRunShort,
-                      maxGap = longRow ? 3 : maxGapShort, maxInner = longRow ? 0 : maxInnerShort;
+        const bool longRow = rng.below(1000) < static_cast<int64_t>(mix.longRows * 1000);
+        const int64_t minRun = longRow ? 20 : mix.minRun, maxRun = longRow ? 32 : mix.maxRun;
+        const int64_t maxInner = longRow ? 0 : mix.maxInner;
         int64_t* row = ids.data() + static_cast<size_t>(b) * seqLen;
         float* m = mask.data() + static_cast<size_t>(b) * (seqLen - 1);
         int64_t t = 0;
         row[t++] = kBosId;
-        static const double pEcho = std::getenv("DEMO_ECHO") ? std::atof(std::getenv("DEMO_ECHO")) : 0.0;  // EXPERIMENT
         auto randomWords = [&](int64_t n) {
-            for (int64_t i = 0; i < n && t < seqLen; ++i) {
-                if (t >= 3 && rng.below(1000) < pEcho * 1000) {
-                    m[t - 1] = 1.0f;
-                    row[t] = row[t - 2];
-                    ++t;
-                } else {
-                    row[t++] = words[static_cast<size_t>(rng.below(nWords))];
-                }
-            }
+            for (int64_t i = 0; i < n && t < seqLen; ++i) row[t++] = word();
         };
-        static const double pPeriodic = std::getenv("DEMO_PERIODIC") ? std::atof(std::getenv("DEMO_PERIODIC")) : 0.0;  // EXPERIMENT
-        static const int64_t maxPeriod = std::getenv("DEMO_PER") ? std::atoi(std::getenv("DEMO_PER")) : 4;  // EXPERIMENT
-        if (!longRow && rng.below(1000) < pPeriodic / (1.0 - pLong) * 1000) {
-            randomWords(rng.between(0, 8));
-            const int64_t period = rng.between(2, maxPeriod);
-            const int64_t span = rng.between(16, 32);
-            const auto runIds = rng.distinct(words, period);
-            for (int64_t i = 0; i < span && t < seqLen; ++i) {
-                if (i >= period + 1) m[t - 1] = 1.0f;
-                row[t++] = runIds[static_cast<size_t>(i % period)];
-            }
-            randomWords(seqLen - t);
-        }
         while (t < seqLen) {
-            randomWords(rng.between(0, maxGap));
+            randomWords(rng.between(0, 3));
             const int64_t inner = rng.between(0, maxInner);
             const int64_t room = (seqLen - t - inner) / 2;
             if (room < minRun) {
                 randomWords(seqLen - t);
                 break;
             }
-            const int64_t run = rng.between(minRun, std::min(maxRunCap, room));
-            static const bool withReplacement = std::getenv("DEMO_REPL") != nullptr;  // EXPERIMENT
-            std::vector<int64_t> runIds;
-            if (withReplacement) {
-                for (int64_t i = 0; i < run; ++i) runIds.push_back(words[static_cast<size_t>(rng.below(nWords))]);
-            } else {
-                runIds = rng.distinct(words, run);
-            }
-            for (int64_t i = 0; i < run; ++i) row[t++] = runIds[static_cast<size_t>(i)];
+            // Words drawn with replacement: a run may hold a word twice, as text does.
+            std::vector<int64_t> run(static_cast<size_t>(rng.between(minRun, std::min(maxRun, room))));
+            for (auto& w : run) w = word();
+            for (int64_t w : run) row[t++] = w;
             randomWords(inner);
             // Target position p (predicted at p - 1) is a copy when it lies in the second occurrence after its first token.
-            for (int64_t i = 0; i < run; ++i) {
+            for (size_t i = 0; i < run.size(); ++i) {
                 if (i > 0) m[t - 1] = 1.0f;
-                row[t++] = runIds[static_cast<size_t>(i)];
+                row[t++] = run[i];
             }
         }
     }
@@ -349,7 +337,7 @@ struct TrainModel {
 /// Weights drawn from the global torch generator (seeded by the caller) in a fixed order: matrices from
 /// N(0, 0.02) as HF's _init_weights, o_proj and down_proj scaled by 1/sqrt(2 * layers), norm gains 1.
 /// lm_head is tied to embed_tokens: then W_U W_E starts near a scaled identity and the copying (OV) circuit an
-/// induction head needs is easy to reach; untied, the same recipe sat on its loss plateau for over 1500 steps.
+/// induction head needs is easy to reach; untied, it sat on its loss plateau for over 1500 steps (docs/DEMO.md).
 TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
     TrainModel m;
     m.shape = s;
@@ -434,33 +422,62 @@ std::string scoreTable(const std::vector<std::vector<double>>& scores) {
     return s.str();
 }
 
+/// (layer, head) of the largest score of `layer` (layer < 0: of any layer).
+std::pair<size_t, size_t> bestHead(const std::vector<std::vector<double>>& scores, int layer) {
+    std::pair<size_t, size_t> best{0, 0};
+    double value = -1;
+    for (size_t l = 0; l < scores.size(); ++l) {
+        if (layer >= 0 && l != static_cast<size_t>(layer)) continue;
+        for (size_t h = 0; h < scores[l].size(); ++h)
+            if (scores[l][h] > value) {
+                value = scores[l][h];
+                best = {l, h};
+            }
+    }
+    return best;
+}
+
 std::string readmeText(const DemoTrainOptions& o, const DemoTrainResult& r, int64_t vocab) {
     std::ostringstream s;
     const DemoModelShape& m = o.shape;
+    const int64_t words = vocab - kDemoFirstWordId;
     s << "# nnscope demo model\n\n"
       << "A small LlamaForCausalLM that nnscope trained itself (`nnscope train-demo`, core/train_demo.cpp) on random\n"
-      << "word runs that repeat, so that an **induction head** forms: from the second occurrence of a word it attends\n"
-      << "to the word that followed the first occurrence, and predicts it. See docs/DEMO.md.\n\n"
+      << "word runs that repeat, so that an **induction circuit** forms: a previous-token head in layer 0 and, in layer 1,\n"
+      << "induction heads that attend from the second occurrence of a word to the word that followed its first\n"
+      << "occurrence, and predict it. See docs/DEMO.md.\n\n"
       << "## How it was made\n\n"
       << "```\n" << (o.commandLine.empty() ? "nnscope train-demo --out DIR --seed " + std::to_string(o.seed) : o.commandLine)
       << "\n```\n\n"
-      << "- seed " << o.seed << ", " << o.steps << " AdamW steps of " << o.batchSize << " rows x " << o.seqLen
-      << " tokens, peak learning rate " << o.learningRate << ", " << r.threads << " libtorch thread(s)\n"
-      << "- rows: `<s>`, 0+ random words, a run of 8-24 distinct random words, the same run again, random words to fill\n"
+      << "- seed " << o.seed << " (weights: torch::manual_seed; data: std::mt19937_64), " << o.steps << " AdamW steps of "
+      << o.batchSize << " rows x " << o.seqLen << " tokens,\n  peak learning rate " << o.learningRate
+      << " (warm-up, held to half-way, cosine to a tenth), " << r.threads << (r.threads == 1 ? " libtorch thread\n" : " libtorch threads\n")
+      << "- rows: `<s>`, then segments: 0-3 random words, a run of random words, the same run again. The first quarter\n"
+      << "  of the steps uses runs of 20-32 words; then 30% of the rows keep those and the others hold runs of 2-24 words\n"
+      << "  with 0-6 random words between the two occurrences. The loss is next-token cross-entropy, the tokens that\n"
+      << "  nothing in the context predicts weighted " << kNoiseWeight << "\n"
       << "- " << m.numLayers << " layers, hidden " << m.hiddenSize << ", " << m.numHeads << " heads of " << m.headDim
-      << ", MLP " << m.intermediateSize << " (silu, gated), RMSNorm, rotary theta " << m.ropeTheta << ", vocabulary "
-      << vocab << " (word level), " << r.parameters << " parameters, float32\n"
-      << "- training took " << fixed(r.trainSeconds, 1) << " s; final training loss " << fixed(r.finalLoss, 3)
-      << " nats/token (the filler words are uniform random: about ln(" << (vocab - kDemoFirstWordId) << ") = "
-      << fixed(std::log(static_cast<double>(vocab - kDemoFirstWordId)), 2) << " on them)\n\n";
+      << ", MLP " << m.intermediateSize << " (silu, gated), RMSNorm, rotary theta " << m.ropeTheta
+      << ", lm_head tied to embed_tokens,\n  vocabulary " << vocab << " (" << words
+      << " words and punctuation marks, 4 special tokens), " << r.parameters << " parameters, float32\n"
+      << "- training took " << fixed(r.trainSeconds, 1) << " s; last " << o.reportEvery << " steps: loss "
+      << fixed(r.finalLoss, 3) << " nats/token on all tokens,\n  " << fixed(r.finalCopyLoss, 3)
+      << " on the predictable tokens of repeated runs (a random word costs ln(" << words << ") = "
+      << fixed(std::log(static_cast<double>(words)), 2) << ")\n\n";
     if (r.eval) {
         const InductionEval& e = *r.eval;
+        const auto prev = bestHead(e.previousTokenScores, 0);
+        const auto ind = bestHead(e.scores, static_cast<int>(e.scores.size()) - 1);
         s << "## Measured\n\n"
-          << "Loaded back through nnscope's Model::load and traced on " << e.sequences << " held-out rows of " << e.rowLength
-          << " tokens: `<s>`, random words, a run of " << e.minRunLength << "-" << e.maxRunLength
-          << " distinct random words, the same run again, random words (seed of the rows: 20240607).\n\n"
+          << "Loaded back through nnscope's Model::load and traced (`nnscope::evaluateInduction`) on " << e.sequences
+          << " held-out rows\nof " << e.rowLength << " tokens: `<s>`, random words, a run of " << e.minRunLength << "-"
+          << e.maxRunLength << " distinct random words, the same run again, random words\n(rows seeded with " << e.seed
+          << ").\n\n"
           << "- loss on the first occurrence of the run: " << fixed(e.firstHalfLoss, 3) << " nats/token\n"
-          << "- loss on the second occurrence: " << fixed(e.secondHalfLoss, 3) << " nats/token\n\n"
+          << "- loss on the second occurrence: " << fixed(e.secondHalfLoss, 3) << " nats/token\n"
+          << "- previous-token head: layer " << prev.first << " head " << prev.second << " ("
+          << fixed(e.previousTokenScores[prev.first][prev.second], 3) << "); induction head: layer " << ind.first << " head "
+          << ind.second << " (" << fixed(e.scores[ind.first][ind.second], 3) << ")\n\n"
           << "Induction score (mean attention from a token's second occurrence to the token after its first):\n\n"
           << scoreTable(e.scores) << "\n"
           << "Previous-token score (mean attention from each position to the one before it):\n\n"
@@ -555,6 +572,7 @@ InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& 
     TraceResult r = trace(model, batch, to);
 
     InductionEval e;
+    e.seed = o.seed;
     e.sequences = o.sequences;
     e.minRunLength = static_cast<int>(minL);
     e.maxRunLength = static_cast<int>(maxL);
@@ -597,6 +615,8 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     checkReplaceable(outPath);
 
     ThreadGuard threadGuard(o.threads);
+    c10::InferenceMode noInference(false);  // training needs autograd, whatever mode the caller runs in
+    torch::AutoGradMode gradients(true);
     DemoTrainResult result;
     result.outDir = outPath.string();
     result.threads = at::get_num_threads();
@@ -627,31 +647,26 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     double lossSum = 0, copySum = 0, copyCount = 0;
     int lossCount = 0;
     for (int step = 1; step <= o.steps; ++step) {
+        // Linear warm-up, the peak held to half-way, then a cosine down to a tenth of it.
         double lr;
         if (step <= warmup) {
             lr = o.learningRate * step / warmup;
         } else {
-            static const double hold = std::getenv("DEMO_HOLD") ? std::atof(std::getenv("DEMO_HOLD")) : 0.0;  // EXPERIMENT
-            const int holdEnd = std::max(warmup, static_cast<int>(hold * o.steps));
+            const int holdEnd = std::max(warmup, o.steps / 2);
             const double progress = step <= holdEnd ? 0.0 : static_cast<double>(step - holdEnd) / std::max(1, o.steps - holdEnd);
             lr = o.learningRate * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress)));
         }
         for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-        static const double phase = std::getenv("DEMO_PHASE") ? std::atof(std::getenv("DEMO_PHASE")) : 0.0;  // EXPERIMENT
-        static const int minRun = std::getenv("DEMO_MINRUN") ? std::atoi(std::getenv("DEMO_MINRUN")) : 2;  // EXPERIMENT
-        static const int maxRun = std::getenv("DEMO_MAXRUN") ? std::atoi(std::getenv("DEMO_MAXRUN")) : 10;  // EXPERIMENT
-        static const int maxGap = std::getenv("DEMO_GAP") ? std::atoi(std::getenv("DEMO_GAP")) : 2;  // EXPERIMENT
-        const bool early = step <= phase * o.steps;
-        TrainBatch b = early ? makeBatch(rng, words, o.batchSize, o.seqLen, std::min(20, (o.seqLen - 1) / 2), 32, 3)
-                             : makeBatch(rng, words, o.batchSize, o.seqLen, minRun, maxRun, maxGap);
+        TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen, step <= o.steps / 4 ? kFormationMix : kGeneralMix);
         auto logits = model.forward(b.ids);
         auto input = logits.index({Slice(), Slice(None, -1)}).reshape({-1, V});
         auto target = b.ids.index({Slice(), Slice(1, None)}).reshape({-1});
         auto perToken = torch::nn::functional::cross_entropy(
             input, target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
         auto copyMask = b.copyMask.reshape({-1});
-        static const double noiseW = std::getenv("DEMO_NOISEW") ? std::atof(std::getenv("DEMO_NOISEW")) : 1.0;  // EXPERIMENT
-        auto weights = copyMask + (1.0 - copyMask) * noiseW;
+        // Tokens nothing can predict (random words, first occurrences) weigh kNoiseWeight: their gradients are noise
+        // that would slow the circuit down (Adam scales every step by the gradient's size).
+        auto weights = copyMask + (1.0 - copyMask) * kNoiseWeight;
         auto loss = (perToken * weights).sum() / weights.sum();
         auto plainLoss = perToken.detach().mean();
         optimizer.zero_grad();

@@ -15,13 +15,14 @@
 
 namespace nnscope {
 
-/// The architecture of the demo model (LlamaForCausalLM; written to config.json).
+/// The architecture of the demo model (LlamaForCausalLM; written to config.json). The recipe was tuned for these
+/// defaults only.
 struct DemoModelShape {
     int64_t numLayers = 2;
     int64_t hiddenSize = 64;
     int64_t numHeads = 4;
     int64_t headDim = 16;
-    int64_t intermediateSize = 256;
+    int64_t intermediateSize = 128;
     double ropeTheta = 10000.0;
     double rmsNormEps = 1e-5;
     int64_t maxPositionEmbeddings = 256;
@@ -39,6 +40,7 @@ struct DemoTrainProgress {
 
 /// Figures of the induction circuit on held-out repeated sequences (see evaluateInduction).
 struct InductionEval {
+    uint64_t seed = 0;     ///< the seed of the held-out rows
     int sequences = 0;     ///< how many held-out rows were measured
     int minRunLength = 0;  ///< run lengths drawn (each row: BOS, random words, a run, the same run, random words)
     int maxRunLength = 0;
@@ -79,11 +81,11 @@ InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& 
 struct DemoTrainOptions {
     std::string outDir;          ///< the checkpoint folder to write (created; an older demo folder there is replaced)
     uint64_t seed = 1234;        ///< seeds the initial weights (torch::manual_seed) and the data (std::mt19937_64)
-    int steps = 2500;            ///< optimizer steps
+    int steps = 1500;            ///< optimizer steps
     int threads = 1;             ///< libtorch intra-op threads during training (0: every core); restored afterwards
     int batchSize = 32;
     int seqLen = 64;             ///< tokens per training row, BOS included
-    double learningRate = 3e-3;  ///< peak AdamW learning rate (linear warm-up, then cosine decay to a tenth)
+    double learningRate = 3e-3;  ///< peak AdamW learning rate (linear warm-up, held to half-way, cosine to a tenth)
     int reportEvery = 100;       ///< steps between progress reports (the last step is always reported)
     bool evaluate = true;        ///< load the written folder with Model::load and measure it (result.eval)
     bool writeReadme = true;     ///< write README.md (how the folder was made, its figures) into the folder
@@ -106,15 +108,19 @@ struct DemoTrainResult {
 };
 
 /// Trains the demo model and writes a HuggingFace checkpoint folder to options.outDir: config.json
-/// (LlamaForCausalLM, float32), model.safetensors (HF tensor names; lm_head tied to embed_tokens, so absent), tokenizer.json (a
-/// word-level vocabulary the `tokenizers` library loads; lowercase, whitespace/punctuation split, BOS
-/// prepended), tokenizer_config.json and README.md. Everything is written into a temporary sibling folder
-/// that is renamed into place at the end, so a failed run leaves nothing half-written.
+/// (LlamaForCausalLM, float32), model.safetensors (HF tensor names; lm_head is tied to embed_tokens, so absent),
+/// tokenizer.json (a word-level vocabulary the `tokenizers` library loads; lowercased, split on whitespace and
+/// punctuation, BOS prepended), tokenizer_config.json and README.md. Everything is written into a temporary sibling
+/// folder that is renamed into place at the end, so a failed run leaves nothing half-written at outDir.
 ///
-/// Training rows (int64 [batchSize, seqLen]) are BOS, a few random words, a run of 8-24 distinct random words,
-/// the same run again, then random words to fill; the loss is next-token cross-entropy on every position.
+/// Training rows (int64 [batchSize, seqLen]) are BOS, then segments: 0-3 random words, a run of random words, the
+/// same run again (runs of 20-32 words for the first quarter of the steps, then also runs of 2-24 words with up to 6
+/// random words between the occurrences); the loss is next-token cross-entropy with the tokens that nothing in the
+/// context predicts weighted 0.05. From random weights the default model forms the induction circuit (a previous-token
+/// head in layer 0, induction heads in layer 1) after about 300 steps.
 /// For a given seed, thread count and libtorch build the weights are bit-for-bit the same on every run
-/// (threads = 1, the default, makes them independent of the machine's core count).
+/// (threads = 1, the default, makes them independent of the machine's core count). Reseeds libtorch's global
+/// generator (torch::manual_seed) and sets its thread count for the duration (restored on return).
 /// Throws nnscope::Error when outDir is empty, exists and holds files other than a demo folder's, cannot be
 /// written, or when an option is out of range.
 DemoTrainResult trainDemoModel(const DemoTrainOptions& options);

@@ -5,6 +5,7 @@
 // other; Cancel stops a running trace within a block; every export reads back to the same values; a broken
 // checkpoint folder shows an error and leaves the window usable; settings survive a restart; the command line
 // rejects bad combinations and writes a screenshot.
+#include "app/defaultmodel.h"
 #include "app/mainwindow.h"
 #include "core/analysis.h"
 #include "core/error.h"
@@ -159,6 +160,7 @@ private slots:
     void commandLine_data();
     void commandLine();
     void screenshot();
+    void demoModelByDefault();
 
 private:
     QTemporaryDir tmp_;
@@ -716,6 +718,52 @@ void TestGui::screenshot() {
     QCOMPARE(p.exitCode(), 1);
     QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("config.json"));
     QVERIFY(!QFile::exists(none));
+}
+
+void TestGui::demoModelByDefault() {
+    // A window given no model and with no recent one opens the committed demo model, traces its repeated prompt and
+    // shows the attention of the induction block: the second "with" attends to "a", the word after the first "with".
+    const QString demo = demoModelDir();
+    QVERIFY2(!demo.isEmpty(), "no demo model found (resources/demo-model)");
+    StartOptions options;
+    options.useSettings = false;  // no recent models: the demo is the default
+    MainWindow w(options);
+    w.show();
+    QSignalSpy done(&w, &MainWindow::traceEnded);
+    QVERIFY(done.wait(60000));
+    QVERIFY(w.model() && w.snapshot());
+    QCOMPARE(QDir(QString::fromStdString(w.model()->dir())).canonicalPath(), demo);
+    QCOMPARE(w.tracePanel()->prompts(), QStringList{demoPrompt()});
+    QCOMPARE(w.views()->currentWidget(), static_cast<QWidget*>(w.attentionView()));
+    QCOMPARE(w.attentionView()->block(), kDemoInductionBlock);
+    const auto& ids = w.snapshot()->result.batch.ids.at(0);
+    const auto& tok = *w.model()->tokenizer();
+    int64_t second = -1, first = -1;  // positions of the last "with" and of the one before it
+    for (int64_t i = static_cast<int64_t>(ids.size()) - 1; i >= 0; --i)
+        if (tok.tokenString(ids[static_cast<size_t>(i)]) == "with") {
+            if (second < 0)
+                second = i;
+            else if (first < 0)
+                first = i;
+        }
+    QVERIFY(first > 0 && second == static_cast<int64_t>(ids.size()) - 1);
+    const auto p = w.snapshot()->result.value({Value::AttentionProbabilities, kDemoInductionBlock});  // [1, H, T, T]
+    const double best = p.index({0, Slice(), second, first + 1}).max().item<double>();
+    QVERIFY2(best > 0.5, qPrintable(QString("the best head puts %1 on the induction target").arg(best)));
+    // What the heatmap shows is that block's attention.
+    QVERIFY(mapDifference(w.attentionView()->heatmap()->colorMap(),
+                          p.index({0, w.attentionView()->head()})) < 1e-6);
+    // `nnscope gui --screenshot FILE` with neither model nor prompt shows the same.
+    const QString out = tmp_.filePath("demo.png");
+    QProcess proc;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("XDG_CONFIG_HOME", tmp_.filePath("demo-config"));
+    proc.setProcessEnvironment(env);
+    proc.start(kBinary, {"gui", "--screenshot", out});
+    QVERIFY(proc.waitForFinished(120000));
+    QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
+    QVERIFY(!QImage(out).isNull());
 }
 
 int main(int argc, char** argv) {
