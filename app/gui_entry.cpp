@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/model.h"
+#include "widgets/familyview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -42,7 +43,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: float32 or bfloat16."), "D");
-    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens or model."), "NAME");
+    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model or family."), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     p.addOptions({model, prompt, shot, dtype, view, pin});
     if (!p.parse(args)) return usageError(p.errorText());
@@ -67,8 +68,8 @@ int runGui(int& argc, char** argv) {
             return usageError(QString::fromStdString(e.what()));
         }
     }
-    if (!options.view.isEmpty() && !QStringList{"attention", "neurons", "lens", "model"}.contains(options.view))
-        return usageError(QString("--view must be attention, neurons, lens or model, not '%1'.").arg(options.view));
+    if (!options.view.isEmpty() && !QStringList{"attention", "neurons", "lens", "model", "family"}.contains(options.view))
+        return usageError(QString("--view must be attention, neurons, lens, model or family, not '%1'.").arg(options.view));
     const QString screenshotPath = p.value(shot);
     const bool screenshot = p.isSet(shot);
     if (screenshot) {
@@ -102,13 +103,19 @@ int runGui(int& argc, char** argv) {
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
         QObject::connect(&window, &MainWindow::traceEnded, &window, [&] {
             if (!window.snapshot()) return fail(window.errorText().isEmpty() ? QString("the trace did not finish.") : window.errorText());
-            window.showView(options.view);
-            QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
-                const QString error = window.saveScreenshot(screenshotPath);
-                if (!error.isEmpty()) return fail(error);
-                std::cout << screenshotPath.toStdString() << std::endl;
-                QApplication::exit(0);
-            });
+            auto shoot = [&] {
+                QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
+                    const QString error = window.saveScreenshot(screenshotPath);
+                    if (!error.isEmpty()) return fail(error);
+                    std::cout << screenshotPath.toStdString() << std::endl;
+                    QApplication::exit(0);
+                });
+            };
+            window.showView(options.view);  // the family page starts its checks when shown: wait for them
+            if (options.view == "family" && !window.familyView()->checks())
+                QObject::connect(&window, &MainWindow::checksEnded, &window, shoot, Qt::SingleShotConnection);
+            else
+                shoot();
         });
         QTimer::singleShot(10 * 60 * 1000, &window, [&] { fail("gave up after 10 minutes without a finished trace."); });
     }

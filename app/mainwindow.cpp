@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "widgets/attentionview.h"
 #include "widgets/diagrampanel.h"
+#include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
 #include "widgets/modelsummary.h"
 #include "widgets/neuronview.h"
@@ -53,7 +54,9 @@ namespace nnscope {
 
 namespace {
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family"};
+/// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
+constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
 QString plainText(const QString& html) {
     QTextDocument d;
@@ -87,6 +90,18 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     connect(worker_, &TraceWorker::traceFinished, this, &MainWindow::onTraceFinished);
     connect(worker_, &TraceWorker::traceCancelled, this, &MainWindow::onTraceCancelled);
     connect(worker_, &TraceWorker::traceFailed, this, &MainWindow::onTraceFailed);
+    connect(worker_, &TraceWorker::checksFinished, this, [this](quint64 id, CheckResultsPtr results) {
+        if (id != checksId_) return;
+        checksId_ = 0;
+        family_->setChecks(std::move(results), checksPrompt_);
+        emit checksEnded();
+    });
+    connect(worker_, &TraceWorker::checksFailed, this, [this](quint64 id, const QString& message) {
+        if (id != checksId_) return;
+        checksId_ = 0;
+        family_->setFailed(message);
+        emit checksEnded();
+    });
 
     if (!start_.prompts.isEmpty()) tracePanel_->setPrompts(start_.prompts);
     QString first = start_.model;
@@ -165,7 +180,7 @@ void MainWindow::createActions() {
     aboutQtAct_ = new QAction(tr("About &Qt"), this);
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
-    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens")};
+    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
         a->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
@@ -195,9 +210,16 @@ void MainWindow::createCentral() {
     views_->addTab(attention_, tr("Attention"));
     views_->addTab(neurons_, tr("Neurons"));
     views_->addTab(lens_, tr("Logit lens"));
-    for (int i = 0; i < 4; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the four views stay
+    family_ = new FamilyView(this);
+    views_->addTab(family_, tr("Family"));
+    for (int i = 0; i < kFixedViews; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the fixed views stay
     connect(views_, &QTabWidget::tabCloseRequested, this, [this](int index) {
-        if (index >= 4) views_->widget(index)->deleteLater();
+        if (index >= kFixedViews) views_->widget(index)->deleteLater();
+    });
+    connect(family_, &FamilyView::runChecksRequested, this, &MainWindow::runChecks);
+    // The checks cost a few forward passes: they run the first time the page is looked at, not on every open.
+    connect(views_, &QTabWidget::currentChanged, this, [this] {
+        if (views_->currentWidget() == family_ && model_ && !family_->checks() && checksId_ == 0) runChecks(family_->checkPrompt());
     });
 
     centralStack_ = new QStackedWidget(this);
@@ -435,9 +457,12 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     }
     start_.pins.clear();
     updatePinMarks();
-    for (int i = views_->count() - 1; i >= 4; --i) views_->widget(i)->deleteLater();
+    for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
         v->setSnapshot(nullptr);
+    family_->setModel(model_);
+    checksId_ = 0;
+    if (views_->currentWidget() == family_) runChecks(family_->checkPrompt());  // else when the tab is first shown
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
     addRecent(dir);
@@ -472,6 +497,13 @@ void MainWindow::onLoadFailed(quint64 id, const QString& dir, const QString& mes
     }
     updateActions();
     emit modelFailed(dir, message);
+}
+
+void MainWindow::runChecks(const QString& prompt) {
+    if (!model_) return;
+    checksPrompt_ = prompt;
+    family_->setRunning();
+    checksId_ = worker_->checks(model_, prompt);
 }
 
 void MainWindow::runTrace() {
@@ -511,7 +543,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     attention_->setSnapshot(snapshot_);
     neurons_->setSnapshot(snapshot_);
     lens_->setSnapshot(snapshot_);
-    for (int i = 4; i < views_->count(); ++i)
+    for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);
     const int block = diagram_->block();
@@ -641,7 +673,7 @@ void MainWindow::updatePinMarks() {
 // ---- views and exports --------------------------------------------------------------------------------------
 
 bool MainWindow::showView(const QString& name) {
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kFixedViews; ++i)
         if (name == kViewNames[i]) {
             views_->setCurrentIndex(i);
             return true;
@@ -652,7 +684,7 @@ bool MainWindow::showView(const QString& name) {
 TraceView* MainWindow::currentView() const { return qobject_cast<TraceView*>(views_->currentWidget()); }
 
 void MainWindow::plotValue(const ValueKey& key) {
-    for (int i = 4; i < views_->count(); ++i)
+    for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->key() == key) {
             views_->setCurrentIndex(i);
             return;

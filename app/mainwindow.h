@@ -27,6 +27,7 @@ namespace nnscope {
 
 class AttentionView;
 class DiagramPanel;
+class FamilyView;
 class LogitLensView;
 class NeuronView;
 class PinnedCardsPanel;
@@ -55,7 +56,7 @@ public:
     void openModel(const QString& dir);
     void runTrace();
     void cancelTrace();
-    /// Shows a central view by name: "model", "attention", "neurons" or "lens".
+    /// Shows a central view by name: "model", "attention", "neurons", "lens" or "family".
     bool showView(const QString& name);
     /// Writes the current view's plot (.png/.svg/.pdf) / a traced value (.npy/.safetensors/.csv). Returns the error, or "".
     QString exportPlotTo(const QString& path);
@@ -76,6 +77,9 @@ public:
     AttentionView* attentionView() const { return attention_; }
     NeuronView* neuronView() const { return neurons_; }
     LogitLensView* lensView() const { return lens_; }
+    FamilyView* familyView() const { return family_; }
+    /// Runs the family notes' checks on the open model and `prompt` in the worker thread; the Family view shows them.
+    void runChecks(const QString& prompt);
     QTabWidget* views() const { return views_; }
     TraceView* currentView() const;
     QTableView* supportView() const { return supportView_; }
@@ -88,6 +92,7 @@ signals:
     void modelFailed(const QString& dir, const QString& message);
     void traceDone();
     void traceEnded();  ///< after any outcome: done, cancelled or failed
+    void checksEnded();  ///< the family checks finished or failed
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -134,7 +139,8 @@ private:
     TraceWorker* worker_;
     ModelPtr model_;
     SnapshotPtr snapshot_;
-    quint64 loadId_ = 0, traceId_ = 0;
+    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0;
+    QString checksPrompt_;
     QString loadingDir_;
     qint64 traceStartedMs_ = 0;
     bool syncing_ = false;  ///< guards the selection sync between the diagram and the tables
@@ -163,6 +169,7 @@ private:
     AttentionView* attention_;
     NeuronView* neurons_;
     LogitLensView* lens_;
+    FamilyView* family_;
     QWidget* messageBar_;
     QLabel* messageLabel_;
     QLabel* modelLabel_;

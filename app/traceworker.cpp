@@ -11,6 +11,8 @@ namespace nnscope {
 TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
     qRegisterMetaType<nnscope::ModelPtr>();
     qRegisterMetaType<nnscope::SnapshotPtr>();
+    qRegisterMetaType<nnscope::CheckResultsPtr>();
+    qRegisterMetaType<nnscope::PatchingResultPtr>();
 }
 
 TraceWorker::~TraceWorker() {
@@ -27,7 +29,7 @@ TraceWorker::~TraceWorker() {
 quint64 TraceWorker::enqueue(Job job) {
     QMutexLocker lock(&mutex_);
     job.id = nextId_++;
-    if (job.kind == Job::Trace) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
+    if (job.kind == Job::Trace || job.kind == Job::Patch) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
     jobs_.push_back(std::move(job));
     if (!isRunning())
         start(LowPriority);
@@ -44,23 +46,47 @@ quint64 TraceWorker::load(const QString& dir, torch::ScalarType dtype) {
     return enqueue(std::move(job));
 }
 
-quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK) {
+quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK,
+                           std::shared_ptr<const Intervention> intervention) {
     Job job;
     job.kind = Job::Trace;
     job.model = std::move(model);
     job.prompts = prompts;
     job.save = save;
     job.lensTopK = lensTopK;
+    job.intervention = std::move(intervention);
+    return enqueue(std::move(job));
+}
+
+quint64 TraceWorker::checks(ModelPtr model, const QString& prompt) {
+    Job job;
+    job.kind = Job::Checks;
+    job.model = std::move(model);
+    job.prompts = {prompt};
+    return enqueue(std::move(job));
+}
+
+quint64 TraceWorker::patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options) {
+    Job job;
+    job.kind = Job::Patch;
+    job.model = std::move(model);
+    job.clean = std::move(clean);
+    job.corrupted = std::move(corrupted);
+    job.patching = std::move(options);
     return enqueue(std::move(job));
 }
 
 void TraceWorker::cancel() {
     std::vector<std::pair<quint64, int>> dropped;
+    std::vector<quint64> droppedPatches;
     {
         QMutexLocker lock(&mutex_);
         for (auto it = jobs_.begin(); it != jobs_.end();) {
             if (it->kind == Job::Trace) {
                 dropped.emplace_back(it->id, static_cast<int>(it->model->config().numLayers));
+                it = jobs_.erase(it);
+            } else if (it->kind == Job::Patch) {
+                droppedPatches.push_back(it->id);
                 it = jobs_.erase(it);
             } else {
                 ++it;
@@ -69,6 +95,7 @@ void TraceWorker::cancel() {
         cancel_ = true;
     }
     for (const auto& [id, blocks] : dropped) emit traceCancelled(id, 0, blocks);  // outside the lock: slots may queue more
+    for (quint64 id : droppedPatches) emit patchFailed(id, tr("cancelled"));
 }
 
 void TraceWorker::run() {
@@ -85,10 +112,12 @@ void TraceWorker::run() {
             configureThreads(t);
             appliedThreads_ = t;
         }
-        if (job.kind == Job::Load)
-            runLoad(job);
-        else
-            runTrace(job);
+        switch (job.kind) {
+        case Job::Load: runLoad(job); break;
+        case Job::Trace: runTrace(job); break;
+        case Job::Checks: runChecks(job); break;
+        case Job::Patch: runPatch(job); break;
+        }
     }
 }
 
@@ -120,6 +149,7 @@ void TraceWorker::runTrace(const Job& job) {
         TraceOptions options;
         options.save = job.save;
         options.cancel = &cancel_;
+        options.intervention = job.intervention;
         options.progress = [&](int d, int total) {
             done = d;
             emit progress(job.id, d, total);
@@ -132,6 +162,30 @@ void TraceWorker::runTrace(const Job& job) {
         emit traceCancelled(job.id, done, blocks);
     } catch (const std::exception& e) {
         emit traceFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runChecks(const Job& job) {
+    try {
+        auto results = std::make_shared<const std::vector<CheckResult>>(runFamilyChecks(*job.model, job.prompts.value(0).toStdString()));
+        emit checksFinished(job.id, std::move(results));
+    } catch (const std::exception& e) {
+        emit checksFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runPatch(const Job& job) {
+    try {
+        PatchingOptions options = job.patching;
+        options.cancel = &cancel_;
+        options.progress = [&](int done, int total) { emit patchProgress(job.id, done, total); };
+        auto result = std::make_shared<const PatchingResult>(activationPatching(*job.model, job.clean, job.corrupted, options));
+        if (cancel_) throw Cancelled{};
+        emit patchFinished(job.id, std::move(result));
+    } catch (const Cancelled&) {
+        emit patchFailed(job.id, tr("cancelled"));
+    } catch (const std::exception& e) {
+        emit patchFailed(job.id, messageOf(e));
     }
 }
 

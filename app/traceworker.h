@@ -5,6 +5,9 @@
 // condition when idle. Cancel stops a running trace within one block (the engine checks the flag between
 // blocks). Results leave by value through queued signals: a shared, immutable TraceSnapshot. The destructor
 // cancels, wakes the thread and waits for it.
+#include "core/edit.h"
+#include "core/patching.h"
+#include "widgets/familyview.h"
 #include "widgets/tracesnapshot.h"
 
 #include <QMutex>
@@ -17,6 +20,8 @@
 
 namespace nnscope {
 
+using PatchingResultPtr = std::shared_ptr<const PatchingResult>;
+
 class TraceWorker : public QThread {
     Q_OBJECT
 public:
@@ -25,8 +30,14 @@ public:
 
     /// Queues loading the checkpoint folder `dir`. Returns the request's id.
     quint64 load(const QString& dir, torch::ScalarType dtype);
-    /// Queues a trace of `prompts` on `model`, saving `save`. Returns the request's id.
-    quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK = 5);
+    /// Queues a trace of `prompts` on `model`, saving `save`, with `intervention` applied during the pass (nullptr:
+    /// none). Returns the request's id.
+    quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK = 5,
+                  std::shared_ptr<const Intervention> intervention = nullptr);
+    /// Queues the family notes' checks (runFamilyChecks) on `model` and `prompt`. Returns the request's id.
+    quint64 checks(ModelPtr model, const QString& prompt);
+    /// Queues activation patching (activationPatching) of `clean` into `corrupted` (token ids). Cancel stops it.
+    quint64 patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options);
     /// Stops the running trace within one block and drops queued ones.
     void cancel();
     /// libtorch's CPU threads for the passes this worker runs (0: every core). Applied in the worker thread, since
@@ -43,13 +54,18 @@ signals:
     void traceFinished(quint64 id, nnscope::SnapshotPtr snapshot);
     void traceCancelled(quint64 id, int done, int total);
     void traceFailed(quint64 id, const QString& message);
+    void checksFinished(quint64 id, nnscope::CheckResultsPtr results);
+    void checksFailed(quint64 id, const QString& message);
+    void patchProgress(quint64 id, int done, int total);
+    void patchFinished(quint64 id, nnscope::PatchingResultPtr result);
+    void patchFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
 
 protected:
     void run() override;
 
 private:
     struct Job {
-        enum Kind { Load, Trace } kind = Load;
+        enum Kind { Load, Trace, Checks, Patch } kind = Load;
         quint64 id = 0;
         QString dir;
         torch::ScalarType dtype = torch::kFloat32;
@@ -57,10 +73,15 @@ private:
         QStringList prompts;
         std::vector<ValueKey> save;
         int lensTopK = 5;
+        std::shared_ptr<const Intervention> intervention;
+        std::vector<int64_t> clean, corrupted;
+        PatchingOptions patching;
     };
     quint64 enqueue(Job job);
     void runLoad(const Job& job);
     void runTrace(const Job& job);
+    void runChecks(const Job& job);
+    void runPatch(const Job& job);
 
     QMutex mutex_;
     QWaitCondition condition_;
@@ -74,3 +95,6 @@ private:
 };
 
 }  // namespace nnscope
+
+Q_DECLARE_METATYPE(nnscope::CheckResultsPtr)
+Q_DECLARE_METATYPE(nnscope::PatchingResultPtr)

@@ -439,7 +439,7 @@ std::string renderHtml(const std::vector<Block>& page, const std::string& title)
             case Block::Paragraph: o << "<p>" << h(b.text) << "</p>\n"; break;
             case Block::Chips: {
                 o << "<p class=\"chips\">";
-                for (const auto& chip : b.items) o << "<span>" << h(chip) << "</span>";
+                for (const auto& chip : b.items) o << "<span>" << h(chip) << "</span> ";  // the space: renderers without inline-block
                 o << "</p>\n";
                 break;
             }
@@ -447,8 +447,8 @@ std::string renderHtml(const std::vector<Block>& page, const std::string& title)
             case Block::Strip: {
                 o << "<div class=\"strip\">";
                 for (size_t i = 0; i < b.items.size(); ++i) {
-                    if (i) o << "<span class=\"arrow\">→</span>";
-                    o << "<span class=\"part\"><code>" << h(b.items[i]) << "</code><small>" << h(b.itemNotes[i]) << "</small></span>";
+                    if (i) o << " <span class=\"arrow\">→</span> ";
+                    o << "<span class=\"part\"><code>" << h(b.items[i]) << "</code> <small>" << h(b.itemNotes[i]) << "</small></span>";
                 }
                 o << "</div>\n";
                 break;
@@ -461,7 +461,7 @@ std::string renderHtml(const std::vector<Block>& page, const std::string& title)
             }
             case Block::Identity: {
                 o << "<p class=\"identity\">identity <code>" << h(b.text) << "</code>";
-                for (const CheckResult* r : b.checks) o << " <span class=\"mark\">" << checkMark(*r) << "</span>" << h(r->figure);
+                for (const CheckResult* r : b.checks) o << " <span class=\"mark\">" << checkMark(*r) << "</span> " << h(r->figure);
                 o << "</p>\n";
                 break;
             }

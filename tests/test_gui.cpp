@@ -12,7 +12,9 @@
 #include "core/family.h"
 #include "core/safetensors.h"
 #include "widgets/attentionview.h"
+#include "core/family_page.h"
 #include "widgets/diagrampanel.h"
+#include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
 #include "widgets/neuronview.h"
 #include "widgets/pinnedcards.h"
@@ -161,6 +163,7 @@ private slots:
     void commandLine();
     void screenshot();
     void demoModelByDefault();
+    void familyView();
 
 private:
     QTemporaryDir tmp_;
@@ -764,6 +767,67 @@ void TestGui::demoModelByDefault() {
     QVERIFY(proc.waitForFinished(120000));
     QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
     QVERIFY(!QImage(out).isNull());
+}
+
+void TestGui::familyView() {
+    // The Family view shows the family page of the open checkpoint with the notes' checks, run in the worker thread:
+    // the same page, byte for byte, as the engine writes with its own checks of the same prompt.
+    auto w = openWindow(modelDir("tiny-apertus"));
+    QVERIFY(w);
+    QVERIFY(w->showView("family"));
+    FamilyView* fv = w->familyView();
+    if (!fv->checks()) {
+        QSignalSpy ended(w.get(), &MainWindow::checksEnded);
+        QVERIFY(ended.wait(60000));
+    }
+    QVERIFY(fv->checks());
+    const auto engineChecks = runFamilyChecks(*w->model(), fv->checkPrompt().toStdString());
+    QCOMPARE(fv->checks()->size(), engineChecks.size());
+    for (size_t i = 0; i < engineChecks.size(); ++i) {
+        QCOMPARE(QString::fromStdString((*fv->checks())[i].id), QString::fromStdString(engineChecks[i].id));
+        QCOMPARE((*fv->checks())[i].passed, engineChecks[i].passed);
+        QVERIFY2((*fv->checks())[i].passed, engineChecks[i].id.c_str());
+    }
+    QCOMPARE(fv->html(), QString::fromStdString(familyPage(*w->model(), engineChecks, PageFormat::Html)));
+    QVERIFY(fv->browser()->toPlainText().contains("xIELU"));
+    QVERIFY(fv->statusLabel()->text().contains(" 0 ✗"));
+    // Another prompt from the view's own field reruns them.
+    fv->setCheckPrompt("the quick brown fox jumps over the lazy dog");
+    QSignalSpy again(w.get(), &MainWindow::checksEnded);
+    QTest::mouseClick(fv->runButton(), Qt::LeftButton);
+    QVERIFY(again.wait(60000));
+    QVERIFY(fv->statusLabel()->text().contains("quick brown fox"));
+    // Save page: Markdown and HTML, as `nnscope family` writes them.
+    const QString md = tmp_.filePath("apertus.md");
+    QCOMPARE(fv->savePage(md), QString());
+    QFile f(md);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(f.readAll()), QString::fromStdString(familyPage(*w->model(), *fv->checks(), PageFormat::Markdown)));
+    QVERIFY(fv->savePage(tmp_.filePath("apertus.txt")).contains(".txt"));
+
+    // A broken copy (Arcee's relu² claimed on a checkpoint whose config says silu): a ✗ on the page and in the status.
+    QTemporaryDir broken;
+    for (const QString& name : QDir(modelDir("tiny-arcee")).entryList(QDir::Files))
+        QVERIFY(QFile::copy(modelDir("tiny-arcee") + "/" + name, broken.filePath(name)));
+    QFile config(broken.filePath("config.json"));
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    QJsonObject json = QJsonDocument::fromJson(config.readAll()).object();
+    config.close();
+    json["hidden_act"] = "silu";
+    QVERIFY(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    config.write(QJsonDocument(json).toJson());
+    config.close();
+    auto b = openWindow(broken.path());
+    QVERIFY(b);
+    QVERIFY(b->showView("family"));  // the checks run when the page is first shown
+    if (!b->familyView()->checks()) {
+        QSignalSpy ended(b.get(), &MainWindow::checksEnded);
+        QVERIFY(ended.wait(60000));
+    }
+    const auto& results = *b->familyView()->checks();
+    QVERIFY(std::any_of(results.begin(), results.end(), [](const CheckResult& r) { return r.kind == CheckKind::Claim && !r.passed; }));
+    QVERIFY(!b->familyView()->statusLabel()->text().contains(" 0 ✗"));
+    QVERIFY(b->familyView()->html().contains("class=\"fail\""));
 }
 
 int main(int argc, char** argv) {
