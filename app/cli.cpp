@@ -72,62 +72,27 @@ nlohmann::json tokensJson(const Model& m, const std::vector<int64_t>& ids) {
     return out;
 }
 
-std::vector<int64_t> intList(const QString& text, const std::string& what) {
-    std::vector<int64_t> out;
-    for (const auto& part : text.split(',', Qt::SkipEmptyParts)) {
-        bool ok = false;
-        const long long v = part.trimmed().toLongLong(&ok);
-        if (!ok) throw Error(what + ": '" + s(part) + "' is not an integer.");
-        out.push_back(v);
-    }
-    return out;
-}
-
-int blockIndex(const Model& m, int64_t layer, const std::string& what) {
-    const int64_t n = m.config().numLayers;
-    if (layer < 0) layer += n;
-    if (layer < 0 || layer >= n)
-        throw Error(what + ": block " + std::to_string(layer) + " is out of range (0 to " + std::to_string(n - 1) + ").");
-    return static_cast<int>(layer);
-}
-
-/// --edit, --skip and --steer as one EditList, in that order.
+/// --edit, --skip and --steer as one EditList, in that order (the syntax of core/edit.h's addIntervention).
 std::shared_ptr<EditList> interventionsFromOptions(const Model& m, const QStringList& edits, const QStringList& skips,
                                                    const QStringList& steers) {
     auto list = std::make_shared<EditList>();
     for (const auto& e : edits) list->add(parseEdit(m, s(e)));
-    for (const auto& sk : skips)
-        for (int64_t l : intList(sk, "--skip")) list->skipLayer(blockIndex(m, l, "--skip"));
-    for (const auto& st : steers) {
-        const QStringList parts = st.split(':');
-        if (parts.size() < 3 || parts.size() > 4)
-            throw Error("--steer '" + s(st) + "': expected LAYERS:FACTOR:FILE.npy[:POSITIONS], e.g. 2:4:vector.npy:-1.");
-        bool ok = false;
-        const double factor = parts[1].toDouble(&ok);
-        if (!ok) throw Error("--steer '" + s(st) + "': '" + s(parts[1]) + "' is not a number.");
-        torch::Tensor vec = readNpy(s(parts[2])).to(torch::kFloat32);
-        if (vec.dim() != 1 || vec.size(0) != m.config().hiddenSize)
-            throw Error("--steer: " + s(parts[2]) + " must hold one vector of hidden_size " + std::to_string(m.config().hiddenSize) + " values.");
-        const std::vector<int64_t> positions = parts.size() == 4 ? intList(parts[3], "--steer positions") : std::vector<int64_t>{};
-        for (int64_t l : intList(parts[0], "--steer")) list->steer(blockIndex(m, l, "--steer"), vec, factor, positions);
+    try {
+        for (const auto& sk : skips) addIntervention(*list, m, "skip " + s(sk));
+        for (const auto& st : steers) addIntervention(*list, m, "steer " + s(st));
+    } catch (const Error& e) {
+        std::string m = e.what();  // "'skip 9': block 9 is out of range ..." -> "--skip 9: block 9 is out of range ..."
+        if (!m.empty() && m[0] == '\'') {
+            const auto close = m.find('\'', 1);
+            if (close != std::string::npos) m = "--" + m.substr(1, close - 1) + m.substr(close + 1);
+        }
+        throw Error(m);
     }
     return list;
 }
 
 /// A token given as text (must be one token) or as #ID.
-int64_t tokenArgument(const Model& m, const QString& text, const std::string& what) {
-    if (text.startsWith('#')) {
-        bool ok = false;
-        const long long id = text.mid(1).toLongLong(&ok);
-        if (!ok || id < 0 || id >= m.config().vocabSize) throw Error(what + ": '" + s(text) + "' is not a token id of this model.");
-        return id;
-    }
-    if (!m.tokenizer()) throw Error(what + ": cannot tokenize: " + m.tokenizerError());
-    const auto ids = m.tokenizer()->encode(s(text), false);
-    if (ids.size() != 1)
-        throw Error(what + ": '" + s(text) + "' is " + std::to_string(ids.size()) + " tokens, not one (write #ID for a token id).");
-    return ids[0];
-}
+int64_t tokenArgument(const Model& m, const QString& text, const std::string& what) { return parseTokenArgument(m, s(text), what); }
 
 int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption clean("clean", "The clean prompt.", "TEXT");

@@ -43,9 +43,12 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: float32 or bfloat16."), "D");
-    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model or family."), "NAME");
+    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model, family, compare (before / after) or patching."), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
-    p.addOptions({model, prompt, shot, dtype, view, pin});
+    const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
+    const QCommandLineOption skip("skip", QApplication::translate("gui", "Skip block N: its output is its input (repeatable)."), "N");
+    const QCommandLineOption steer("steer", QApplication::translate("gui", "Steering 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' (repeatable)."), "SPEC");
+    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -61,6 +64,9 @@ int runGui(int& argc, char** argv) {
     options.prompts = p.values(prompt);
     options.view = p.value(view);
     options.pins = p.values(pin);
+    options.interventions = p.values(edit);
+    for (const QString& n : p.values(skip)) options.interventions << "skip " + n;
+    for (const QString& spec : p.values(steer)) options.interventions << "steer " + spec;
     if (p.isSet(dtype)) {
         try {
             options.dtype = parseDtype(p.value(dtype).toStdString());
@@ -68,8 +74,9 @@ int runGui(int& argc, char** argv) {
             return usageError(QString::fromStdString(e.what()));
         }
     }
-    if (!options.view.isEmpty() && !QStringList{"attention", "neurons", "lens", "model", "family"}.contains(options.view))
-        return usageError(QString("--view must be attention, neurons, lens, model or family, not '%1'.").arg(options.view));
+    const QStringList views = {"model", "attention", "neurons", "lens", "family", "compare", "patching"};
+    if (!options.view.isEmpty() && !views.contains(options.view))
+        return usageError(QString("--view must be one of %1, not '%2'.").arg(views.join(", "), options.view));
     const QString screenshotPath = p.value(shot);
     const bool screenshot = p.isSet(shot);
     if (screenshot) {

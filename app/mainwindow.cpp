@@ -5,8 +5,12 @@
 
 #include "core/analysis.h"
 #include "core/error.h"
+#include "core/export.h"
 #include "widgets/attentionview.h"
+#include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
+#include "widgets/interventionpanel.h"
+#include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
 #include "widgets/modelsummary.h"
@@ -28,6 +32,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -35,13 +40,16 @@
 #include <QHeaderView>
 #include <QImageWriter>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListView>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStackedWidget>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -54,7 +62,7 @@ namespace nnscope {
 
 namespace {
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
@@ -90,6 +98,22 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     connect(worker_, &TraceWorker::traceFinished, this, &MainWindow::onTraceFinished);
     connect(worker_, &TraceWorker::traceCancelled, this, &MainWindow::onTraceCancelled);
     connect(worker_, &TraceWorker::traceFailed, this, &MainWindow::onTraceFailed);
+    connect(worker_, &TraceWorker::patchProgress, this, [this](quint64 id, int done, int total) {
+        if (id == patchId_) patching_->setProgress(done, total);
+    });
+    connect(worker_, &TraceWorker::patchFinished, this, [this](quint64 id, PatchingResultPtr result) {
+        if (id != patchId_) return;
+        patchId_ = 0;
+        patching_->setResult(std::move(result), patchMetric_);
+        updateActions();
+        emit patchEnded();
+    });
+    connect(worker_, &TraceWorker::patchFailed, this, [this](quint64 id, const QString& message) {
+        if (id != patchId_) return;
+        patchId_ = 0;
+        patching_->setFailed(message == "cancelled" ? tr("Patching was cancelled.") : tr("Patching failed: %1").arg(message));
+        emit patchEnded();
+    });
     connect(worker_, &TraceWorker::checksFinished, this, [this](quint64 id, CheckResultsPtr results) {
         if (id != checksId_) return;
         checksId_ = 0;
@@ -180,7 +204,8 @@ void MainWindow::createActions() {
     aboutQtAct_ = new QAction(tr("About &Qt"), this);
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
-    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family")};
+    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
+                                tr("&Before / After"), tr("&Patching")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
         a->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
@@ -212,6 +237,14 @@ void MainWindow::createCentral() {
     views_->addTab(lens_, tr("Logit lens"));
     family_ = new FamilyView(this);
     views_->addTab(family_, tr("Family"));
+    compare_ = new CompareView(this);
+    views_->addTab(compare_, tr("Before / after"));
+    patching_ = new PatchingView(this);
+    views_->addTab(patching_, tr("Patching"));
+    connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
+    connect(patching_, &PatchingView::cancelRequested, this, [this] {
+        if (patchId_) worker_->cancel();
+    });
     for (int i = 0; i < kFixedViews; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the fixed views stay
     connect(views_, &QTabWidget::tabCloseRequested, this, [this](int index) {
         if (index >= kFixedViews) views_->widget(index)->deleteLater();
@@ -250,10 +283,13 @@ void MainWindow::createCentral() {
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)})
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)}) {
         connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
+        connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
+    }
     // the prompt chosen in one view is the prompt of all of them
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
+                         static_cast<TraceView*>(compare_)})
         connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
 }
 
@@ -314,6 +350,24 @@ void MainWindow::createDocks() {
     connect(pinned_, &PinnedCardsPanel::plotRequested, this, &MainWindow::plotValue);
     connect(pinned_, &PinnedCardsPanel::exportRequested, this, &MainWindow::exportValueDialog);
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::updatePinMarks);
+
+    interventions_ = new InterventionPanel(this);
+    interventionsDock_ = new QDockWidget(tr("Interventions"), this);
+    interventionsDock_->setObjectName("interventionsDock");
+    interventionsDock_->setWidget(interventions_);
+    addDockWidget(Qt::RightDockWidgetArea, interventionsDock_);
+    splitDockWidget(pinnedDock, interventionsDock_, Qt::Vertical);
+    connect(interventions_, &InterventionPanel::steeringDialogRequested, this, &MainWindow::steeringDialog);
+    connect(interventions_, &InterventionPanel::changed, this, [this] {
+        const int n = static_cast<int>(interventions_->active().size());
+        interventionsDock_->setWindowTitle(n ? tr("Interventions (%1 active)").arg(n) : tr("Interventions"));
+    });
+    connect(pinned_, &PinnedCardsPanel::editRequested, this, [this](const ValueKey& key) {
+        if (!model_) return;
+        interventionsDock_->show();
+        interventionsDock_->raise();
+        interventions_->beginEdit(QString::fromStdString(valuePath(model_->family(), key)) + "[...] = ");
+    });
 
     tracePanel_ = new TracePanel(this);
     auto* traceDock = new QDockWidget(tr("Trace"), this);
@@ -458,8 +512,14 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     start_.pins.clear();
     updatePinMarks();
     for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
+                         static_cast<TraceView*>(compare_)})
         v->setSnapshot(nullptr);
+    interventions_->setModel(model_);
+    for (const QString& text : start_.interventions) addIntervention(text);  // the command line's --edit/--skip/--steer
+    start_.interventions.clear();
+    patchId_ = 0;
+    patching_->setModel(model_);
     family_->setModel(model_);
     checksId_ = 0;
     if (views_->currentWidget() == family_) runChecks(family_->checkPrompt());  // else when the tab is first shown
@@ -499,6 +559,135 @@ void MainWindow::onLoadFailed(quint64 id, const QString& dir, const QString& mes
     emit modelFailed(dir, message);
 }
 
+QString MainWindow::addIntervention(const QString& text) {
+    const QString error = interventions_->add(text);
+    if (!error.isEmpty()) {
+        showError(tr("Intervention refused: %1").arg(error));
+        return error;
+    }
+    interventionsDock_->show();
+    interventionsDock_->raise();
+    statusBar()->showMessage(tr("Added “%1”: the next trace applies it (Trace ▸ Run).").arg(text), 8000);
+    return {};
+}
+
+void MainWindow::runPatching(const PatchRequest& request) {
+    if (!model_) return patching_->setFailed(tr("Open a checkpoint first."));
+    if (patchId_) return;
+    std::vector<int64_t> clean, corrupted;
+    PatchingOptions options;
+    try {
+        if (request.answer.isEmpty()) throw Error("type the answer token (text of one token, or #id).");
+        const Batch b = encodeBatch(*model_, {request.clean.toStdString(), request.corrupted.toStdString()});
+        clean = b.ids[0];
+        corrupted = b.ids[1];
+        if (clean.size() != corrupted.size())
+            throw Error("the clean prompt is " + std::to_string(clean.size()) + " tokens and the corrupted one " +
+                        std::to_string(corrupted.size()) + ": patching needs the same number of tokens.");
+        options.metric.answer = parseTokenArgument(*model_, request.answer.toStdString(), "answer");
+        const Tokenizer* tok = model_->tokenizer();
+        auto label = [tok](int64_t id) { return tok ? QString::fromStdString(tok->tokenLabel(id)) : QString("#%1").arg(id); };
+        if (!request.wrong.isEmpty()) {
+            options.metric.kind = PatchMetric::Kind::LogitDifference;
+            options.metric.wrong = parseTokenArgument(*model_, request.wrong.toStdString(), "wrong token");
+            patchMetric_ = tr("logit(“%1”) − logit(“%2”)").arg(label(options.metric.answer), label(options.metric.wrong));
+        } else {
+            options.metric.kind = PatchMetric::Kind::TargetProbability;
+            patchMetric_ = tr("p(“%1”)").arg(label(options.metric.answer));
+        }
+        options.site = request.site;
+        options.head = request.head;
+        if (request.site == PatchSite::HeadOutput && (request.head < 0 || request.head >= model_->config().numHeads))
+            throw Error("head " + std::to_string(request.head) + " is out of range.");
+    } catch (const std::exception& e) {
+        patching_->setFailed(QString::fromStdString(e.what()));
+        emit patchEnded();
+        return;
+    }
+    patching_->setRunning(true);
+    patchId_ = worker_->patch(model_, std::move(clean), std::move(corrupted), options);
+}
+
+void MainWindow::steeringDialog() {
+    if (!model_) return;
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Steering vector"));
+    auto* form = new QFormLayout(&dialog);
+    auto* intro = new QLabel(tr("Adds factor × vector to layer_output of a block (at chosen positions, or all). The vector is "
+                                "the difference of two prompts' layer_output at their last token in the last trace "
+                                "(contrastive activation addition), or read from a .npy file."), &dialog);
+    intro->setWordWrap(true);
+    form->addRow(intro);
+    auto* block = new QSpinBox(&dialog);
+    block->setRange(0, static_cast<int>(model_->config().numLayers) - 1);
+    block->setValue(diagram_->block());
+    form->addRow(tr("Block"), block);
+    auto* factor = new QDoubleSpinBox(&dialog);
+    factor->setRange(-1000, 1000);
+    factor->setDecimals(3);
+    factor->setValue(4);
+    form->addRow(tr("Factor"), factor);
+    auto* positions = new QLineEdit(&dialog);
+    positions->setPlaceholderText(tr("all positions; or e.g. -1 or 0,3,5"));
+    form->addRow(tr("Positions"), positions);
+    auto* rowA = new QComboBox(&dialog);
+    auto* rowB = new QComboBox(&dialog);
+    const bool fromTrace = snapshot_ && snapshot_->model == model_ && snapshot_->numPrompts() >= 2;
+    if (fromTrace)
+        for (int r = 0; r < snapshot_->numPrompts(); ++r) {
+            rowA->addItem(QString("%1: %2").arg(r + 1).arg(snapshot_->prompt(r).left(50)));
+            rowB->addItem(QString("%1: %2").arg(r + 1).arg(snapshot_->prompt(r).left(50)));
+        }
+    rowB->setCurrentIndex(std::min(1, rowB->count() - 1));
+    rowA->setEnabled(fromTrace);
+    rowB->setEnabled(fromTrace);
+    form->addRow(tr("Prompt A (towards)"), rowA);
+    form->addRow(tr("minus prompt B"), rowB);
+    auto* file = new QLineEdit(&dialog);
+    file->setPlaceholderText(fromTrace ? tr("or a .npy file of hidden_size values") : tr("a .npy file of hidden_size values (or trace two prompts)"));
+    auto* browse = new QPushButton(tr("Browse…"), &dialog);
+    connect(browse, &QPushButton::clicked, &dialog, [&] {
+        const QString f = QFileDialog::getOpenFileName(&dialog, tr("Steering vector"), lastExportDir_, tr("NumPy array (*.npy)"));
+        if (!f.isEmpty()) file->setText(f);
+    });
+    auto* fileRow = new QHBoxLayout;
+    fileRow->addWidget(file, 1);
+    fileRow->addWidget(browse);
+    form->addRow(tr("File"), fileRow);
+    auto* error = new QLabel(&dialog);
+    error->setStyleSheet("color: #a00010;");
+    error->setWordWrap(true);
+    form->addRow(error);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    form->addRow(buttons);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, [&] {
+        QString why;
+        if (!file->text().trimmed().isEmpty()) {
+            QString text = QString("steer %1:%2:%3").arg(block->value()).arg(factor->value()).arg(QFileInfo(file->text().trimmed()).absoluteFilePath());
+            if (!positions->text().trimmed().isEmpty()) text += ":" + positions->text().trimmed();
+            why = interventions_->add(text);
+        } else if (fromTrace) {
+            const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) + "/steering";
+            const QString name = QString("%1-block%2-p%3-minus-p%4-%5.npy")
+                                     .arg(QFileInfo(QString::fromStdString(model_->dir())).fileName())
+                                     .arg(block->value())
+                                     .arg(rowA->currentIndex() + 1)
+                                     .arg(rowB->currentIndex() + 1)
+                                     .arg(QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss"));
+            why = interventions_->addSteeringFromPrompts(*snapshot_, block->value(), rowA->currentIndex(), rowB->currentIndex(),
+                                                         factor->value(), positions->text(), dir + "/" + name);
+        } else {
+            why = tr("Choose a .npy file, or trace two prompts first to take their difference.");
+        }
+        if (why.isEmpty())
+            dialog.accept();
+        else
+            error->setText(why);
+    });
+    dialog.exec();
+}
+
 void MainWindow::runChecks(const QString& prompt) {
     if (!model_) return;
     checksPrompt_ = prompt;
@@ -517,7 +706,8 @@ void MainWindow::runTrace() {
     for (const ValueKey& k : pinned_->keys())
         if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
-    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, lensTopK_);
+    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, lensTopK_, interventions_->active(), interventions_->compare(),
+                              interventions_->baseDir());
     tracePanel_->traceStarted(static_cast<int>(model_->config().numLayers));
     statusBar()->showMessage(tr("Tracing…"));
     updateActions();
@@ -543,6 +733,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     attention_->setSnapshot(snapshot_);
     neurons_->setSnapshot(snapshot_);
     lens_->setSnapshot(snapshot_);
+    compare_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);
@@ -552,12 +743,21 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
-    const QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: “%3” (%4).", nullptr,
-                               snapshot_->numPrompts())
-                                .arg(tokens)
-                                .arg(QDateTime::currentMSecsSinceEpoch() - traceStartedMs_)
-                                .arg(QString::fromStdString(top.front().front().text))
-                                .arg(top.front().front().prob, 0, 'f', 3);
+    QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: “%3” (%4).", nullptr,
+                         snapshot_->numPrompts())
+                          .arg(tokens)
+                          .arg(QDateTime::currentMSecsSinceEpoch() - traceStartedMs_)
+                          .arg(QString::fromStdString(top.front().front().text))
+                          .arg(top.front().front().prob, 0, 'f', 3);
+    if (!snapshot_->interventions.isEmpty()) {
+        summary += " " + tr("With %n intervention(s)", nullptr, static_cast<int>(snapshot_->interventions.size()));
+        if (snapshot_->baseline) {
+            const auto before = topK(*snapshot_->model, snapshot_->baseline->result.nextTokenProbs, 1);
+            summary += tr("; unedited: “%1” (%2) — see Before / after").arg(QString::fromStdString(before.front().front().text))
+                           .arg(before.front().front().prob, 0, 'f', 3);
+        }
+        summary += ".";
+    }
     tracePanel_->traceFinished(summary);
     statusBar()->showMessage(summary, 8000);
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
@@ -697,6 +897,13 @@ void MainWindow::plotValue(const ValueKey& key) {
 
 QString MainWindow::exportPlotTo(const QString& path) {
     TraceView* view = currentView();
+    if (view == patching_) {
+        if (!patching_->result() || !model_) return tr("There is no patching result to export: run patching first.");
+        std::map<std::string, std::string> extra;
+        const auto settings = view->settings();
+        for (auto it = settings.begin(); it != settings.end(); ++it) extra[it.key().toStdString()] = it.value().toStdString();
+        return exportPlot(view->plotSource(), path, nnscope::exportMetadata(*model_, TraceResult{}, extra));
+    }
     if (!view || !snapshot_) return tr("There is no plot to export: run a trace and pick a plot view.");
     const auto metadata = snapshot_->exportMetadata(view->settings());
     return exportPlot(view->plotSource(), path, metadata);
@@ -711,7 +918,7 @@ QString MainWindow::exportValueTo(const ValueKey& key, const QString& path) {
 
 void MainWindow::exportPlotDialog() {
     TraceView* view = currentView();
-    if (!view || !snapshot_) {
+    if (!view || (view == patching_ ? !patching_->result() : !snapshot_)) {
         showError(tr("There is no plot to export: run a trace and pick a plot view."));
         return;
     }
@@ -863,7 +1070,7 @@ void MainWindow::updateActions() {
     runAct_->setEnabled(model_ && !running);
     cancelAct_->setEnabled(running);
     reloadAct_->setEnabled(model_ && !running);
-    const bool plot = snapshot_ && currentView();
+    const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);
     exportPlotAct_->setEnabled(plot);
     exportValueAct_->setEnabled(plot && !currentView()->settings().value("view.value").isEmpty());
 }

@@ -26,7 +26,11 @@ class QTextBrowser;
 namespace nnscope {
 
 class AttentionView;
+class CompareView;
 class DiagramPanel;
+class InterventionPanel;
+class PatchingView;
+struct PatchRequest;
 class FamilyView;
 class LogitLensView;
 class NeuronView;
@@ -40,6 +44,7 @@ class TraceView;
 struct StartOptions {
     QString model;           ///< --model DIR
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
+    QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
     QString view;            ///< --view attention|neurons|lens|model: the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
     std::optional<torch::ScalarType> dtype;  ///< --dtype (else the saved option)
@@ -56,7 +61,7 @@ public:
     void openModel(const QString& dir);
     void runTrace();
     void cancelTrace();
-    /// Shows a central view by name: "model", "attention", "neurons", "lens" or "family".
+    /// Shows a central view by name: "model", "attention", "neurons", "lens", "family", "compare" or "patching".
     bool showView(const QString& name);
     /// Writes the current view's plot (.png/.svg/.pdf) / a traced value (.npy/.safetensors/.csv). Returns the error, or "".
     QString exportPlotTo(const QString& path);
@@ -78,6 +83,14 @@ public:
     NeuronView* neuronView() const { return neurons_; }
     LogitLensView* lensView() const { return lens_; }
     FamilyView* familyView() const { return family_; }
+    InterventionPanel* interventionPanel() const { return interventions_; }
+    CompareView* compareView() const { return compare_; }
+    PatchingView* patchingView() const { return patching_; }
+    /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
+    /// or the reason it was refused (also shown in the window).
+    QString addIntervention(const QString& text);
+    /// Runs activation patching as the Patching view's form asks (in the worker thread).
+    void runPatching(const PatchRequest& request);
     /// Runs the family notes' checks on the open model and `prompt` in the worker thread; the Family view shows them.
     void runChecks(const QString& prompt);
     QTabWidget* views() const { return views_; }
@@ -93,6 +106,7 @@ signals:
     void traceDone();
     void traceEnded();  ///< after any outcome: done, cancelled or failed
     void checksEnded();  ///< the family checks finished or failed
+    void patchEnded();   ///< activation patching finished, failed or was cancelled
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -127,6 +141,7 @@ private:
     void exportPlotDialog();
     void exportValueDialog(const ValueKey& key);
     void exportViewValueDialog();
+    void steeringDialog();
     void preferencesDialog();
     void about();
     void addRecent(const QString& dir);
@@ -139,7 +154,8 @@ private:
     TraceWorker* worker_;
     ModelPtr model_;
     SnapshotPtr snapshot_;
-    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0;
+    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0;
+    QString patchMetric_;
     QString checksPrompt_;
     QString loadingDir_;
     qint64 traceStartedMs_ = 0;
@@ -170,6 +186,10 @@ private:
     NeuronView* neurons_;
     LogitLensView* lens_;
     FamilyView* family_;
+    CompareView* compare_;
+    PatchingView* patching_;
+    InterventionPanel* interventions_;
+    QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;
     QLabel* messageLabel_;
     QLabel* modelLabel_;

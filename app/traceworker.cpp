@@ -47,14 +47,16 @@ quint64 TraceWorker::load(const QString& dir, torch::ScalarType dtype) {
 }
 
 quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK,
-                           std::shared_ptr<const Intervention> intervention) {
+                           const QStringList& interventions, bool compare, const QString& baseDir) {
     Job job;
     job.kind = Job::Trace;
     job.model = std::move(model);
     job.prompts = prompts;
     job.save = save;
     job.lensTopK = lensTopK;
-    job.intervention = std::move(intervention);
+    job.interventions = interventions;
+    job.compare = compare;
+    job.baseDir = baseDir;
     return enqueue(std::move(job));
 }
 
@@ -142,24 +144,39 @@ void TraceWorker::runTrace(const Job& job) {
     const int blocks = static_cast<int>(job.model->config().numLayers);
     emit traceStarted(job.id, blocks);
     std::atomic<int> done{0};
+    int total = blocks;
     try {
         std::vector<std::string> prompts;
         for (const QString& p : job.prompts) prompts.push_back(p.toStdString());
         const Batch batch = encodeBatch(*job.model, prompts);
-        TraceOptions options;
-        options.save = job.save;
-        options.cancel = &cancel_;
-        options.intervention = job.intervention;
-        options.progress = [&](int d, int total) {
-            done = d;
-            emit progress(job.id, d, total);
-            if (const int ms = blockDelayMs_.load(); ms > 0 && d < total) QThread::msleep(static_cast<unsigned long>(ms));
+        std::shared_ptr<EditList> edits;
+        if (!job.interventions.isEmpty()) {
+            edits = std::make_shared<EditList>();
+            for (const QString& text : job.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
+        }
+        // With a comparison the unedited pass runs first; progress counts both passes as one run of 2 x blocks.
+        const bool twoPasses = edits && job.compare;
+        total = twoPasses ? 2 * blocks : blocks;
+        auto pass = [&](std::shared_ptr<const Intervention> intervention, int offset) {
+            TraceOptions options;
+            options.save = job.save;
+            options.cancel = &cancel_;
+            options.intervention = std::move(intervention);
+            options.progress = [&, offset](int d, int) {
+                done = offset + d;
+                emit progress(job.id, offset + d, total);
+                if (const int ms = blockDelayMs_.load(); ms > 0 && offset + d < total) QThread::msleep(static_cast<unsigned long>(ms));
+            };
+            TraceResult result = nnscope::trace(*job.model, batch, options);
+            if (cancel_) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
+            return result;
         };
-        TraceResult result = nnscope::trace(*job.model, batch, options);
-        if (cancel_) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
-        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.lensTopK));
+        SnapshotPtr baseline;
+        if (twoPasses) baseline = makeSnapshot(job.model, pass(nullptr, 0), job.id, job.lensTopK);
+        TraceResult result = pass(edits, twoPasses ? blocks : 0);
+        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.lensTopK, job.interventions, std::move(baseline)));
     } catch (const Cancelled&) {
-        emit traceCancelled(job.id, done, blocks);
+        emit traceCancelled(job.id, done, total);
     } catch (const std::exception& e) {
         emit traceFailed(job.id, messageOf(e));
     }

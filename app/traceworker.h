@@ -30,10 +30,12 @@ public:
 
     /// Queues loading the checkpoint folder `dir`. Returns the request's id.
     quint64 load(const QString& dir, torch::ScalarType dtype);
-    /// Queues a trace of `prompts` on `model`, saving `save`, with `intervention` applied during the pass (nullptr:
-    /// none). Returns the request's id.
+    /// Queues a trace of `prompts` on `model`, saving `save`. `interventions` (core/edit.h's addIntervention syntax,
+    /// .npy paths relative to `baseDir`) are parsed in the worker and applied during the pass; with `compare` the
+    /// prompts are first traced without them too, and the snapshot carries that run as its `baseline`. A text that
+    /// does not parse fails the trace with its message. Returns the request's id.
     quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK = 5,
-                  std::shared_ptr<const Intervention> intervention = nullptr);
+                  const QStringList& interventions = {}, bool compare = false, const QString& baseDir = ".");
     /// Queues the family notes' checks (runFamilyChecks) on `model` and `prompt`. Returns the request's id.
     quint64 checks(ModelPtr model, const QString& prompt);
     /// Queues activation patching (activationPatching) of `clean` into `corrupted` (token ids). Cancel stops it.
@@ -73,7 +75,9 @@ private:
         QStringList prompts;
         std::vector<ValueKey> save;
         int lensTopK = 5;
-        std::shared_ptr<const Intervention> intervention;
+        QStringList interventions;
+        bool compare = false;
+        QString baseDir;
         std::vector<int64_t> clean, corrupted;
         PatchingOptions patching;
     };

@@ -268,4 +268,87 @@ void EditList::apply(Value v, int layer, torch::Tensor& t) const {
     if (skipped && v == Value::LayerOutput) t = skippedInputs_.at(layer);
 }
 
+namespace {
+
+std::vector<int64_t> intList(const std::string& text, const std::string& what) {
+    std::vector<int64_t> out;
+    std::stringstream ss(text);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+        part = trim(part);
+        if (part.empty()) continue;
+        try {
+            size_t used = 0;
+            const long long v = std::stoll(part, &used);
+            if (used != part.size()) throw std::invalid_argument(part);
+            out.push_back(v);
+        } catch (...) {
+            throw Error(what + ": '" + part + "' is not an integer.");
+        }
+    }
+    if (out.empty()) throw Error(what + ": no block given.");
+    return out;
+}
+
+int blockIndex(const Model& m, int64_t layer, const std::string& what) {
+    const int64_t n = m.config().numLayers;
+    const int64_t given = layer;
+    if (layer < 0) layer += n;
+    if (layer < 0 || layer >= n)
+        throw Error(what + ": block " + std::to_string(given) + " is out of range (0 to " + std::to_string(n - 1) + ").");
+    return static_cast<int>(layer);
+}
+
+}  // namespace
+
+void addIntervention(EditList& list, const Model& model, const std::string& textIn, const std::string& baseDir) {
+    const std::string text = trim(textIn);
+    if (text.rfind("skip ", 0) == 0 || text == "skip") {
+        for (int64_t l : intList(text.substr(4), "'" + text + "'")) list.skipLayer(blockIndex(model, l, "'" + text + "'"));
+        return;
+    }
+    if (text.rfind("steer ", 0) == 0 || text == "steer") {
+        const std::string spec = trim(text.substr(5));
+        std::vector<std::string> parts;
+        std::stringstream ss(spec);
+        std::string part;
+        while (std::getline(ss, part, ':')) parts.push_back(trim(part));
+        if (parts.size() < 3 || parts.size() > 4)
+            throw Error("'" + text + "': expected steer LAYERS:FACTOR:FILE.npy[:POSITIONS], e.g. steer 2:4:vector.npy:-1.");
+        double factor = 0;
+        try {
+            size_t used = 0;
+            factor = std::stod(parts[1], &used);
+            if (used != parts[1].size()) throw std::invalid_argument(parts[1]);
+        } catch (...) {
+            throw Error("'" + text + "': the factor '" + parts[1] + "' is not a number.");
+        }
+        std::filesystem::path file = parts[2];
+        if (file.is_relative()) file = std::filesystem::path(baseDir) / file;
+        const torch::Tensor vec = readNpy(file.string()).to(torch::kFloat32);
+        if (vec.dim() != 1 || vec.size(0) != model.config().hiddenSize)
+            throw Error("'" + text + "': " + file.string() + " holds a tensor of shape " + shapeStr(vec) +
+                        ", not one vector of hidden_size " + std::to_string(model.config().hiddenSize) + " values.");
+        const std::vector<int64_t> positions = parts.size() == 4 ? intList(parts[3], "'" + text + "' positions") : std::vector<int64_t>{};
+        for (int64_t l : intList(parts[0], "'" + text + "'")) list.steer(blockIndex(model, l, "'" + text + "'"), vec, factor, positions);
+        return;
+    }
+    list.add(parseEdit(model, text, baseDir));
+}
+
+std::string headAblationEdit(const Model& model, int layer, int head, bool mean) {
+    const int b = blockIndex(model, layer, "head ablation");
+    if (head < 0 || head >= model.config().numHeads)
+        throw Error("head ablation: head " + std::to_string(head) + " is out of range (0 to " + std::to_string(model.config().numHeads - 1) + ").");
+    return valuePath(model.family(), {Value::AttentionHeadOutputs, b}) + "[:, :, " + std::to_string(head) + "] = " + (mean ? "mean" : "0");
+}
+
+std::string neuronAblationEdit(const Model& model, int layer, int64_t neuron, bool mean) {
+    const int b = blockIndex(model, layer, "neuron ablation");
+    if (neuron < 0 || neuron >= model.config().intermediateSize)
+        throw Error("neuron ablation: neuron " + std::to_string(neuron) + " is out of range (0 to " +
+                    std::to_string(model.config().intermediateSize - 1) + ").");
+    return valuePath(model.family(), {Value::MlpNeurons, b}) + "[:, :, " + std::to_string(neuron) + "] = " + (mean ? "mean" : "0");
+}
+
 }  // namespace nnscope

@@ -88,6 +88,24 @@ private:
     mutable std::map<int, torch::Tensor> skippedInputs_;
 };
 
+/// Adds one intervention written as text to `list`, the syntax the window's Interventions list and the command line
+/// share:
+///   an edit            `PATH[INDEX] OP OPERAND` (parseEdit)
+///   `skip LAYERS`      skip blocks (comma-separated indices, negative from the end): layer_output = layer_input
+///   `steer LAYERS:FACTOR:FILE.npy[:POSITIONS]`  add FACTOR x the vector (hidden_size values) to layer_output of
+///                      each block at POSITIONS (comma-separated, negative from the end; all positions without)
+/// Relative .npy paths are resolved against `baseDir`. Throws nnscope::Error naming the text and the problem (a
+/// block out of range, a vector of the wrong size, an unreadable file, a bad edit).
+void addIntervention(EditList& list, const Model& model, const std::string& text, const std::string& baseDir = ".");
+
+/// The edit that ablates head `head` of block `layer`: its slice of attention_head_outputs [batch seq num_heads
+/// head_dim] (the heads' outputs before o_proj mixes them) set to 0 (`mean` false) or to its mean over the batch and
+/// positions of the pass (`mean` true). Throws nnscope::Error when the block or head is out of range.
+std::string headAblationEdit(const Model& model, int layer, int head, bool mean);
+/// The edit that ablates neuron `neuron` of block `layer`: mlp_neurons [batch seq intermediate_size] (what down_proj
+/// reads) set to 0 or to its mean. Throws nnscope::Error when the block or neuron is out of range.
+std::string neuronAblationEdit(const Model& model, int layer, int64_t neuron, bool mean);
+
 /// Applies one edit to `t` out of place. Throws nnscope::Error when the index does not fit the value's shape
 /// or the operand does not broadcast to the selection (both shapes are printed).
 torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path);

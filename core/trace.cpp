@@ -261,4 +261,21 @@ std::vector<int64_t> generateGreedy(const Model& model, const std::vector<int64_
     return out;
 }
 
+int64_t parseTokenArgument(const Model& m, const std::string& text, const std::string& what) {
+    if (!text.empty() && text[0] == '#') {
+        try {
+            size_t used = 0;
+            const long long id = std::stoll(text.substr(1), &used);
+            if (used + 1 == text.size() && id >= 0 && id < m.config().vocabSize) return id;
+        } catch (...) {
+        }
+        throw Error(what + ": '" + text + "' is not a token id of this model (0 to " + std::to_string(m.config().vocabSize - 1) + ").");
+    }
+    if (!m.tokenizer()) throw Error(what + ": cannot tokenize: " + m.tokenizerError());
+    const auto ids = m.tokenizer()->encode(text, false);
+    if (ids.size() != 1)
+        throw Error(what + ": '" + text + "' is " + std::to_string(ids.size()) + " tokens, not one (write #ID for a token id).");
+    return ids[0];
+}
+
 }  // namespace nnscope

@@ -13,7 +13,12 @@
 #include "core/safetensors.h"
 #include "widgets/attentionview.h"
 #include "core/family_page.h"
+#include "core/edit.h"
+#include "core/patching.h"
+#include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
+#include "widgets/interventionpanel.h"
+#include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
 #include "widgets/neuronview.h"
@@ -36,6 +41,10 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
+#include <QContextMenuEvent>
+#include <QListWidget>
+#include <QMenu>
+#include <QTimer>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QStandardPaths>
@@ -142,6 +151,46 @@ QPoint hoverPart(BlockDiagram* d, const QString& id) {
     return r.center();
 }
 
+/// Opens `view`'s right-click menu at its centre and triggers the entry whose text is `label`; returns whether it was
+/// there. (The menu is modal: a timer picks the entry once it is open.)
+bool chooseFromContextMenu(QWidget* view, const QString& label) {
+    bool found = false;
+    QTimer::singleShot(200, view, [&] {
+        auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+        if (!menu) return;
+        for (QAction* a : menu->actions())
+            if (a->text() == label) {
+                found = true;
+                menu->close();
+                a->trigger();
+                return;
+            }
+        menu->close();
+    });
+    const QPoint centre = view->rect().center();
+    QContextMenuEvent event(QContextMenuEvent::Mouse, centre, view->mapToGlobal(centre));
+    QApplication::sendEvent(view, &event);
+    return found;
+}
+
+/// The engine's own trace of `prompts` with `interventions` (addIntervention syntax; none: unedited).
+TraceResult engineEdited(const Model& model, const QStringList& prompts, const QStringList& interventions) {
+    std::vector<std::string> ps;
+    for (const QString& p : prompts) ps.push_back(p.toStdString());
+    TraceOptions options;
+    options.save = viewValueKeys(model);
+    if (!interventions.isEmpty()) {
+        auto list = std::make_shared<EditList>();
+        for (const QString& t : interventions) addIntervention(*list, model, t.toStdString());
+        options.intervention = list;
+    }
+    return trace(model, encodeBatch(model, ps), options);
+}
+
+double maxDiff(const torch::Tensor& a, const torch::Tensor& b) {
+    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
 }  // namespace
 
 class TestGui : public QObject {
@@ -164,6 +213,9 @@ private slots:
     void screenshot();
     void demoModelByDefault();
     void familyView();
+    void interventionsFromViews();
+    void steeringFromPrompts();
+    void patchingView();
 
 private:
     QTemporaryDir tmp_;
@@ -828,6 +880,199 @@ void TestGui::familyView() {
     QVERIFY(std::any_of(results.begin(), results.end(), [](const CheckResult& r) { return r.kind == CheckKind::Claim && !r.passed; }));
     QVERIFY(!b->familyView()->statusLabel()->text().contains(" 0 ✗"));
     QVERIFY(b->familyView()->html().contains("class=\"fail\""));
+}
+
+void TestGui::interventionsFromViews() {
+    // Interventions chosen from the views' menus and typed in the dock are applied by the next trace exactly as the
+    // engine applies them (the engine's edits are checked against transformers hooks in test_interventions); the
+    // Before / after view shows the unedited and the edited run side by side.
+    const QString dir = modelDir("tiny-llama");
+    const QStringList prompts = {"hello world", "the cat sat on the mat"};
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    QVERIFY(runFromPanel(*w, prompts));
+    InterventionPanel* panel = w->interventionPanel();
+    QVERIFY(panel->all().isEmpty());
+
+    // Right-click the attention view on head 2 of block 1: zero-ablate it.
+    QVERIFY(w->showView("attention"));
+    w->attentionView()->setBlock(1);
+    w->attentionView()->setHead(2);
+    QVERIFY(chooseFromContextMenu(w->attentionView(), "Zero-ablate head 2 of block 1"));
+    const QString head = "layers.1.self_attn.attention_head_outputs[:, :, 2] = 0";
+    QCOMPARE(panel->active(), QStringList{head});
+    // Right-click the neuron view on neuron 5 of block 0: zero it.
+    QVERIFY(w->showView("neurons"));
+    w->neuronView()->setBlock(0);
+    w->neuronView()->setNeuron(5);
+    QVERIFY(chooseFromContextMenu(w->neuronView(), "Zero neuron 5 of block 0"));
+    const QString neuron = "layers.0.mlp.mlp_neurons[:, :, 5] = 0";
+    // Typed: a scaled query head; refused: a read-only value, a block out of range, a bad operator.
+    const QString queries = "layers.0.self_attn.attention_queries[:, 1] *= 3";
+    QCOMPARE(panel->add(queries), QString());
+    QVERIFY(panel->add("next_token_probs = 0").contains("read-only"));
+    QVERIFY(panel->add("skip 7").contains("out of range"));
+    QVERIFY(panel->add("layers.0.layer_output[0] 2").contains("no operator"));
+    QVERIFY(panel->errorLabel()->isVisibleTo(panel));
+    QCOMPARE(panel->active(), (QStringList{head, neuron, queries}));
+
+    QVERIFY(runFromPanel(*w, prompts));
+    SnapshotPtr snap = w->snapshot();
+    QCOMPARE(snap->interventions, (QStringList{head, neuron, queries}));
+    QVERIFY(snap->baseline);
+    const TraceResult edited = engineEdited(*w->model(), prompts, snap->interventions);
+    const TraceResult clean = engineEdited(*w->model(), prompts, {});
+    const ValueKey lastOut{Value::LayerOutput, w->model()->config().numLayers - 1};
+    QVERIFY(maxDiff(snap->result.nextTokenProbs, edited.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(snap->result.value(lastOut), edited.value(lastOut)) <= 1e-5);
+    QVERIFY(maxDiff(snap->baseline->result.nextTokenProbs, clean.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(snap->baseline->result.value(lastOut), clean.value(lastOut)) <= 1e-5);
+    QVERIFY(maxDiff(snap->result.value(lastOut), clean.value(lastOut)) > 1e-2);  // the edits matter
+    // The zeroed neuron reads 0 at every position of the edited run (and not in the unedited one).
+    const auto neurons = snap->result.value({Value::MlpNeurons, 0});
+    QCOMPARE(neurons.index({Slice(), Slice(), 5}).abs().max().item<double>(), 0.0);
+    QVERIFY(snap->baseline->result.value({Value::MlpNeurons, 0}).index({Slice(), Slice(), 5}).abs().max().item<double>() > 0);
+
+    // Before / after: the bars are the two runs' next-token probabilities; the lens at the last block is the output.
+    QVERIFY(w->showView("compare"));
+    CompareView* cv = w->compareView();
+    cv->setPrompt(1);
+    QVERIFY(!cv->tokenIds().isEmpty());
+    for (int i = 0; i < cv->tokenIds().size(); ++i) {
+        const int64_t id = cv->tokenIds()[i];
+        QVERIFY(std::fabs(cv->beforeBars()->data()->at(i)->value - clean.nextTokenProbs[1][id].item<double>()) <= 1e-6);
+        QVERIFY(std::fabs(cv->afterBars()->data()->at(i)->value - edited.nextTokenProbs[1][id].item<double>()) <= 1e-6);
+        QCOMPARE(cv->tokenTable()->item(i, 2)->data(Qt::UserRole).toDouble(), cv->afterBars()->data()->at(i)->value);
+    }
+    const int64_t target = clean.nextTokenProbs[1].argmax().item<int64_t>();  // default lens target: the unedited top token
+    const int last = w->model()->config().numLayers - 1;
+    QVERIFY(std::fabs(cv->lensBefore()->data()->at(last)->value - clean.nextTokenProbs[1][target].item<double>()) <= 1e-5);
+    QVERIFY(std::fabs(cv->lensAfter()->data()->at(last)->value - edited.nextTokenProbs[1][target].item<double>()) <= 1e-5);
+    QCOMPARE(cv->lensTable()->rowCount(), last + 1);
+    QVERIFY(cv->summaryLabel()->text().contains("attention_head_outputs"));
+    QVERIFY(cv->setTarget("#7"));
+    QVERIFY(std::fabs(cv->lensAfter()->data()->at(last)->value - edited.nextTokenProbs[1][7].item<double>()) <= 1e-5);
+    QVERIFY(!cv->setTarget("#999999"));
+    // The plot export records the interventions.
+    const QString png = tmp_.filePath("before-after.png");
+    QCOMPARE(w->exportPlotTo(png), QString());
+    QVERIFY(QImage(png).text("interventions").contains("attention_head_outputs[:, :, 2] = 0"));
+
+    // Unchecked lines are not applied; without interventions there is no baseline and the view says so.
+    panel->setChecked(0, false);
+    panel->setChecked(1, false);
+    QVERIFY(runFromPanel(*w, prompts));
+    QCOMPARE(w->snapshot()->interventions, QStringList{queries});
+    panel->clear();
+    QVERIFY(runFromPanel(*w, prompts));
+    QVERIFY(w->snapshot()->interventions.isEmpty());
+    QVERIFY(!w->snapshot()->baseline);
+    QVERIFY(maxDiff(w->snapshot()->result.nextTokenProbs, clean.nextTokenProbs) <= 1e-6);
+
+    // A pinned card's Edit… starts an edit of its value in the dock; skip from the attention menu skips the block.
+    const ValueKey key{Value::AttentionOutput, 1};
+    QVERIFY(w->pinnedPanel()->pin(valueKeyInfo(*w->model(), key)));
+    QTest::mouseClick(w->pinnedPanel()->card(key)->editButton(), Qt::LeftButton);
+    QCOMPARE(panel->input()->text(), QString("layers.1.self_attn.attention_output[...] = "));
+    QVERIFY(w->showView("attention"));
+    w->attentionView()->setBlock(1);  // the neuron view's block 0 was followed by every view
+    QVERIFY(chooseFromContextMenu(w->attentionView(), "Skip block 1"));
+    QVERIFY(runFromPanel(*w, prompts));
+    QVERIFY(maxDiff(w->snapshot()->result.value({Value::LayerOutput, 1}), w->snapshot()->result.value({Value::LayerOutput, 0})) == 0);
+}
+
+void TestGui::steeringFromPrompts() {
+    // Contrastive steering: the vector is prompt A's layer_output minus prompt B's at the last token, written to .npy
+    // and added as a `steer` line; the edited trace equals the engine's with the same line.
+    const QString dir = modelDir("tiny-arcee");
+    const QStringList prompts = {"I love this", "I hate this"};
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    QVERIFY(runFromPanel(*w, prompts));
+    InterventionPanel* panel = w->interventionPanel();
+    const QString npy = tmp_.filePath("steering/love-minus-hate.npy");
+    QCOMPARE(panel->addSteeringFromPrompts(*w->snapshot(), 0, 0, 1, 2.5, "-1", npy), QString());
+    const torch::Tensor out = w->snapshot()->result.value({Value::LayerOutput, 0});
+    QVERIFY(maxDiff(readNpy(npy.toStdString()), out[0][-1] - out[1][-1]) == 0);
+    QCOMPARE(panel->active(), QStringList{QString("steer 0:2.5:%1:-1").arg(QFileInfo(npy).absoluteFilePath())});
+    QVERIFY(panel->addSteeringFromPrompts(*w->snapshot(), 0, 1, 1, 1, "", npy).contains("two different"));
+    QVERIFY(runFromPanel(*w, {"I think this is"}));
+    const TraceResult ref = engineEdited(*w->model(), {"I think this is"}, panel->active());
+    QVERIFY(maxDiff(w->snapshot()->result.nextTokenProbs, ref.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(w->snapshot()->result.value({Value::LayerOutput, 1}), ref.value({Value::LayerOutput, 1})) <= 1e-5);
+    // only the last position of layers.0.layer_output moved, by exactly 2.5 x the vector
+    const auto moved = w->snapshot()->result.value({Value::LayerOutput, 0}) - w->snapshot()->baseline->result.value({Value::LayerOutput, 0});
+    QVERIFY(moved.index({0, Slice(0, -1)}).abs().max().item<double>() == 0);
+    QVERIFY(maxDiff(moved[0][-1], 2.5 * (out[0][-1] - out[1][-1])) <= 1e-5);
+}
+
+void TestGui::patchingView() {
+    // The Patching view runs activation patching in the worker and shows the engine's grid; on the demo model,
+    // patching the clean run's layer_output restores the copied answer.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(w->showView("patching"));
+    PatchingView* pv = w->patchingView();
+    PatchRequest r;
+    r.clean = "tom saw a red ball . tom saw a";
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red";
+    r.wrong = "big";
+    pv->setRequest(r);
+    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    const Model& m = *w->model();
+    const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
+    PatchingOptions o;
+    o.metric.answer = parseTokenArgument(m, "red", "answer");
+    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    const PatchingResult ref = activationPatching(m, b.ids[0], b.ids[1], o);
+    const auto& got = *pv->result();
+    QCOMPARE(got.clean, ref.clean);
+    QCOMPARE(got.corrupted, ref.corrupted);
+    QVERIFY(ref.clean > 3 && ref.corrupted < -3);  // the model copies what it saw
+    QCOMPARE(got.grid, ref.grid);
+    const int layers = static_cast<int>(ref.grid.size()), len = static_cast<int>(ref.grid[0].size());
+    QCOMPARE(pv->matrixModel()->rowCount(), layers);
+    QCOMPARE(pv->matrixModel()->columnCount(), len);
+    for (int i = 0; i < layers; ++i)
+        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->colorMap()->data()->data(p, i) - ref.grid[i][p]) <= 1e-5);
+    // The last block at the last position carries the whole clean answer; normalised, that cell is 1.
+    QVERIFY(std::fabs(ref.grid[layers - 1][len - 1] - ref.clean) <= 1e-4);
+    pv->setNormalized(true);
+    QVERIFY(std::fabs(pv->matrixModel()->value(layers - 1, len - 1) - 1.0) <= 1e-5);
+    QVERIFY(std::fabs(pv->matrixModel()->value(0, 0)) <= 1e-5);  // patching <s> changes nothing
+    const QString png = tmp_.filePath("patching.png");
+    QCOMPARE(w->exportPlotTo(png), QString());
+    QCOMPARE(QImage(png).text("view.clean"), r.clean);
+
+    // Refused before anything runs: prompts of different lengths, an answer of two tokens.
+    r.corrupted = "tom saw a dog . tom saw a";
+    pv->setRequest(r);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(pv->statusLabel()->text().contains("same number of tokens"));
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red ball";
+    pv->setRequest(r);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(pv->statusLabel()->text().contains("not one"));
+    // One head's output, probability metric.
+    r.answer = "red";
+    r.wrong.clear();
+    r.site = PatchSite::HeadOutput;
+    r.head = 3;
+    pv->setRequest(r);
+    QSignalSpy again(w.get(), &MainWindow::patchEnded);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(again.wait(60000));
+    QVERIFY(pv->result());
+    o.site = PatchSite::HeadOutput;
+    o.head = 3;
+    o.metric.kind = PatchMetric::Kind::TargetProbability;
+    o.metric.wrong = -1;
+    QCOMPARE(pv->result()->grid, activationPatching(m, b.ids[0], b.ids[1], o).grid);
 }
 
 int main(int argc, char** argv) {

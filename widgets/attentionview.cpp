@@ -2,6 +2,7 @@
 #include "attentionview.h"
 
 #include "core/analysis.h"
+#include "core/edit.h"
 
 #include <torch/torch.h>
 
@@ -130,6 +131,28 @@ QMap<QString, QString> AttentionView::settings() const {
             {"view.block", QString::number(block())},
             {"view.head", head() < 0 ? QString("all") : QString::number(head())},
             {"view.prompt", QString::number(prompt() + 1)}};
+}
+
+QVector<InterventionOffer> AttentionView::interventionOffers() const {
+    QVector<InterventionOffer> out;
+    if (!snapshot_) return out;
+    const Model& m = *snapshot_->model;
+    const int b = block();
+    const int h = head();
+    std::vector<int> heads;
+    if (h >= 0)
+        heads.push_back(h);
+    else
+        for (int k = 0; k < m.config().numHeads; ++k) heads.push_back(k);
+    for (int k : heads)
+        out.push_back({tr("Zero-ablate head %1 of block %2").arg(k).arg(b), QString::fromStdString(headAblationEdit(m, b, k, false))});
+    if (h >= 0) {
+        out.push_back({tr("Mean-ablate head %1 of block %2").arg(h).arg(b), QString::fromStdString(headAblationEdit(m, b, h, true))});
+        out.push_back({tr("Double head %1's queries in block %2").arg(h).arg(b),
+                       QString::fromStdString(valuePath(m.family(), {Value::AttentionQueries, b})) + QString("[:, %1] *= 2").arg(h)});
+    }
+    out.push_back({tr("Skip block %1").arg(b), QString("skip %1").arg(b)});
+    return out;
 }
 
 }  // namespace nnscope

@@ -21,6 +21,9 @@ public:
     void setBlock(int block) override;
     PlotSource plotSource() const override;
     QMap<QString, QString> settings() const override;
+    /// Zero- and mean-ablating the head shown (every head of the block in the grid), doubling its queries, skipping
+    /// the block.
+    QVector<InterventionOffer> interventionOffers() const override;
 
     /// Head `head`, or every head as a grid when head < 0.
     void setHead(int head);

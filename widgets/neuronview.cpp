@@ -2,6 +2,7 @@
 #include "neuronview.h"
 
 #include "core/analysis.h"
+#include "core/edit.h"
 
 #include <torch/torch.h>
 
@@ -221,6 +222,20 @@ QMap<QString, QString> NeuronView::settings() const {
             {"view.token", QString::number(token_)},
             {"view.neuron", QString::number(neuron())},
             {"view.top_k", QString::number(topKSpin_->value())}};
+}
+
+QVector<InterventionOffer> NeuronView::interventionOffers() const {
+    QVector<InterventionOffer> out;
+    if (!snapshot_) return out;
+    const Model& m = *snapshot_->model;
+    const int b = block();
+    const int n = neuron();
+    if (n >= 0 && n < m.config().intermediateSize) {
+        out.push_back({tr("Zero neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, false))});
+        out.push_back({tr("Mean-ablate neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, true))});
+    }
+    out.push_back({tr("Skip block %1").arg(b), QString("skip %1").arg(b)});
+    return out;
 }
 
 }  // namespace nnscope

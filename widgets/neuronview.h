@@ -20,6 +20,8 @@ public:
     void setBlock(int block) override;
     PlotSource plotSource() const override;
     QMap<QString, QString> settings() const override;
+    /// Zero- and mean-ablating the selected neuron of the block, skipping the block.
+    QVector<InterventionOffer> interventionOffers() const override;
 
     void setTopK(int k);
     void setToken(int position);

@@ -31,9 +31,13 @@ ValueCard::ValueCard(const PartInfo& info, QWidget* parent) : QFrame(parent), ke
     export_ = new QPushButton(tr("Export…"), this);
     export_->setToolTip(tr("Write this value to .npy, .safetensors or .csv"));
     unpin_ = new QPushButton(tr("Unpin"), this);
+    edit_ = new QPushButton(tr("Edit…"), this);
+    edit_->setToolTip(tr("Change this value in the next traces: set, add or scale it at chosen positions, heads or neurons"));
+    edit_->setEnabled(info.key && !valueInfo(info.key->value).readOnly);  // next_token_probs, input_size cannot be edited
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(plot_);
     buttons->addWidget(export_);
+    buttons->addWidget(edit_);
     buttons->addStretch(1);
     buttons->addWidget(unpin_);
     auto* layout = new QVBoxLayout(this);
@@ -45,6 +49,7 @@ ValueCard::ValueCard(const PartInfo& info, QWidget* parent) : QFrame(parent), ke
     connect(plot_, &QPushButton::clicked, this, [this] { emit plotRequested(key_); });
     connect(export_, &QPushButton::clicked, this, [this] { emit exportRequested(key_); });
     connect(unpin_, &QPushButton::clicked, this, [this] { emit unpinRequested(key_); });
+    connect(edit_, &QPushButton::clicked, this, [this] { emit editRequested(key_); });
     setSnapshot(nullptr);
 }
 
@@ -93,6 +98,7 @@ bool PinnedCardsPanel::pin(const PartInfo& info) {
     empty_->hide();
     connect(c, &ValueCard::plotRequested, this, &PinnedCardsPanel::plotRequested);
     connect(c, &ValueCard::exportRequested, this, &PinnedCardsPanel::exportRequested);
+    connect(c, &ValueCard::editRequested, this, &PinnedCardsPanel::editRequested);
     connect(c, &ValueCard::unpinRequested, this, &PinnedCardsPanel::unpin);
     emit pinsChanged();
     return true;

@@ -23,12 +23,14 @@ public:
     QPushButton* plotButton() const { return plot_; }
     QPushButton* exportButton() const { return export_; }
     QPushButton* unpinButton() const { return unpin_; }
+    QPushButton* editButton() const { return edit_; }
     QString statusText() const;
 
 signals:
     void plotRequested(const nnscope::ValueKey& key);
     void exportRequested(const nnscope::ValueKey& key);
     void unpinRequested(const nnscope::ValueKey& key);
+    void editRequested(const nnscope::ValueKey& key);
 
 private:
     ValueKey key_;
@@ -37,6 +39,7 @@ private:
     QPushButton* plot_;
     QPushButton* export_;
     QPushButton* unpin_;
+    QPushButton* edit_;
 };
 
 class PinnedCardsPanel : public QWidget {
@@ -56,6 +59,8 @@ public:
 signals:
     void plotRequested(const nnscope::ValueKey& key);
     void exportRequested(const nnscope::ValueKey& key);
+    /// A card's Edit…: start an intervention on this value (the window fills the Interventions input).
+    void editRequested(const nnscope::ValueKey& key);
     void pinsChanged();
 
 private:

@@ -16,13 +16,17 @@ std::map<std::string, std::string> TraceSnapshot::exportMetadata(const QMap<QStr
     header.batch = result.batch;
     std::map<std::string, std::string> extra;
     for (auto it = settings.begin(); it != settings.end(); ++it) extra[it.key().toStdString()] = it.value().toStdString();
+    if (!interventions.isEmpty()) extra["interventions"] = interventions.join(" ; ").toStdString();  // an edited run says so
     return nnscope::exportMetadata(*model, header, extra);
 }
 
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK) {
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK, const QStringList& interventions,
+                         SnapshotPtr baseline) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = std::move(model);
     s->serial = serial;
+    s->interventions = interventions;
+    s->baseline = std::move(baseline);
     const Tokenizer* tok = s->model->tokenizer();
     for (const auto& ids : result.batch.ids) {
         QStringList labels;

@@ -24,6 +24,12 @@ struct TraceSnapshot {
     LogitLens lens;
     std::vector<QStringList> tokens;  ///< per prompt: a readable label for each of its own tokens
     quint64 serial = 0;               ///< which trace of the session this is
+    /// The interventions applied during this pass, as written in the Interventions list (core/edit.h's
+    /// addIntervention syntax); empty for an unedited trace.
+    QStringList interventions;
+    /// The same prompts traced without the interventions, saving the same values (set when the trace had
+    /// interventions and asked for the before/after comparison; nullptr otherwise).
+    std::shared_ptr<const TraceSnapshot> baseline;
 
     int numLayers() const { return static_cast<int>(model->config().numLayers); }
     int numPrompts() const { return static_cast<int>(tokens.size()); }
@@ -37,7 +43,8 @@ struct TraceSnapshot {
 using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
 
 /// Builds the snapshot of a finished trace (token labels and logit lens included). Throws nnscope::Error.
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5);
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5,
+                         const QStringList& interventions = {}, SnapshotPtr baseline = nullptr);
 
 /// Short readable label of a value key for titles ("layers.2.mlp.mlp_neurons").
 QString valueKeyPath(const Model& model, const ValueKey& key);

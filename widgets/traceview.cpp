@@ -4,7 +4,9 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QContextMenuEvent>
 #include <QLabel>
+#include <QMenu>
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
@@ -32,6 +34,21 @@ void TraceView::setPrompt(int row) {
 }
 
 int TraceView::prompt() const { return std::max(0, promptCombo_->currentIndex()); }
+
+void TraceView::contextMenuEvent(QContextMenuEvent* event) {
+    const QVector<InterventionOffer> offers = snapshot_ ? interventionOffers() : QVector<InterventionOffer>{};
+    if (offers.isEmpty()) return QWidget::contextMenuEvent(event);
+    QMenu menu(this);
+    for (const InterventionOffer& o : offers) {
+        QAction* a = menu.addAction(o.label);
+        a->setToolTip(o.text);
+        a->setStatusTip(tr("Add the intervention %1 (Interventions dock); the next trace applies it").arg(o.text));
+        const QString text = o.text;
+        connect(a, &QAction::triggered, this, [this, text] { emit interventionRequested(text); });
+    }
+    menu.setToolTipsVisible(true);
+    menu.exec(event->globalPos());
+}
 
 void TraceView::setContent(QWidget* content) {
     stack_->addWidget(content);

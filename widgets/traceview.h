@@ -16,6 +16,13 @@ class QStackedWidget;
 
 namespace nnscope {
 
+/// An intervention a view offers in its context menu: the menu text and the intervention (core/edit.h's
+/// addIntervention syntax), e.g. {"Zero-ablate head 3 of block 1", "layers.1.self_attn.attention_head_outputs[:, :, 3] = 0"}.
+struct InterventionOffer {
+    QString label;
+    QString text;
+};
+
 class TraceView : public QWidget {
     Q_OBJECT
 public:
@@ -32,12 +39,18 @@ public:
     /// The prompt of the batch shown (0-based); every view follows the one chosen in any of them.
     void setPrompt(int row);
     int prompt() const;
+    /// The interventions the view offers for what it shows now (the head, the neuron, the block), listed by its
+    /// right-click menu; choosing one emits interventionRequested. None by default.
+    virtual QVector<InterventionOffer> interventionOffers() const { return {}; }
 
 signals:
     void blockChanged(int block);
     void promptChanged(int row);
+    /// The user chose an intervention from the view's menu (its text in addIntervention syntax).
+    void interventionRequested(const QString& text);
 
 protected:
+    void contextMenuEvent(QContextMenuEvent* event) override;
     /// The widget shown once a snapshot is there.
     void setContent(QWidget* content);
     /// Shows `text` instead of the content (no trace yet, or the value is missing).
