@@ -8,9 +8,12 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "widgets/familyview.h"
+#include "widgets/patchingview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QLabel>
+#include <QRegularExpression>
 #include <QTimer>
 
 #include <cstdio>
@@ -48,7 +51,12 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
     const QCommandLineOption skip("skip", QApplication::translate("gui", "Skip block N: its output is its input (repeatable)."), "N");
     const QCommandLineOption steer("steer", QApplication::translate("gui", "Steering 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' (repeatable)."), "SPEC");
-    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer});
+    const QCommandLineOption clean("clean", QApplication::translate("gui", "Activation patching at start: the clean prompt (with --corrupted and --answer)."), "TEXT");
+    const QCommandLineOption corrupted("corrupted", QApplication::translate("gui", "Activation patching: the corrupted prompt, as many tokens as --clean."), "TEXT");
+    const QCommandLineOption answer("answer", QApplication::translate("gui", "Activation patching: the answer token (text of one token, or #ID)."), "TOKEN");
+    const QCommandLineOption wrong("wrong", QApplication::translate("gui", "Activation patching: the wrong token (metric: logit difference)."), "TOKEN");
+    const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
+    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -67,6 +75,16 @@ int runGui(int& argc, char** argv) {
     options.interventions = p.values(edit);
     for (const QString& n : p.values(skip)) options.interventions << "skip " + n;
     for (const QString& spec : p.values(steer)) options.interventions << "steer " + spec;
+    const bool patching = p.isSet(clean) || p.isSet(corrupted) || p.isSet(answer);
+    if (patching) {
+        if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
+            return usageError("activation patching needs --clean, --corrupted and --answer together.");
+        const QString s = p.value(site);
+        if (!QStringList{"layer_output", "attention_output", "mlp_output"}.contains(s) && !QRegularExpression("^head:\\d+$").match(s).hasMatch())
+            return usageError(QString("--site must be layer_output, attention_output, mlp_output or head:H, not '%1'.").arg(s));
+        options.patch = {p.value(clean), p.value(corrupted), p.value(answer), p.value(wrong), s};
+        if (options.view.isEmpty()) options.view = "patching";
+    }
     if (p.isSet(dtype)) {
         try {
             options.dtype = parseDtype(p.value(dtype).toStdString());
@@ -82,7 +100,7 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
-        if (options.prompts.isEmpty() && !options.model.isEmpty())
+        if (options.prompts.isEmpty() && !options.model.isEmpty() && !patching)
             return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt (only the demo model has a prompt of its own).");
         options.useSettings = false;
         options.openDefault = false;
@@ -108,22 +126,29 @@ int runGui(int& argc, char** argv) {
             QApplication::exit(1);
         };
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
-        QObject::connect(&window, &MainWindow::traceEnded, &window, [&] {
-            if (!window.snapshot()) return fail(window.errorText().isEmpty() ? QString("the trace did not finish.") : window.errorText());
-            auto shoot = [&] {
-                QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
-                    const QString error = window.saveScreenshot(screenshotPath);
-                    if (!error.isEmpty()) return fail(error);
-                    std::cout << screenshotPath.toStdString() << std::endl;
-                    QApplication::exit(0);
-                });
-            };
-            window.showView(options.view);  // the family page starts its checks when shown: wait for them
-            if (options.view == "family" && !window.familyView()->checks())
-                QObject::connect(&window, &MainWindow::checksEnded, &window, shoot, Qt::SingleShotConnection);
-            else
+        auto shoot = [&] {
+            QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
+                const QString error = window.saveScreenshot(screenshotPath);
+                if (!error.isEmpty()) return fail(error);
+                std::cout << screenshotPath.toStdString() << std::endl;
+                QApplication::exit(0);
+            });
+        };
+        if (patching && options.prompts.isEmpty()) {  // a patching run and no trace: shoot when the grid is there
+            QObject::connect(&window, &MainWindow::patchEnded, &window, [&] {
+                if (!window.patchingView()->result()) return fail(window.patchingView()->statusLabel()->text());
                 shoot();
-        });
+            });
+        } else {
+            QObject::connect(&window, &MainWindow::traceEnded, &window, [&] {
+                if (!window.snapshot()) return fail(window.errorText().isEmpty() ? QString("the trace did not finish.") : window.errorText());
+                window.showView(options.view);  // the family page starts its checks when shown: wait for them
+                if (options.view == "family" && !window.familyView()->checks())
+                    QObject::connect(&window, &MainWindow::checksEnded, &window, shoot, Qt::SingleShotConnection);
+                else
+                    shoot();
+            });
+        }
         QTimer::singleShot(10 * 60 * 1000, &window, [&] { fail("gave up after 10 minutes without a finished trace."); });
     }
     return app.exec();

@@ -45,6 +45,7 @@ struct StartOptions {
     QString model;           ///< --model DIR
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
     QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
+    QStringList patch;       ///< --clean, --corrupted, --answer, --wrong, --site: patching run once the model is open (5 items)
     QString view;            ///< --view attention|neurons|lens|model: the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
     std::optional<torch::ScalarType> dtype;  ///< --dtype (else the saved option)

@@ -734,6 +734,8 @@ void TestGui::commandLine_data() {
     QTest::newRow("bad view") << QStringList{"gui", "--view", "sideways"} << "--view";
     QTest::newRow("stray argument") << QStringList{"gui", "stories"} << "stories";
     QTest::newRow("unknown option") << QStringList{"gui", "--modle", "x"} << "modle";
+    QTest::newRow("patching without answer") << QStringList{"gui", "--clean", "a b", "--corrupted", "a c"} << "--answer";
+    QTest::newRow("patching bad site") << QStringList{"gui", "--clean", "a", "--corrupted", "b", "--answer", "c", "--site", "heads"} << "--site";
 }
 
 void TestGui::commandLine() {

@@ -78,7 +78,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     layout->addWidget(heatmap_, 1);
     setContent(content);
     showContent();
-
+    promptCombo_->hide();  // the form has its own prompts
     connect(site_, &QComboBox::currentIndexChanged, this, [this] {
         head_->setEnabled(static_cast<PatchSite>(site_->currentData().toInt()) == PatchSite::HeadOutput);
     });
@@ -178,6 +178,7 @@ void PatchingView::refresh() {
     m.columnTitle = tr("position (corrupted prompt)");
     m.valueName = norm ? tr("fraction recovered") : metric_;
     const QString site = QString::fromStdString(r.site);
+    const QString siteShown = QString(site).replace("{i}", "i");
     const QStringList cols = m.columnLabels;
     const QString metric = metric_;
     const double clean = r.clean, corrupted = r.corrupted;
@@ -192,14 +193,14 @@ void PatchingView::refresh() {
             .arg(frac * 100, 0, 'f', 1);
     };
     model_->setMatrix(std::move(m));
-    heatmap_->setTitle(tr("activation patching · %1 · %2").arg(site, norm ? tr("fraction of the gap recovered") : metric_));
+    heatmap_->setTitle(tr("activation patching · %1 · %2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
     status_->setStyleSheet(QString());
     status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block and position taken "
                         "from the clean run.")
                          .arg(metric_)
                          .arg(r.clean, 0, 'g', 5)
                          .arg(r.corrupted, 0, 'g', 5)
-                         .arg(site));
+                         .arg(siteShown));
 }
 
 PlotSource PatchingView::plotSource() const {
