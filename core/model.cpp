@@ -248,7 +248,7 @@ torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& co
 }
 
 torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
-                               const torch::Tensor& mask, Taps* taps) const {
+                               const torch::Tensor& mask, Taps* taps, KvCache* cache) const {
     const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
     const ModelConfig& c = config_;
     const int64_t b = hidden.size(0), s = hidden.size(1), D = c.headDim;
@@ -302,6 +302,14 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const tor
     tapValue(taps, Value::AttentionQueries, layer, queryStates);
     tapValue(taps, Value::AttentionKeys, layer, keyStates);
     tapValue(taps, Value::AttentionValues, layer, valueStates);
+    if (cache) {  // DynamicCache.update: the new keys and values after the cached ones
+        auto& k = cache->keys[static_cast<size_t>(layer)];
+        auto& v = cache->values[static_cast<size_t>(layer)];
+        k = k.defined() ? torch::cat({k, keyStates}, 2) : keyStates;
+        v = v.defined() ? torch::cat({v, valueStates}, 2) : valueStates;
+        keyStates = k;
+        valueStates = v;
+    }
 
     // eager_attention_forward
     const int64_t groups = c.numHeads / c.numKvHeads;
@@ -369,9 +377,41 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
 
     auto hiddenStates = torch::embedding(embed_, inputIds);
     tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
-    auto positions = positionIds(attentionMask);
-    auto mask = causalMask(attentionMask, dtype_);
+    return decode(hiddenStates, positionIds(attentionMask), causalMask(attentionMask, dtype_), taps, nullptr);
+}
 
+torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache) const {
+    if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(0) != 1 || inputIdsIn.size(1) == 0)
+        throw Error("a cached pass takes one row of input_ids [1, seq], got " +
+                    (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
+    const torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
+    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
+    if (minId < 0 || maxId >= config_.vocabSize)
+        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
+                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+    if (cache.keys.empty()) {
+        cache.keys.resize(static_cast<size_t>(config_.numLayers));
+        cache.values.resize(static_cast<size_t>(config_.numLayers));
+    } else if (cache.keys.size() != static_cast<size_t>(config_.numLayers)) {
+        throw Error("the key/value cache holds " + std::to_string(cache.keys.size()) + " blocks, not this model's " +
+                    std::to_string(config_.numLayers) + ".");
+    }
+    const int64_t s = inputIds.size(1), past = cache.length, total = past + s;
+    auto positions = torch::arange(past, total, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);  // [1, s]
+    // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows.
+    auto keyIdx = torch::arange(total, torch::TensorOptions().dtype(torch::kInt64));
+    auto allowed = keyIdx.index({None, Slice()}) <= positions.index({0, Slice(), None});  // [s, total]
+    const double minValue = dtype_ == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
+    auto mask = torch::where(allowed, torch::zeros({}, torch::TensorOptions().dtype(dtype_)),
+                             torch::full({}, minValue, torch::TensorOptions().dtype(dtype_)))
+                    .index({None, None});  // [1, 1, s, total]
+    auto logits = decode(torch::embedding(embed_, inputIds), positions, mask, nullptr, &cache);
+    cache.length = total;
+    return logits;
+}
+
+torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& mask, Taps* taps,
+                            KvCache* cache) const {
     // Rotary tables: freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to
     // the compute dtype (ERNIE keeps them in float32).
     auto freqs = positions.index({"...", None}).to(torch::kFloat32) * rope_.invFreq;
@@ -392,7 +432,7 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
         auto residual = hiddenStates;
         hiddenStates = norm(hiddenStates, lw.inputNorm, lw.inputNormBias, family_->norm, config_.hiddenSize);
         tapValue(taps, Value::AttentionNormOutput, i, hiddenStates);
-        hiddenStates = attention(i, hiddenStates, cos, sin, mask, taps);
+        hiddenStates = attention(i, hiddenStates, cos, sin, mask, taps, cache);
         hiddenStates = residual + hiddenStates;
         tapValue(taps, Value::LayerMid, i, hiddenStates);
         residual = hiddenStates;

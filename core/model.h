@@ -41,6 +41,14 @@ struct LayerWeights {
     torch::Tensor actAlphaP, actAlphaN, actBeta, actEps;  ///< xIELU parameters (raw, before softplus), [1]
 };
 
+/// The keys and values of the tokens a single-row pass has seen, per block, so that generation feeds one new token
+/// at a time (HF's DynamicCache). keys[i], values[i]: [1, num_kv_heads, length, head_dim] in the compute dtype,
+/// after the rotary embedding and before repeat_kv, exactly what the full pass's attention would read.
+struct KvCache {
+    std::vector<torch::Tensor> keys, values;
+    int64_t length = 0;  ///< tokens cached (the next token's position)
+};
+
 /// A loaded checkpoint: config, family, weights (memory-mapped; converted only when the compute dtype
 /// differs from the stored one) and tokenizer. Immutable after load, so one Model can serve several
 /// threads' forward passes.
@@ -72,6 +80,11 @@ public:
     /// Returns the logits [batch, seq, vocab_size] in the compute dtype. Must run under c10::InferenceMode or
     /// torch::NoGradGuard. Throws nnscope::Error on bad input shapes or ids, nnscope::Cancelled on cancel.
     torch::Tensor forward(const torch::Tensor& inputIds, const torch::Tensor& attentionMask, Taps* taps) const;
+    /// The same pass for one unpadded row continuing what `cache` holds: inputIds int64 [1, seq] sit at positions
+    /// cache.length ... cache.length + seq - 1, attend to the cached tokens and themselves, and are appended to the
+    /// cache. Returns the logits [1, seq, vocab_size] of the new tokens (equal to the full pass's last seq rows, up
+    /// to float rounding). Throws nnscope::Error on a batch of more than one row or a cache of another model.
+    torch::Tensor forwardCached(const torch::Tensor& inputIds, KvCache& cache) const;
 
     /// The logit lens: lm_head(norm(hidden)), hidden [..., hidden_size] -> [..., vocab_size] (compute dtype).
     torch::Tensor projectOnVocab(const torch::Tensor& hidden) const;
@@ -90,7 +103,10 @@ private:
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const;
     torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;
     torch::Tensor attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
-                            const torch::Tensor& mask, Taps* taps) const;
+                            const torch::Tensor& mask, Taps* taps, KvCache* cache = nullptr) const;
+    /// The decoder from the embeddings to the logits (shared by forward and forwardCached).
+    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& mask, Taps* taps,
+                         KvCache* cache) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
     torch::Tensor applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
 

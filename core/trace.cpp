@@ -250,13 +250,16 @@ std::vector<int64_t> generateGreedy(const Model& model, const std::vector<int64_
     if (ids.empty()) throw Error("generate needs at least one token to start from.");
     std::vector<int64_t> out = ids;
     const auto eos = model.config().eosTokenId;
+    // The prompt once, then one token per step against the key/value cache (transformers' generate with use_cache).
+    KvCache cache;
+    torch::Tensor input = torch::tensor(out, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
     for (int step = 0; step < maxNewTokens; ++step) {
         if (cancel && cancel->load()) throw Cancelled{};
-        auto input = torch::tensor(out, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
-        auto logits = model.forward(input, {}, nullptr);
+        const torch::Tensor logits = model.forwardCached(input, cache);
         const int64_t next = logits.index({0, -1}).argmax().item<int64_t>();
         out.push_back(next);
         if (stopAtEos && eos && next == *eos) break;
+        input = torch::tensor({next}, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
     }
     return out;
 }

@@ -73,6 +73,36 @@ private slots:
         QCOMPARE(ids, expected);
     }
 
+    /// Generation feeds one token at a time against the key/value cache (forwardCached): the logits of every step
+    /// equal the full pass's, on every fixture family (partial rotary, fused per-head qkv, adjacent-pair rotary,
+    /// YaRN and llama3 scaling, q/k norms, grouped-query attention) and both stories260K checkpoints.
+    void cachedPassEqualsFullPass_data() {
+        QTest::addColumn<QString>("dir");
+        for (const char* f : {"tiny-llama", "tiny-arcee", "tiny-arcee-yarn", "tiny-apertus", "tiny-ernie4_5", "tiny-persimmon"})
+            QTest::newRow(f) << QString::fromStdString(test::fixture(f));
+        QTest::newRow("stories260K-llama") << QString::fromStdString(test::sharedModels() + "/stories260K-llama");
+        QTest::newRow("stories260K-ernie4_5") << QString::fromStdString(test::sharedModels() + "/stories260K-ernie4_5");
+    }
+    void cachedPassEqualsFullPass() {
+        QFETCH(QString, dir);
+        auto m = Model::load(dir.toStdString(), LoadOptions().withTokenizer(false));
+        c10::InferenceMode g;
+        torch::manual_seed(7);
+        const int64_t T = 14;
+        auto ids = torch::randint(3, m->config().vocabSize, {1, T}, torch::kInt64);
+        ids.index_put_({0, 0}, 1);
+        const auto full = m->forward(ids, {}, nullptr);  // [1, T, vocab]
+        KvCache cache;
+        std::vector<torch::Tensor> parts = {m->forwardCached(ids.index({Slice(), Slice(0, 5)}), cache)};
+        for (int64_t t = 5; t < T; ++t) parts.push_back(m->forwardCached(ids.index({Slice(), Slice(t, t + 1)}), cache));
+        QCOMPARE(cache.length, T);
+        const auto cached = torch::cat(parts, 1);
+        QCOMPARE(cached.sizes(), full.sizes());
+        NNSCOPE_COMPARE_TENSORS(cached, full, 1e-4, 1e-4);
+        // A batch of two rows is refused with a message.
+        QVERIFY_THROWS_EXCEPTION(Error, m->forwardCached(torch::ones({2, 1}, torch::kInt64), cache));
+    }
+
     void firstLogitsMatchReference() {
         const auto lines = expectedLines();
         std::vector<double> ref;
