@@ -78,6 +78,55 @@ unsafe fn give_bytes(bytes: Vec<u8>, data: *mut *mut c_char, len: *mut usize) {
     }
 }
 
+/// Hands an id buffer to C as pointer + length; freed by `nns_hf_ids_free`.
+unsafe fn give_ids(v: Vec<u32>, ids: *mut *mut u32, ids_len: *mut usize) {
+    let boxed = v.into_boxed_slice();
+    let n = boxed.len();
+    let p = Box::into_raw(boxed) as *mut u32;
+    if !ids_len.is_null() {
+        *ids_len = n;
+    }
+    if !ids.is_null() {
+        *ids = p;
+    } else {
+        nns_hf_ids_free(p, n);
+    }
+}
+
+/// Runs `body` so that no panic crosses the C boundary. `*error` is cleared first; `Err(message)` stores the
+/// message, a panic stores "`failure`: <the panic's text>." Returns the value, or None after storing the error.
+unsafe fn guarded<T>(
+    error: *mut *mut c_char,
+    failure: &str,
+    body: impl FnOnce() -> Result<T, String>,
+) -> Option<T> {
+    if !error.is_null() {
+        *error = ptr::null_mut();
+    }
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => Some(value),
+        Ok(Err(message)) => {
+            set_error(error, &message);
+            None
+        }
+        Err(payload) => {
+            set_error(
+                error,
+                &format!("{}: {}", failure, sentence_end(panic_text(&payload))),
+            );
+            None
+        }
+    }
+}
+
+/// The message for valid-UTF-8 input that is not.
+fn utf8_error(e: std::str::Utf8Error) -> String {
+    format!(
+        "The text to encode is not valid UTF-8 (invalid byte at offset {}).",
+        e.valid_up_to()
+    )
+}
+
 /// A byte slice from a C pointer + length (an empty slice for a null pointer).
 unsafe fn slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
     if data.is_null() || len == 0 {
@@ -93,51 +142,36 @@ pub unsafe extern "C" fn nns_hf_tokenizer_load(
     path: *const c_char,
     error: *mut *mut c_char,
 ) -> *mut NnsHfTokenizer {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
     if path.is_null() {
         set_error(error, "No tokenizer.json path was given (null pointer).");
         return ptr::null_mut();
     }
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<NnsHfTokenizer, String> {
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = CStr::from_ptr(path).to_bytes();
-        let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
-        let shown = path.display().to_string();
-        let content = std::fs::read(&path).map_err(|e| {
-            format!(
-                "The tokenizer file {} could not be read: {}",
-                shown,
-                sentence_end(e)
-            )
-        })?;
-        let inner = Tokenizer::from_bytes(&content).map_err(|e| {
-            format!(
-                "The tokenizer file {} is not a valid HuggingFace tokenizer.json: {}",
-                shown,
-                sentence_end(e)
-            )
-        })?;
-        Ok(NnsHfTokenizer { inner })
-    }));
-    match result {
-        Ok(Ok(t)) => Box::into_raw(Box::new(t)),
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            ptr::null_mut()
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Loading the tokenizer file failed inside the tokenizers library: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            ptr::null_mut()
-        }
-    }
+    let loaded = guarded(
+        error,
+        "Loading the tokenizer file failed inside the tokenizers library",
+        || {
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = CStr::from_ptr(path).to_bytes();
+            let path = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+            let shown = path.display().to_string();
+            let content = std::fs::read(&path).map_err(|e| {
+                format!(
+                    "The tokenizer file {} could not be read: {}",
+                    shown,
+                    sentence_end(e)
+                )
+            })?;
+            let inner = Tokenizer::from_bytes(&content).map_err(|e| {
+                format!(
+                    "The tokenizer file {} is not a valid HuggingFace tokenizer.json: {}",
+                    shown,
+                    sentence_end(e)
+                )
+            })?;
+            Ok(NnsHfTokenizer { inner })
+        },
+    );
+    loaded.map_or(ptr::null_mut(), |t| Box::into_raw(Box::new(t)))
 }
 
 /// Frees a tokenizer from `nns_hf_tokenizer_load` (null is allowed).
@@ -186,9 +220,6 @@ pub unsafe extern "C" fn nns_hf_encode(
     ids_len: *mut usize,
     error: *mut *mut c_char,
 ) -> c_int {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
     if tokenizer.is_null() {
         set_error(
             error,
@@ -196,14 +227,8 @@ pub unsafe extern "C" fn nns_hf_encode(
         );
         return -1;
     }
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<u32>, String> {
-        let bytes = slice(text as *const u8, text_len);
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            format!(
-                "The text to encode is not valid UTF-8 (invalid byte at offset {}).",
-                e.valid_up_to()
-            )
-        })?;
+    let encoded = guarded(error, "Encoding failed inside the tokenizers library", || {
+        let text = std::str::from_utf8(slice(text as *const u8, text_len)).map_err(utf8_error)?;
         let encoding = (*tokenizer)
             .inner
             .encode_fast(text, add_special_tokens != 0)
@@ -214,36 +239,13 @@ pub unsafe extern "C" fn nns_hf_encode(
                 )
             })?;
         Ok(encoding.get_ids().to_vec())
-    }));
-    match result {
-        Ok(Ok(v)) => {
-            let boxed = v.into_boxed_slice();
-            let n = boxed.len();
-            let p = Box::into_raw(boxed) as *mut u32;
-            if !ids_len.is_null() {
-                *ids_len = n;
-            }
-            if !ids.is_null() {
-                *ids = p;
-            } else {
-                nns_hf_ids_free(p, n);
-            }
+    });
+    match encoded {
+        Some(v) => {
+            give_ids(v, ids, ids_len);
             0
         }
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            -1
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Encoding failed inside the tokenizers library: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            -1
-        }
+        None => -1,
     }
 }
 
@@ -258,9 +260,6 @@ pub unsafe extern "C" fn nns_hf_decode(
     text_len: *mut usize,
     error: *mut *mut c_char,
 ) -> c_int {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
     if tokenizer.is_null() {
         set_error(
             error,
@@ -268,37 +267,23 @@ pub unsafe extern "C" fn nns_hf_decode(
         );
         return -1;
     }
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<String, String> {
-        let ids = slice(ids, ids_len);
+    let decoded = guarded(error, "Decoding failed inside the tokenizers library", || {
         (*tokenizer)
             .inner
-            .decode(ids, skip_special_tokens != 0)
+            .decode(slice(ids, ids_len), skip_special_tokens != 0)
             .map_err(|e| {
                 format!(
                     "The tokenizer could not decode the ids: {}",
                     sentence_end(e)
                 )
             })
-    }));
-    match result {
-        Ok(Ok(s)) => {
+    });
+    match decoded {
+        Some(s) => {
             give_bytes(s.into_bytes(), text, text_len);
             0
         }
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            -1
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Decoding failed inside the tokenizers library: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            -1
-        }
+        None => -1,
     }
 }
 
@@ -412,30 +397,11 @@ pub unsafe extern "C" fn nns_sp_load(
     len: usize,
     error: *mut *mut c_char,
 ) -> *mut NnsSpModel {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
-    let result = catch_unwind(AssertUnwindSafe(|| {
+    let loaded = guarded(error, "Loading the model failed inside SentencePiece", || {
         SentencePieceProcessor::from_serialized_proto(slice(data as *const u8, len))
             .map_err(sentence_end)
-    }));
-    match result {
-        Ok(Ok(inner)) => Box::into_raw(Box::new(NnsSpModel { inner })),
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            ptr::null_mut()
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Loading the model failed inside SentencePiece: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            ptr::null_mut()
-        }
-    }
+    });
+    loaded.map_or(ptr::null_mut(), |inner| Box::into_raw(Box::new(NnsSpModel { inner })))
 }
 
 /// Frees a model from `nns_sp_load` (null is allowed).
@@ -497,9 +463,6 @@ pub unsafe extern "C" fn nns_sp_encode(
     ids_len: *mut usize,
     error: *mut *mut c_char,
 ) -> c_int {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
     if model.is_null() {
         set_error(
             error,
@@ -507,13 +470,8 @@ pub unsafe extern "C" fn nns_sp_encode(
         );
         return -1;
     }
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<Vec<u32>, String> {
-        let text = std::str::from_utf8(slice(text as *const u8, text_len)).map_err(|e| {
-            format!(
-                "The text to encode is not valid UTF-8 (invalid byte at offset {}).",
-                e.valid_up_to()
-            )
-        })?;
+    let encoded = guarded(error, "Encoding failed inside SentencePiece", || {
+        let text = std::str::from_utf8(slice(text as *const u8, text_len)).map_err(utf8_error)?;
         let pieces = (*model).inner.encode(text).map_err(|e| {
             format!(
                 "SentencePiece could not encode the text: {}",
@@ -521,36 +479,13 @@ pub unsafe extern "C" fn nns_sp_encode(
             )
         })?;
         Ok(pieces.iter().map(|p| p.id).collect())
-    }));
-    match result {
-        Ok(Ok(v)) => {
-            let boxed = v.into_boxed_slice();
-            let n = boxed.len();
-            let p = Box::into_raw(boxed) as *mut u32;
-            if !ids_len.is_null() {
-                *ids_len = n;
-            }
-            if !ids.is_null() {
-                *ids = p;
-            } else {
-                nns_hf_ids_free(p, n);
-            }
+    });
+    match encoded {
+        Some(v) => {
+            give_ids(v, ids, ids_len);
             0
         }
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            -1
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Encoding failed inside SentencePiece: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            -1
-        }
+        None => -1,
     }
 }
 
@@ -564,9 +499,6 @@ pub unsafe extern "C" fn nns_sp_decode(
     text_len: *mut usize,
     error: *mut *mut c_char,
 ) -> c_int {
-    if !error.is_null() {
-        *error = ptr::null_mut();
-    }
     if model.is_null() {
         set_error(
             error,
@@ -574,7 +506,7 @@ pub unsafe extern "C" fn nns_sp_decode(
         );
         return -1;
     }
-    let result = catch_unwind(AssertUnwindSafe(|| {
+    let decoded = guarded(error, "Decoding failed inside SentencePiece", || {
         (*model)
             .inner
             .decode_piece_ids(slice(ids, ids_len))
@@ -584,25 +516,12 @@ pub unsafe extern "C" fn nns_sp_decode(
                     sentence_end(e)
                 )
             })
-    }));
-    match result {
-        Ok(Ok(s)) => {
+    });
+    match decoded {
+        Some(s) => {
             give_bytes(s.into_bytes(), text, text_len);
             0
         }
-        Ok(Err(message)) => {
-            set_error(error, &message);
-            -1
-        }
-        Err(payload) => {
-            set_error(
-                error,
-                &format!(
-                    "Decoding failed inside SentencePiece: {}",
-                    sentence_end(panic_text(&payload))
-                ),
-            );
-            -1
-        }
+        None => -1,
     }
 }
