@@ -12,6 +12,12 @@
 
 namespace nnscope::tokenizer_detail {
 
+/// Takes ownership of an error message from the hf_tokenizers C interface (freed here); `fallback` when there is
+/// none. Defined in tokenizer_hf.cpp; both back ends use it.
+std::string takeError(char* message, const std::string& fallback);
+/// Takes ownership of a byte buffer from the C interface (freed here) and returns its bytes.
+std::string takeBytes(char* data, std::size_t len);
+
 /// What the checkpoint's JSON files say about special tokens, before they are turned into ids.
 /// Each field is unset when no file gives it.
 struct SpecialTokenSettings {

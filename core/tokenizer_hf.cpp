@@ -13,13 +13,7 @@
 namespace fs = std::filesystem;
 
 namespace nnscope::tokenizer_detail {
-namespace {
 
-struct HfTokenizerDeleter {
-    void operator()(NnsHfTokenizer* t) const { nns_hf_tokenizer_free(t); }
-};
-
-/// Takes ownership of an error message from the C interface; `fallback` when there is none.
 std::string takeError(char* message, const std::string& fallback) {
     if (!message)
         return fallback;
@@ -27,6 +21,18 @@ std::string takeError(char* message, const std::string& fallback) {
     nns_hf_string_free(message);
     return text;
 }
+
+std::string takeBytes(char* data, std::size_t len) {
+    std::string bytes(data, len);
+    nns_hf_bytes_free(data, len);
+    return bytes;
+}
+
+namespace {
+
+struct HfTokenizerDeleter {
+    void operator()(NnsHfTokenizer* t) const { nns_hf_tokenizer_free(t); }
+};
 
 class HfTokenizer final : public Tokenizer {
 public:
@@ -84,11 +90,8 @@ public:
         char* data = nullptr;
         size_t len = 0;
         const int found = nns_hf_id_to_token(handle_.get(), static_cast<uint32_t>(id), &data, &len);
-        if (found == 1) {
-            std::string token(data, len);
-            nns_hf_bytes_free(data, len);
-            return token;
-        }
+        if (found == 1)
+            return takeBytes(data, len);
         if (found == 0)
             throw Error("The tokenizer " + file_ + " has no token with id " + std::to_string(id) + ".");
         throw Error("Looking up token id " + std::to_string(id) + " in " + file_ +
@@ -137,9 +140,7 @@ private:
                           &error) != 0)
             throw Error(takeError(error, "The tokenizer could not decode the ids.") + " The tokenizer file is " +
                         file_ + ".");
-        std::string text(data, len);
-        nns_hf_bytes_free(data, len);
-        return text;
+        return takeBytes(data, len);
     }
 
     std::unique_ptr<NnsHfTokenizer, HfTokenizerDeleter> handle_;

@@ -143,15 +143,6 @@ struct SpModelDeleter {
     void operator()(NnsSpModel* m) const { nns_sp_free(m); }
 };
 
-/// Takes ownership of an error message from the C interface; `fallback` when there is none.
-std::string takeError(char* message, const std::string& fallback) {
-    if (!message)
-        return fallback;
-    std::string text(message);
-    nns_hf_string_free(message);
-    return text;
-}
-
 class SentencePieceTokenizer final : public Tokenizer {
 public:
     /// Loads `file`; throws nnscope::Error naming it when it is unreadable or not a SentencePiece model.
@@ -260,9 +251,7 @@ private:
         if (nns_sp_decode(model_.get(), ids.data(), ids.size(), &data, &len, &error) != 0)
             throw Error(takeError(error, "SentencePiece could not decode the ids.") + " The tokenizer file is " +
                         file_ + ".");
-        std::string text(data, len);
-        nns_hf_bytes_free(data, len);
-        return text;
+        return takeBytes(data, len);
     }
 
     /// LlamaTokenizer (legacy=true, add_prefix_space) convert_tokens_to_string, without clean-up:
