@@ -52,6 +52,13 @@ struct Common {
     QCommandLineOption threads{"threads", "CPU threads for libtorch (default: every core).", "N", "0"};
 };
 
+/// A word after a sub-command that is no option's value is a mistake (a prompt without --prompt, a typo): refuse it.
+void rejectStray(const QCommandLineParser& p) {
+    if (!p.positionalArguments().isEmpty())
+        throw Error("unexpected argument '" + p.positionalArguments().front().toStdString() +
+                    "' (options start with --; quote a prompt and give it with --prompt).");
+}
+
 int fail(const std::string& message, int status = 1) {
     std::cerr << "nnscope: " << message << std::endl;
     return status;
@@ -105,6 +112,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption csv("csv", "Also write the grid as CSV to FILE.", "FILE");
     p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv});
     p.process(args);
+    rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
         throw Error("patch needs --clean, --corrupted and --answer.");
     auto model = loadModel(p, c);
@@ -172,8 +180,11 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                       "of each block in LAYERS (comma-separated) at POSITIONS (default all).", "SPEC");
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, edit, skip, steer});
     p.process(args);
+    rejectStray(p);
     if (!p.isSet(prompt)) throw Error("trace needs at least one --prompt.");
     if (p.isSet(out) && !p.isSet(save)) throw Error("--out needs --save: say which values to write.");
+    if (p.isSet(out) && !p.value(out).endsWith(".safetensors", Qt::CaseInsensitive) && !p.value(out).endsWith(".npy", Qt::CaseInsensitive))
+        throw Error("--out " + s(p.value(out)) + ": write a .safetensors file (any number of values) or a .npy file (one value).");
     bool ok = false;
     const int k = p.value(topk).toInt(&ok);
     if (!ok || k < 1) throw Error("--top-k must be a positive integer.");
@@ -214,6 +225,10 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         for (const auto& [key, t] : result.values)
             j["saved"][valuePath(model->family(), key)] = {{"shape", t.sizes().vec()}, {"layout", valueInfo(key.value).layout}};
         if (p.isSet(out)) j["out"] = s(p.value(out));
+        j["interventions"] = nlohmann::json::array();
+        for (const auto& x : p.values(edit)) j["interventions"].push_back(s(x));
+        for (const auto& x : p.values(skip)) j["interventions"].push_back("skip " + s(x));
+        for (const auto& x : p.values(steer)) j["interventions"].push_back("steer " + s(x));
         std::cout << j.dump(2) << std::endl;
         return 0;
     }
@@ -225,8 +240,22 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         std::fflush(stdout);
     }
     if (!result.values.empty()) {
-        std::cout << "saved " << result.values.size() << " value(s)";
-        if (p.isSet(out)) std::cout << " to " << s(p.value(out));
+        if (p.isSet(out)) {
+            std::cout << "saved " << result.values.size() << " value(s) to " << s(p.value(out)) << "\n";
+        } else {
+            std::cout << "read " << result.values.size() << " value(s) (nothing written: add --out FILE.safetensors to keep them):\n";
+            for (const auto& [key, t] : result.values) {
+                std::ostringstream shape;
+                shape << t.sizes();
+                std::cout << "  " << valuePath(model->family(), key) << " " << shape.str() << "  " << valueInfo(key.value).layout << "\n";
+            }
+        }
+    }
+    if (!edits->empty()) {
+        std::cout << "with " << (p.values(edit).size() + p.values(skip).size() + p.values(steer).size()) << " intervention(s):";
+        for (const auto& x : p.values(edit)) std::cout << "  " << s(x);
+        for (const auto& x : p.values(skip)) std::cout << "  skip " << s(x);
+        for (const auto& x : p.values(steer)) std::cout << "  steer " << s(x);
         std::cout << "\n";
     }
     return 0;
@@ -238,11 +267,17 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     QCommandLineOption noEos("ignore-eos", "Keep going past the EOS token.");
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, maxNew, noEos});
     p.process(args);
+    rejectStray(p);
     bool ok = false;
     const int n = p.value(maxNew).toInt(&ok);
     if (!ok || n < 0) throw Error("--max-new-tokens must be a non-negative integer.");
     auto model = loadModel(p, c);
     Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const int64_t context = model->config().maxPositionEmbeddings;
+    if (context > 0 && static_cast<int64_t>(batch.ids[0].size()) + n > context)
+        throw Error("the prompt's " + std::to_string(batch.ids[0].size()) + " tokens + --max-new-tokens " + std::to_string(n) +
+                    " exceed max_position_embeddings " + std::to_string(context) + " of " + model->dir() +
+                    "/config.json (the model was not trained on longer contexts).");
     auto ids = generateGreedy(*model, batch.ids[0], n, !p.isSet(noEos));
     const std::string text = model->tokenizer()->decode(ids, true);
     if (p.isSet(c.json)) {
@@ -258,6 +293,7 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
     QCommandLineOption noSpecial("no-special-tokens", "Do not add BOS/EOS.");
     p.addOptions({c.model, c.json, text, noSpecial});
     p.process(args);
+    rejectStray(p);
     if (!p.isSet(text)) throw Error("tokenize needs --text.");
     if (!p.isSet(c.model)) throw Error("--model DIR is required.");
     auto tok = Tokenizer::load(s(p.value(c.model)));
@@ -275,6 +311,7 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
 int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) {
     p.addOptions({c.model, c.json, c.dtype, c.threads});
     p.process(args);
+    rejectStray(p);
     auto model = loadModel(p, c, false);
     if (p.isSet(c.json)) std::cout << supportJson(*model).dump(2) << std::endl;
     else std::cout << supportText(*model);
@@ -284,6 +321,7 @@ int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) 
 int cmdPrint(QCommandLineParser& p, const Common& c, const QStringList& args) {
     p.addOptions({c.model, c.dtype, c.threads});
     p.process(args);
+    rejectStray(p);
     auto model = loadModel(p, c, false);
     std::cout << printout(*model);
     return 0;

@@ -109,6 +109,13 @@ int runGui(int& argc, char** argv) {
         if (!hasDisplay() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     }
 
+    if (!hasDisplay() && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        std::cerr << "nnscope gui: there is no display (DISPLAY and WAYLAND_DISPLAY are not set). Start it in a desktop "
+                     "session, or headless with QT_QPA_PLATFORM=offscreen (with --screenshot FILE.png to save what it "
+                     "shows); the command-line tool works anywhere (nnscope --help)."
+                  << std::endl;
+        return 2;
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName("nnscope");
     QApplication::setApplicationName("nnscope");
@@ -126,6 +133,7 @@ int runGui(int& argc, char** argv) {
             QApplication::exit(1);
         };
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
+        QObject::connect(&window, &MainWindow::startOptionRefused, &window, [&](const QString& message) { fail(message); });
         auto shoot = [&] {
             QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
                 const QString error = window.saveScreenshot(screenshotPath);

@@ -506,7 +506,9 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
             pinned_->pin(valueKeyInfo(*model_, key));
             if (key.layer >= 0) diagram_->setBlock(key.layer);
         } catch (const Error& e) {
-            showError(tr("--pin %1: %2").arg(path, QString::fromStdString(e.what())));
+            const QString message = tr("--pin %1: %2").arg(path, QString::fromStdString(e.what()));
+            showError(message);
+            emit startOptionRefused(message);
         }
     }
     start_.pins.clear();
@@ -516,7 +518,10 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
                          static_cast<TraceView*>(compare_)})
         v->setSnapshot(nullptr);
     interventions_->setModel(model_);
-    for (const QString& text : start_.interventions) addIntervention(text);  // the command line's --edit/--skip/--steer
+    for (const QString& text : start_.interventions) {  // the command line's --edit/--skip/--steer
+        const QString error = addIntervention(text);
+        if (!error.isEmpty()) emit startOptionRefused(tr("%1: %2").arg(text, error));
+    }
     start_.interventions.clear();
     patchId_ = 0;
     patching_->setModel(model_);

@@ -108,6 +108,9 @@ signals:
     void traceEnded();  ///< after any outcome: done, cancelled or failed
     void checksEnded();  ///< the family checks finished or failed
     void patchEnded();   ///< activation patching finished, failed or was cancelled
+    /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
+    /// window's error bar); `gui --screenshot` exits with it.
+    void startOptionRefused(const QString& message);
 
 protected:
     void closeEvent(QCloseEvent* event) override;

@@ -117,7 +117,8 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
     e.key = parseValuePath(model, path);
     const ValueInfo& info = valueInfo(e.key.value);
     if (info.readOnly)
-        throw Error("edit '" + text + "': " + path + " is read-only (" + info.description + "); edit the logits instead.");
+        throw Error("edit '" + text + "': " + path + " is read-only (" + info.description + ")" +
+                    (e.key.value == Value::NextTokenProbs ? "; edit the logits instead." : "; it describes the pass, nothing reads it."));
     // operand
     if (rhs.empty()) throw Error("edit '" + text + "': nothing after the operator.");
     if (rhs == "mean") {

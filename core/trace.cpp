@@ -276,8 +276,15 @@ int64_t parseTokenArgument(const Model& m, const std::string& text, const std::s
     }
     if (!m.tokenizer()) throw Error(what + ": cannot tokenize: " + m.tokenizerError());
     const auto ids = m.tokenizer()->encode(text, false);
-    if (ids.size() != 1)
-        throw Error(what + ": '" + text + "' is " + std::to_string(ids.size()) + " tokens, not one (write #ID for a token id).");
+    if (ids.size() != 1) {
+        std::string pieces;
+        for (int64_t id : ids) pieces += (pieces.empty() ? "" : ", ") + m.tokenizer()->tokenLabel(id);
+        throw Error(what + ": '" + text + "' is " + std::to_string(ids.size()) + " tokens (" + (pieces.empty() ? "none" : pieces) +
+                    "), not one; give a single token, or #ID for a token id (`nnscope tokenize` shows the pieces).");
+    }
+    const std::string piece = m.tokenizer()->tokenString(ids[0]);
+    if ((piece == "<unk>" || piece == "[UNK]") && text != piece)
+        throw Error(what + ": '" + text + "' is not in the vocabulary (it becomes the unknown token " + piece + ").");
     return ids[0];
 }
 

@@ -15,8 +15,9 @@ Family ernie4_5Family() {
     f.architectures = {"Ernie4_5ForCausalLM"};
     f.title = "ERNIE 4.5";
     f.classPrefix = "Ernie4_5";
-    f.summary = "Llama's pre-norm block whose rotary embedding turns adjacent pairs of dimensions, with query heads that "
-                "together are wider than the residual stream.";
+    f.summary = "Llama's pre-norm block whose rotary embedding turns adjacent pairs of dimensions, with a head_dim of its "
+                "own, so the query heads together may be wider than the residual stream (2048 against 1024 in "
+                "ERNIE-4.5-0.3B).";
     f.quirks = {"Interleaved rotary", "Grouped-query attention"};
     f.description =
         "ERNIE 4.5 dense (Ernie4_5ForCausalLM).\n\nLlama's tree and Llama's block: model.{embed_tokens, layers[i].{input_layernorm, "

@@ -174,6 +174,13 @@ private slots:
         QTest::newRow("several values to npy") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.layer_output", "--out", "/tmp/nnscope-several.npy"} << ".npy";
         QTest::newRow("bad dtype") << QStringList{"trace", "--model", m, "--prompt", "x", "--dtype", "int8"} << "dtype";
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "";
+        QTest::newRow("stray argument") << QStringList{"trace", "--model", m, "--prompt", "x", "stray"} << "unexpected argument 'stray'";
+        QTest::newRow("out of another format") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "logits", "--out", "/tmp/nnscope-x.txt"} << ".safetensors";
+        QTest::newRow("generation past the context") << QStringList{"generate", "--model", m, "--prompt", "x", "--max-new-tokens", "100000"} << "max_position_embeddings";
+        QTest::newRow("input_size is read-only") << QStringList{"trace", "--model", m, "--prompt", "x", "--edit", "input_size = 1"} << "read-only";
+        const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
+        QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary";
+        QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)";
     }
     void badCommandLines() {
         QFETCH(QStringList, args);

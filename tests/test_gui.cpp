@@ -212,6 +212,7 @@ private slots:
     void commandLine();
     void screenshot();
     void demoModelByDefault();
+    void startOptionsRefused();
     void familyView();
     void interventionsFromViews();
     void steeringFromPrompts();
@@ -821,6 +822,31 @@ void TestGui::demoModelByDefault() {
     QVERIFY(proc.waitForFinished(120000));
     QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
     QVERIFY(!QImage(out).isNull());
+}
+
+void TestGui::startOptionsRefused() {
+    // Without a display the window says so and how to run headless, instead of Qt's abort.
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const char* v : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) env.remove(v);
+    p.setProcessEnvironment(env);
+    p.start(kBinary, {"gui", "--model", modelDir("tiny-llama")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains("QT_QPA_PLATFORM=offscreen"));
+    // A --pin or --edit that does not fit the opened model fails a screenshot run (status 1, the reason on stderr).
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("XDG_CONFIG_HOME", tmp_.filePath("refused-config"));
+    p.setProcessEnvironment(env);
+    const QString out = tmp_.filePath("refused.png");
+    for (const QStringList& extra : {QStringList{"--pin", "layers.7.bogus"}, QStringList{"--edit", "layers.9.layer_output = 0"}}) {
+        p.start(kBinary, QStringList{"gui", "--model", modelDir("tiny-llama"), "--prompt", "hi", "--screenshot", out} + extra);
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains(extra[1]), qPrintable(err));
+        QVERIFY(!QFile::exists(out));
+    }
 }
 
 void TestGui::familyView() {

@@ -100,10 +100,11 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
         bars->setBarsGroup(group);
     }
     barsPlot_->xAxis->grid()->setVisible(false);
-    barsPlot_->xAxis->setTickLabelRotation(60);
+    barsPlot_->xAxis->setTickLabelRotation(90);
     barsPlot_->xAxis->setSubTicks(false);
     barsPlot_->yAxis->setLabel(tr("next-token probability"));
     tokenTable_ = table(content, {tr("token"), tr("before"), tr("after"), tr("after − before")});
+    tokenTable_->horizontalHeader()->setStretchLastSection(false);
 
     lensPlot_ = titledPlot(content);
     lensBefore_ = lensPlot_->addGraph();
@@ -117,7 +118,7 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
     lensPlot_->xAxis->setLabel(tr("block (layer_output through norm and lm_head)"));
     lensPlot_->yAxis->setLabel(tr("probability"));
     lensPlot_->yAxis->setRange(0, 1);
-    lensTable_ = table(content, {tr("block"), tr("top token before"), tr("p"), tr("top token after"), tr("p")});
+    lensTable_ = table(content, {tr("block"), tr("top token before"), tr("p before"), tr("top token after"), tr("p after")});
 
     auto* top = new QSplitter(Qt::Horizontal, content);
     top->addWidget(barsPlot_);

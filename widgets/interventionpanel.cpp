@@ -116,6 +116,7 @@ QString InterventionPanel::add(const QString& textIn) {
     const QString text = textIn.trimmed();
     const QString why = validate(text);
     if (!why.isEmpty()) {
+        if (input_->text().trimmed() != text) input_->setText(text);  // keep the refused line in view, to fix it
         error_->setText(why);
         error_->show();
         return why;

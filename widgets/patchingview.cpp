@@ -76,6 +76,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     layout->addLayout(runRow);
     layout->addWidget(status_);
     layout->addWidget(heatmap_, 1);
+    heatmap_->hide();  // shown with the first grid
     setContent(content);
     showContent();
     promptCombo_->hide();  // the form has its own prompts
@@ -101,6 +102,7 @@ void PatchingView::setModel(ModelPtr model) {
     head_->setRange(0, modelPtr_ ? static_cast<int>(modelPtr_->config().numHeads) - 1 : 0);
     result_.reset();
     model_->setMatrix({});
+    heatmap_->hide();
     status_->setText(modelPtr_ ? tr("Two prompts of the same length: patching copies one value from the clean run into the "
                                     "corrupted run at each block and position and measures the answer.")
                                : tr("Open a checkpoint first."));
@@ -193,6 +195,7 @@ void PatchingView::refresh() {
             .arg(frac * 100, 0, 'f', 1);
     };
     model_->setMatrix(std::move(m));
+    heatmap_->show();
     heatmap_->setTitle(tr("activation patching · %1 · %2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
     status_->setStyleSheet(QString());
     status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block and position taken "
