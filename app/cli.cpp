@@ -140,10 +140,17 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     } else throw Error("--site must be layer_output, attention_output, mlp_output or head:H, not '" + s(st) + "'.");
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
     const PatchingResult r = activationPatching(*model, b.ids[0], b.ids[1], o);
+    const std::string answerLabel = model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.answer) : "#" + std::to_string(o.metric.answer);
+    const std::string wrongLabel = o.metric.wrong < 0 ? std::string()
+                                   : model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.wrong)
+                                                        : "#" + std::to_string(o.metric.wrong);
     if (p.isSet(csv)) {
         std::ostringstream out;
+        out.precision(9);
         out << "# model: " << model->dir() << "\n# clean: " << s(p.value(clean)) << "\n# corrupted: " << s(p.value(corrupted))
-            << "\n# site: " << r.site << "\n# metric: " << s(kind) << "\nblock";
+            << "\n# site: " << r.site << "\n# metric: " << s(kind) << "\n# answer: " << answerLabel << " (id " << o.metric.answer << ")";
+        if (o.metric.wrong >= 0) out << "\n# wrong: " << wrongLabel << " (id " << o.metric.wrong << ")";
+        out << "\n# clean metric: " << r.clean << "\n# corrupted metric: " << r.corrupted << "\nblock";
         for (size_t j = 0; j < r.tokens.size(); ++j) out << "," << j << ":" << r.tokens[j];
         out << "\n";
         for (size_t i = 0; i < r.grid.size(); ++i) {
@@ -154,15 +161,21 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
         writeFileAtomically(s(p.value(csv)), out.str());
     }
     if (p.isSet(c.json)) {
-        std::cout << nlohmann::json{{"site", r.site}, {"metric", s(kind)}, {"clean", r.clean}, {"corrupted", r.corrupted},
-                                    {"tokens", r.tokens}, {"grid", r.grid}}.dump(2) << std::endl;
+        nlohmann::json j{{"site", r.site}, {"metric", s(kind)}, {"answer", {{"id", o.metric.answer}, {"token", answerLabel}}},
+                         {"clean", r.clean}, {"corrupted", r.corrupted}, {"tokens", r.tokens}, {"grid", r.grid}};
+        if (o.metric.wrong >= 0) j["wrong"] = {{"id", o.metric.wrong}, {"token", wrongLabel}};
+        std::cout << j.dump(2) << std::endl;
         return 0;
     }
-    std::printf("clean %.6f   corrupted %.6f   (%s patched from the clean run, rows = blocks, columns = positions)\n",
+    std::printf("%s: clean %.6g   corrupted %.6g   (%s patched from the clean run at each block and position)\n",
+                kind == "prob" ? ("p(\"" + answerLabel + "\")").c_str() : ("logit(\"" + answerLabel + "\") - logit(\"" + wrongLabel + "\")").c_str(),
                 r.clean, r.corrupted, r.site.c_str());
+    std::printf("block");
+    for (const auto& t : r.tokens) std::printf(" %10.10s", t.c_str());
+    std::printf("\n");
     for (size_t i = 0; i < r.grid.size(); ++i) {
-        std::printf("%3zu", i);
-        for (double v : r.grid[i]) std::printf(" %9.4f", v);
+        std::printf("%5zu", i);
+        for (double v : r.grid[i]) std::printf(" %10.4g", v);
         std::printf("\n");
     }
     return 0;
@@ -199,6 +212,9 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
+    if (!torch::isfinite(result.nextTokenProbs).all().item<bool>())
+        std::cerr << "nnscope: warning: the pass produced non-finite values (NaN or infinity)"
+                  << (edits->empty() ? "" : "; check the interventions (a division by zero, an overflow)") << "." << std::endl;
     if (p.isSet(out)) {
         std::map<std::string, std::string> extra;
         nlohmann::json e = nlohmann::json::array();
@@ -233,10 +249,15 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         return 0;
     }
     for (size_t i = 0; i < prompts.size(); ++i) {
-        std::cout << "prompt " << i << ": \"" << prompts[i] << "\" (" << batch.ids[i].size() << " tokens)\n";
-        for (size_t r = 0; r < top[i].size(); ++r)
-            std::printf("  %zu. %-20s id %-7lld p=%.6f\n", r + 1, ("\"" + top[i][r].text + "\"").c_str(),
-                        static_cast<long long>(top[i][r].id), top[i][r].prob);
+        const size_t n = batch.ids[i].size();
+        std::cout << "prompt " << i << ": \"" << prompts[i] << "\" (" << n << (n == 1 ? " token)\n" : " tokens)\n");
+        for (size_t r = 0; r < top[i].size(); ++r) {
+            std::string label = "\"" + top[i][r].text + "\"";
+            size_t chars = 0;  // pad by characters, not bytes ("␣" is 3 bytes)
+            for (unsigned char ch : label) chars += (ch & 0xC0) != 0x80;
+            if (chars < 20) label += std::string(20 - chars, ' ');
+            std::printf("  %zu. %s id %-7lld p=%.6g\n", r + 1, label.c_str(), static_cast<long long>(top[i][r].id), top[i][r].prob);
+        }
         std::fflush(stdout);
     }
     if (!result.values.empty()) {
@@ -247,7 +268,10 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
             for (const auto& [key, t] : result.values) {
                 std::ostringstream shape;
                 shape << t.sizes();
-                std::cout << "  " << valuePath(model->family(), key) << " " << shape.str() << "  " << valueInfo(key.value).layout << "\n";
+                std::string axes;
+                for (const auto& a : valueInfo(key.value).axes) axes += (axes.empty() ? "" : " ") + a;
+                std::cout << "  " << valuePath(model->family(), key) << " " << shape.str() << "  " << valueInfo(key.value).layout
+                          << " [" << axes << "]\n";
             }
         }
     }
@@ -303,7 +327,9 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
         for (int64_t id : ids) toks.push_back(tok->tokenString(id));
         std::cout << nlohmann::json{{"ids", ids}, {"tokens", toks}}.dump() << std::endl;
     } else {
-        std::cout << nlohmann::json(ids).dump() << std::endl;
+        std::cout << nlohmann::json(ids).dump() << "\n";
+        for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << tok->tokenLabel(ids[i]);
+        std::cout << std::endl;
     }
     return 0;
 }

@@ -13,6 +13,8 @@ namespace nnscope {
 
 json readConfigJson(const std::string& dir) {
     const fs::path p = fs::path(dir) / "config.json";
+    if (!fs::exists(p.parent_path()))
+        throw Error(p.parent_path().string() + ": no such folder (a checkpoint folder holds config.json, the safetensors and a tokenizer).");
     if (!fs::exists(p)) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
     std::ifstream in(p);
     if (!in) throw Error(p.string() + ": cannot be read.");

@@ -174,6 +174,8 @@ torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string
         throw Error("edit '" + e.text + "': the index does not fit " + path + " of shape " + shapeStr(t) + " (" +
                     err.what_without_backtrace() + ").");
     }
+    if (sel.numel() == 0)
+        throw Error("edit '" + e.text + "': the index selects nothing of " + path + " of shape " + shapeStr(t) + ".");
     torch::Tensor operand;
     switch (e.operand) {
         case Edit::Operand::Scalar: operand = torch::full({}, e.scalar, sel.options()); break;
@@ -326,7 +328,8 @@ void addIntervention(EditList& list, const Model& model, const std::string& text
         }
         std::filesystem::path file = parts[2];
         if (file.is_relative()) file = std::filesystem::path(baseDir) / file;
-        const torch::Tensor vec = readNpy(file.string()).to(torch::kFloat32);
+        torch::Tensor vec = readNpy(file.string()).to(torch::kFloat32);
+        if (vec.numel() == model.config().hiddenSize) vec = vec.reshape({-1});  // [1, hidden] or [hidden, 1] too
         if (vec.dim() != 1 || vec.size(0) != model.config().hiddenSize)
             throw Error("'" + text + "': " + file.string() + " holds a tensor of shape " + shapeStr(vec) +
                         ", not one vector of hidden_size " + std::to_string(model.config().hiddenSize) + " values.");

@@ -57,7 +57,7 @@ void DiagramPanel::setModel(ModelPtr model) {
         slider_->setRange(0, has ? static_cast<int>(model->config().numLayers) - 1 : 0);
         slider_->setValue(0);
     }
-    blockLabel_->setText(has ? QString("i = 0 / %1").arg(model->config().numLayers - 1) : QString());
+    blockLabel_->setText(has ? QString("i = 0 of 0–%1").arg(model->config().numLayers - 1) : QString());
     if (!has) {
         header_->setText(tr("<i>No model open.</i>"));
         identity_->clear();
@@ -82,7 +82,7 @@ void DiagramPanel::setBlock(int block) { slider_->setValue(block); }
 
 void DiagramPanel::onSlider(int value) {
     diagram_->setBlock(value);
-    blockLabel_->setText(QString("i = %1 / %2").arg(value).arg(slider_->maximum()));
+    blockLabel_->setText(QString("i = %1 of 0–%2").arg(value).arg(slider_->maximum()));
     emit blockChanged(value);
 }
 

@@ -30,7 +30,9 @@ ValueCard::ValueCard(const PartInfo& info, QWidget* parent) : QFrame(parent), ke
     plot_->setToolTip(tr("Open this value as a heatmap in a new tab"));
     export_ = new QPushButton(tr("Export…"), this);
     export_->setToolTip(tr("Write this value to .npy, .safetensors or .csv"));
-    unpin_ = new QPushButton(tr("Unpin"), this);
+    unpin_ = new QPushButton(QStringLiteral("✕"), this);
+    unpin_->setToolTip(tr("Unpin"));
+    unpin_->setMaximumWidth(unpin_->fontMetrics().horizontalAdvance("✕") + 18);
     edit_ = new QPushButton(tr("Edit…"), this);
     edit_->setToolTip(tr("Change this value in the next traces: set, add or scale it at chosen positions, heads or neurons"));
     edit_->setEnabled(info.key && !valueInfo(info.key->value).readOnly);  // next_token_probs, input_size cannot be edited
