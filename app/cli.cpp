@@ -269,7 +269,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
                 std::ostringstream shape;
                 shape << t.sizes();
                 std::string axes;
-                for (const auto& a : valueInfo(key.value).axes) axes += (axes.empty() ? "" : " ") + a;
+                for (const auto& a : valueInfo(key.value).axes) axes += std::string(axes.empty() ? "" : " ") + a;
                 std::cout << "  " << valuePath(model->family(), key) << " " << shape.str() << "  " << valueInfo(key.value).layout
                           << " [" << axes << "]\n";
             }
