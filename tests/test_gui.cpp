@@ -978,6 +978,10 @@ void TestGui::interventionsFromViews() {
     QVERIFY(std::fabs(cv->lensAfter()->data()->at(last)->value - edited.nextTokenProbs[1][target].item<double>()) <= 1e-5);
     QCOMPARE(cv->lensTable()->rowCount(), last + 1);
     QVERIFY(cv->summaryLabel()->text().contains("attention_head_outputs"));
+    cv->setLogScale(true);  // the same bars on a log axis
+    QCOMPARE(cv->beforeBars()->valueAxis()->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(std::fabs(cv->afterBars()->data()->at(0)->value - edited.nextTokenProbs[1][cv->tokenIds()[0]].item<double>()) <= 1e-6);
+    cv->setLogScale(false);
     QVERIFY(cv->setTarget("#7"));
     QVERIFY(std::fabs(cv->lensAfter()->data()->at(last)->value - edited.nextTokenProbs[1][7].item<double>()) <= 1e-5);
     QVERIFY(!cv->setTarget("#999999"));

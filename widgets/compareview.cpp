@@ -8,6 +8,7 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -72,6 +73,8 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
     topKSpin_->setRange(1, 50);
     topKSpin_->setValue(10);
     topKSpin_->setToolTip(tr("How many of each run's most probable next tokens to show"));
+    logScale_ = new QCheckBox(tr("log scale"), content);
+    logScale_->setToolTip(tr("Probabilities on a log axis, so that small ones show beside a dominant token"));
     targetEdit_ = new QLineEdit(content);
     targetEdit_->setPlaceholderText(tr("top token before"));
     targetEdit_->setToolTip(tr("The token whose logit-lens probability is followed across blocks: text of one token or #id"));
@@ -85,6 +88,7 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(promptCombo_, 1);
     controls->addWidget(new QLabel(tr("Top"), content));
     controls->addWidget(topKSpin_);
+    controls->addWidget(logScale_);
     controls->addWidget(new QLabel(tr("Lens target"), content));
     controls->addWidget(targetEdit_);
 
@@ -142,6 +146,7 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
     setContent(content);
 
     connect(topKSpin_, &QSpinBox::valueChanged, this, [this] { refresh(); });
+    connect(logScale_, &QCheckBox::toggled, this, [this] { refresh(); });
     connect(this, &TraceView::promptChanged, this, [this] { refresh(); });
     connect(targetEdit_, &QLineEdit::editingFinished, this, [this] { setTarget(targetEdit_->text()); });
     setSnapshot(nullptr);
@@ -169,6 +174,7 @@ void CompareView::setSnapshot(SnapshotPtr snapshot) {
 }
 
 void CompareView::setTopK(int k) { topKSpin_->setValue(k); }
+void CompareView::setLogScale(bool log) { logScale_->setChecked(log); }
 
 bool CompareView::setTarget(const QString& text) {
     targetText_ = text.trimmed();
@@ -238,7 +244,21 @@ void CompareView::refresh() {
     afterBars_->setData(keys, va, true);
     barsPlot_->xAxis->setTicker(ticker);
     barsPlot_->xAxis->setRange(-0.7, std::max<double>(1, static_cast<double>(ids.size())) - 0.3);
-    barsPlot_->yAxis->setRange(0, std::max(0.05, std::max(*std::max_element(vb.begin(), vb.end()), *std::max_element(va.begin(), va.end())) * 1.1));
+    const double top = std::max(*std::max_element(vb.begin(), vb.end()), *std::max_element(va.begin(), va.end()));
+    if (logScale_->isChecked()) {
+        double low = 1.0;
+        for (double v : vb + va)
+            if (v > 0) low = std::min(low, v);
+        barsPlot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+        barsPlot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+        barsPlot_->yAxis->setRange(low / 3, std::min(1.0, top * 2));
+        for (QCPBars* bars : {beforeBars_, afterBars_}) bars->setBaseValue(low / 3);
+    } else {
+        barsPlot_->yAxis->setScaleType(QCPAxis::stLinear);
+        barsPlot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        barsPlot_->yAxis->setRange(0, std::max(0.05, top * 1.1));
+        for (QCPBars* bars : {beforeBars_, afterBars_}) bars->setBaseValue(0);
+    }
     setTitle(barsPlot_, tr("next token after prompt %1, before and after").arg(row + 1));
     barsPlot_->replot();
 
@@ -283,6 +303,7 @@ QMap<QString, QString> CompareView::settings() const {
     return {{"view", "before-after"},
             {"view.prompt", QString::number(prompt() + 1)},
             {"view.top_k", QString::number(topKSpin_->value())},
+            {"view.log_scale", logScale_->isChecked() ? "true" : "false"},
             {"view.interventions", snapshot_ ? snapshot_->interventions.join(" ; ") : QString()},
             {"view.lens_target", targetId_ >= 0 ? QString("#%1").arg(targetId_) : QString("top token before")}};
 }

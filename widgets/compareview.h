@@ -7,6 +7,7 @@
 // off in the Interventions dock) it says how to get one.
 #include "traceview.h"
 
+class QCheckBox;
 class QCPBars;
 class QCPGraph;
 class QCustomPlot;
@@ -28,6 +29,8 @@ public:
 
     /// How many top tokens of each run are listed (their union is shown).
     void setTopK(int k);
+    /// Probabilities on a log axis (small tokens readable beside a dominant one).
+    void setLogScale(bool log);
     /// The lens target: `#ID` or text of one token; empty: the unedited run's most probable next token. Returns false
     /// (and says why) when it names no token.
     bool setTarget(const QString& text);
@@ -47,6 +50,7 @@ private:
     void refresh();
 
     QSpinBox* topKSpin_;
+    QCheckBox* logScale_;
     QLineEdit* targetEdit_;
     QLabel* summary_;
     QCustomPlot* barsPlot_;
