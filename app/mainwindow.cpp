@@ -383,8 +383,10 @@ void MainWindow::createDocks() {
 
 void MainWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
-    if (!sizedDocks_ && !restoredState_)  // first start: room for the diagram at its natural width
-        resizeDocks({diagramDock_, pinnedDock_}, {480, 280}, Qt::Horizontal);
+    if (!sizedDocks_ && !restoredState_) {  // first start: room for the diagram at its natural width
+        resizeDocks({diagramDock_, pinnedDock_}, {480, 300}, Qt::Horizontal);
+        resizeDocks({pinnedDock_, interventionsDock_}, {640, 240}, Qt::Vertical);  // cards first; the list is short
+    }
     sizedDocks_ = true;
 }
 
