@@ -79,21 +79,21 @@ nlohmann::json tokensJson(const Model& m, const std::vector<int64_t>& ids) {
     return out;
 }
 
-/// --edit, --skip and --steer as one EditList, in that order (the syntax of core/edit.h's addIntervention).
-std::shared_ptr<EditList> interventionsFromOptions(const Model& m, const QStringList& edits, const QStringList& skips,
-                                                   const QStringList& steers) {
+/// The interventions of `lines` (interventionLines) as one EditList. A refused skip or steer line is named as the
+/// option was written ("--skip 9: block 9 is out of range ...").
+std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringList& lines) {
     auto list = std::make_shared<EditList>();
-    for (const auto& e : edits) list->add(parseEdit(m, s(e)));
-    try {
-        for (const auto& sk : skips) addIntervention(*list, m, "skip " + s(sk));
-        for (const auto& st : steers) addIntervention(*list, m, "steer " + s(st));
-    } catch (const Error& e) {
-        std::string m = e.what();  // "'skip 9': block 9 is out of range ..." -> "--skip 9: block 9 is out of range ..."
-        if (!m.empty() && m[0] == '\'') {
-            const auto close = m.find('\'', 1);
-            if (close != std::string::npos) m = "--" + m.substr(1, close - 1) + m.substr(close + 1);
+    for (const auto& line : lines) {
+        try {
+            addIntervention(*list, m, s(line));
+        } catch (const Error& e) {
+            std::string message = e.what();  // "'skip 9': ..." -> "--skip 9: ..."
+            if (!message.empty() && message[0] == '\'') {
+                const auto close = message.find('\'', 1);
+                if (close != std::string::npos) message = "--" + message.substr(1, close - 1) + message.substr(close + 1);
+            }
+            throw Error(message);
         }
-        throw Error(m);
     }
     return list;
 }
@@ -128,16 +128,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     } else {
         throw Error("--metric must be logit-diff or prob, not '" + s(kind) + "'.");
     }
-    const QString st = p.value(site);
-    if (st == "layer_output") o.site = PatchSite::LayerOutput;
-    else if (st == "attention_output") o.site = PatchSite::AttentionOutput;
-    else if (st == "mlp_output") o.site = PatchSite::MlpOutput;
-    else if (st.startsWith("head:")) {
-        o.site = PatchSite::HeadOutput;
-        bool ok = false;
-        o.head = st.mid(5).toInt(&ok);
-        if (!ok) throw Error("--site head:H needs a head number.");
-    } else throw Error("--site must be layer_output, attention_output, mlp_output or head:H, not '" + s(st) + "'.");
+    o.site = parsePatchSite(s(p.value(site)), &o.head);
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
     const PatchingResult r = activationPatching(*model, b.ids[0], b.ids[1], o);
     const std::string answerLabel = model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.answer) : "#" + std::to_string(o.metric.answer);
@@ -208,7 +199,8 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     for (const auto& pat : p.values(save))
         for (const auto& key : matchValues(*model, s(pat)))
             if (std::find(opts.save.begin(), opts.save.end(), key) == opts.save.end()) opts.save.push_back(key);
-    auto edits = interventionsFromOptions(*model, p.values(edit), p.values(skip), p.values(steer));
+    const QStringList lines = interventionLines(p.values(edit), p.values(skip), p.values(steer));
+    auto edits = interventionsFromLines(*model, lines);
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
@@ -218,9 +210,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (p.isSet(out)) {
         std::map<std::string, std::string> extra;
         nlohmann::json e = nlohmann::json::array();
-        for (const auto& x : p.values(edit)) e.push_back(s(x));
-        for (const auto& x : p.values(skip)) e.push_back("skip " + s(x));
-        for (const auto& x : p.values(steer)) e.push_back("steer " + s(x));
+        for (const auto& line : lines) e.push_back(s(line));
         if (!e.empty()) extra["edits"] = e.dump();
         exportValues(s(p.value(out)), *model, result, extra);
     }
@@ -242,9 +232,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
             j["saved"][valuePath(model->family(), key)] = {{"shape", t.sizes().vec()}, {"layout", valueInfo(key.value).layout}};
         if (p.isSet(out)) j["out"] = s(p.value(out));
         j["interventions"] = nlohmann::json::array();
-        for (const auto& x : p.values(edit)) j["interventions"].push_back(s(x));
-        for (const auto& x : p.values(skip)) j["interventions"].push_back("skip " + s(x));
-        for (const auto& x : p.values(steer)) j["interventions"].push_back("steer " + s(x));
+        for (const auto& line : lines) j["interventions"].push_back(s(line));
         std::cout << j.dump(2) << std::endl;
         return 0;
     }
@@ -276,10 +264,8 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         }
     }
     if (!edits->empty()) {
-        std::cout << "with " << (p.values(edit).size() + p.values(skip).size() + p.values(steer).size()) << " intervention(s):";
-        for (const auto& x : p.values(edit)) std::cout << "  " << s(x);
-        for (const auto& x : p.values(skip)) std::cout << "  skip " << s(x);
-        for (const auto& x : p.values(steer)) std::cout << "  steer " << s(x);
+        std::cout << "with " << lines.size() << " intervention(s):";
+        for (const auto& line : lines) std::cout << "  " << s(line);
         std::cout << "\n";
     }
     return 0;
@@ -354,6 +340,13 @@ int cmdPrint(QCommandLineParser& p, const Common& c, const QStringList& args) {
 }
 
 }  // namespace
+
+QStringList interventionLines(const QStringList& edits, const QStringList& skips, const QStringList& steers) {
+    QStringList lines = edits;
+    for (const QString& n : skips) lines << "skip " + n;
+    for (const QString& spec : steers) lines << "steer " + spec;
+    return lines;
+}
 
 bool isCliCommand(const QString& name) { return kCommands.contains(name); }
 

@@ -14,5 +14,8 @@ int runCli(const QStringList& arguments);
 int runTrainDemoCommand(const QStringList& arguments);
 /// `nnscope family --model DIR [--format md|html] [--out FILE]` (app/family_cmd.cpp).
 int runFamilyCommand(const QStringList& arguments);
+/// --edit, --skip and --steer values as intervention lines (core/edit.h's addIntervention syntax), in that order:
+/// the edits as written, then "skip N", then "steer SPEC". `trace` and `gui` both take these options.
+QStringList interventionLines(const QStringList& edits, const QStringList& skips, const QStringList& steers);
 
 }  // namespace nnscope

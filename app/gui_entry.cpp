@@ -3,6 +3,7 @@
 // The options are checked before any window opens; a bad combination is an error on stderr with status 2.
 #include "mainwindow.h"
 
+#include "cli.h"
 #include "defaultmodel.h"
 
 #include "core/error.h"
@@ -13,7 +14,6 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QLabel>
-#include <QRegularExpression>
 #include <QTimer>
 
 #include <cstdio>
@@ -72,17 +72,22 @@ int runGui(int& argc, char** argv) {
     options.prompts = p.values(prompt);
     options.view = p.value(view);
     options.pins = p.values(pin);
-    options.interventions = p.values(edit);
-    for (const QString& n : p.values(skip)) options.interventions << "skip " + n;
-    for (const QString& spec : p.values(steer)) options.interventions << "steer " + spec;
+    options.interventions = interventionLines(p.values(edit), p.values(skip), p.values(steer));
     const bool patching = p.isSet(clean) || p.isSet(corrupted) || p.isSet(answer);
     if (patching) {
         if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
             return usageError("activation patching needs --clean, --corrupted and --answer together.");
-        const QString s = p.value(site);
-        if (!QStringList{"layer_output", "attention_output", "mlp_output"}.contains(s) && !QRegularExpression("^head:\\d+$").match(s).hasMatch())
-            return usageError(QString("--site must be layer_output, attention_output, mlp_output or head:H, not '%1'.").arg(s));
-        options.patch = {p.value(clean), p.value(corrupted), p.value(answer), p.value(wrong), s};
+        PatchRequest r;
+        try {
+            r.site = parsePatchSite(p.value(site).toStdString(), &r.head);
+        } catch (const Error& e) {
+            return usageError(QString::fromStdString(e.what()));
+        }
+        r.clean = p.value(clean);
+        r.corrupted = p.value(corrupted);
+        r.answer = p.value(answer);
+        r.wrong = p.value(wrong);
+        options.patch = r;
         if (options.view.isEmpty()) options.view = "patching";
     }
     if (p.isSet(dtype)) {

@@ -547,19 +547,9 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
         }
     }
     if (!start_.view.isEmpty()) showView(start_.view);
-    if (start_.patch.size() == 5) {  // the command line's patching run (gui --clean ... --answer ...)
-        PatchRequest r;
-        r.clean = start_.patch[0];
-        r.corrupted = start_.patch[1];
-        r.answer = start_.patch[2];
-        r.wrong = start_.patch[3];
-        const QString site = start_.patch[4];
-        r.site = site == "attention_output" ? PatchSite::AttentionOutput
-                 : site == "mlp_output"     ? PatchSite::MlpOutput
-                 : site.startsWith("head:") ? PatchSite::HeadOutput
-                                            : PatchSite::LayerOutput;
-        if (r.site == PatchSite::HeadOutput) r.head = site.mid(5).toInt();
-        start_.patch.clear();
+    if (start_.patch) {  // the command line's patching run (gui --clean ... --answer ...)
+        const PatchRequest r = *start_.patch;
+        start_.patch.reset();
         patching_->setRequest(r);
         showView("patching");
         runPatching(r);

@@ -6,6 +6,7 @@
 // on close. The model runs only in the TraceWorker thread.
 #include "traceworker.h"
 
+#include "widgets/patchingview.h"
 #include "widgets/tracesnapshot.h"
 
 #include <QMainWindow>
@@ -30,7 +31,6 @@ class CompareView;
 class DiagramPanel;
 class InterventionPanel;
 class PatchingView;
-struct PatchRequest;
 class FamilyView;
 class LogitLensView;
 class NeuronView;
@@ -45,7 +45,7 @@ struct StartOptions {
     QString model;           ///< --model DIR
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
     QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
-    QStringList patch;       ///< --clean, --corrupted, --answer, --wrong, --site: patching run once the model is open (5 items)
+    std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
     QString view;            ///< --view attention|neurons|lens|model: the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
     std::optional<torch::ScalarType> dtype;  ///< --dtype (else the saved option)

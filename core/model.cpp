@@ -30,6 +30,13 @@ inline void tapValue(Taps* taps, Value v, int layer, torch::Tensor& t) {
 }
 
 /// transformers' repeat_kv: [b, kv, s, d] -> [b, kv * n_rep, s, d], each kv head repeated n_rep times in place.
+/// 0 where `allowed`, finfo(dtype).min elsewhere (transformers' eager mask), in `dtype`.
+torch::Tensor additiveMask(const torch::Tensor& allowed, torch::ScalarType dtype) {
+    const double minValue = dtype == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
+    return torch::where(allowed, torch::zeros({}, torch::TensorOptions().dtype(dtype)),
+                        torch::full({}, minValue, torch::TensorOptions().dtype(dtype)));
+}
+
 torch::Tensor repeatKv(const torch::Tensor& x, int64_t nRep) {
     if (nRep == 1) return x;
     const auto b = x.size(0), kv = x.size(1), s = x.size(2), d = x.size(3);
@@ -177,6 +184,13 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
     return m;
 }
 
+void Model::checkTokenIds(const torch::Tensor& inputIds) const {
+    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
+    if (minId < 0 || maxId >= config_.vocabSize)
+        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
+                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+}
+
 torch::Tensor Model::positionIds(const torch::Tensor& mask) {
     return (mask.to(torch::kInt64).cumsum(-1) - 1).clamp_min(0);
 }
@@ -186,10 +200,7 @@ torch::Tensor Model::causalMask(const torch::Tensor& mask, torch::ScalarType dty
     auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64));
     auto causal = idx.index({None, Slice()}) <= idx.index({Slice(), None});  // [q, k]: key <= query
     auto allowed = causal.index({None, None}) & (mask != 0).index({Slice(), None, None, Slice()});  // [b, 1, q, k]
-    const double minValue = dtype == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
-    auto zeros = torch::zeros({}, torch::TensorOptions().dtype(dtype));
-    auto mins = torch::full({}, minValue, torch::TensorOptions().dtype(dtype));
-    return torch::where(allowed, zeros, mins);
+    return additiveMask(allowed, dtype);
 }
 
 torch::Tensor Model::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const {
@@ -360,10 +371,7 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
         throw Error("input_ids must be a non-empty [batch, seq] tensor, got " +
                     (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
     torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
-    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
-    if (minId < 0 || maxId >= config_.vocabSize)
-        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
-                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+    checkTokenIds(inputIds);
     torch::Tensor attentionMask =
         attentionMaskIn.defined() ? attentionMaskIn.to(torch::kInt64) : torch::ones_like(inputIds);
     if (attentionMask.sizes() != inputIds.sizes())
@@ -385,10 +393,7 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
         throw Error("a cached pass takes one row of input_ids [1, seq], got " +
                     (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
     const torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
-    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
-    if (minId < 0 || maxId >= config_.vocabSize)
-        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
-                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+    checkTokenIds(inputIds);
     if (cache.keys.empty()) {
         cache.keys.resize(static_cast<size_t>(config_.numLayers));
         cache.values.resize(static_cast<size_t>(config_.numLayers));
@@ -401,10 +406,7 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
     // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows.
     auto keyIdx = torch::arange(total, torch::TensorOptions().dtype(torch::kInt64));
     auto allowed = keyIdx.index({None, Slice()}) <= positions.index({0, Slice(), None});  // [s, total]
-    const double minValue = dtype_ == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
-    auto mask = torch::where(allowed, torch::zeros({}, torch::TensorOptions().dtype(dtype_)),
-                             torch::full({}, minValue, torch::TensorOptions().dtype(dtype_)))
-                    .index({None, None});  // [1, 1, s, total]
+    auto mask = additiveMask(allowed, dtype_).index({None, None});                         // [1, 1, s, total]
     auto logits = decode(torch::embedding(embed_, inputIds), positions, mask, nullptr, &cache);
     cache.length = total;
     return logits;

@@ -100,6 +100,8 @@ public:
 
 private:
     Model() = default;
+    /// Throws nnscope::Error naming the first id outside [0, vocab_size).
+    void checkTokenIds(const torch::Tensor& inputIds) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const;
     torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;
     torch::Tensor attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,

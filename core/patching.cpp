@@ -85,4 +85,19 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
     return r;
 }
 
+PatchSite parsePatchSite(const std::string& text, int* head) {
+    if (text == "layer_output") return PatchSite::LayerOutput;
+    if (text == "attention_output") return PatchSite::AttentionOutput;
+    if (text == "mlp_output") return PatchSite::MlpOutput;
+    if (text.rfind("head:", 0) == 0) {
+        const std::string number = text.substr(5);
+        if (!number.empty() && number.find_first_not_of("0123456789") == std::string::npos) {
+            if (head) *head = std::stoi(number);
+            return PatchSite::HeadOutput;
+        }
+        throw Error("--site head:H needs a head number, not '" + number + "'.");
+    }
+    throw Error("--site must be layer_output, attention_output, mlp_output or head:H, not '" + text + "'.");
+}
+
 }  // namespace nnscope

@@ -20,6 +20,10 @@ struct PatchMetric {
 /// The value patched at each block × position.
 enum class PatchSite { LayerOutput, AttentionOutput, MlpOutput, HeadOutput };
 
+/// Parses a site as the command line writes it: layer_output, attention_output, mlp_output or head:H (H a head index,
+/// stored in `*head`; not checked against a model here). Throws nnscope::Error naming the accepted spellings.
+PatchSite parsePatchSite(const std::string& text, int* head);
+
 struct PatchingOptions {
     PatchSite site = PatchSite::LayerOutput;
     int head = 0;  ///< for HeadOutput: which head of attention_head_outputs
