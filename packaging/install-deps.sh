@@ -20,14 +20,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 # Rust (cargo) builds core/hf_tokenizers: HuggingFace tokenizers and SentencePiece (from the source in the
-# sentencepiece-sys crate; Debian's libsentencepiece embeds a protobuf that clashes with libtorch's). Debian's cargo
-# is too old for the tokenizers crate; rustup's is used when present.
-if ! command -v cargo >/dev/null 2>&1; then
-  if [ -x "$HOME/.cargo/bin/cargo" ]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
-  else
-    echo "install-deps: cargo not found. Install Rust >= 1.75 with rustup (https://rustup.rs) and rerun." >&2
-    exit 1
-  fi
+# sentencepiece-sys crate; Debian's libsentencepiece embeds a protobuf that clashes with libtorch's). The crates need
+# Rust >= 1.75. Used in this order: a cargo on PATH that is new enough, rustup's ~/.cargo/bin/cargo, else Debian's
+# own current Rust (cargo-web / rustc-web: the toolchain bookworm ships for building browsers), installed here.
+# Debian's plain `cargo` package (Rust 1.65) is too old.
+rust_ok() {  # rust_ok CARGO: the cargo runs and its rustc is new enough
+  local v
+  v=$("$1" --version 2>/dev/null | awk '{print $2}') || return 1
+  [ -n "$v" ] || return 1
+  [ "$(printf '%s\n1.75.0\n' "${v%%-*}" | sort -V | head -n1)" = "1.75.0" ]
+}
+cargo_bin=""
+if command -v cargo >/dev/null 2>&1 && rust_ok cargo; then
+  cargo_bin=$(command -v cargo)
+elif [ -x "$HOME/.cargo/bin/cargo" ] && rust_ok "$HOME/.cargo/bin/cargo"; then
+  cargo_bin="$HOME/.cargo/bin/cargo"
+else
+  echo "install-deps: no Rust >= 1.75 found; installing Debian's cargo-web and rustc-web." >&2
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends cargo-web rustc-web
+  cargo_bin=/usr/bin/cargo
+  rust_ok "$cargo_bin" || { echo "install-deps: $cargo_bin is older than Rust 1.75." >&2; exit 1; }
 fi
-cargo --version
+"$cargo_bin" --version

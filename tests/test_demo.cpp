@@ -11,6 +11,8 @@
 #include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <torch/torch.h>
@@ -213,5 +215,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestDemo)
+NNSCOPE_TEST_SUITE(TestDemo, "test_demo")
 #include "test_demo.moc"

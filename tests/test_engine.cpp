@@ -6,6 +6,8 @@
 #include "core/trace.h"
 #include "testutil.h"
 
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <fstream>
@@ -205,5 +207,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestEngine)
+NNSCOPE_TEST_SUITE(TestEngine, "test_engine")
 #include "test_engine.moc"

@@ -9,6 +9,8 @@
 
 #include <QProcess>
 #include <QTemporaryDir>
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <filesystem>
@@ -191,5 +193,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestErrors)
+NNSCOPE_TEST_SUITE(TestErrors, "test_errors")
 #include "test_errors.moc"

@@ -8,6 +8,8 @@
 #include "core/trace.h"
 #include "testutil.h"
 
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <cmath>
@@ -258,5 +260,5 @@ private slots:
     void cleanupTestCase() { cases().clear(); }
 };
 
-QTEST_GUILESS_MAIN(TestFamilies)
+NNSCOPE_TEST_SUITE(TestFamilies, "test_families")
 #include "test_families.moc"

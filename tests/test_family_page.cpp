@@ -18,6 +18,8 @@
 
 #include <QProcess>
 #include <QTemporaryDir>
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -667,5 +669,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestFamilyPage)
+NNSCOPE_TEST_SUITE(TestFamilyPage, "test_family_page")
 #include "test_family_page.moc"

@@ -11,6 +11,8 @@
 
 #include <QProcess>
 #include <QTemporaryDir>
+#include "testsuite.h"
+
 #include <QtTest>
 
 using namespace nnscope;
@@ -253,5 +255,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestInterventions)
+NNSCOPE_TEST_SUITE(TestInterventions, "test_interventions")
 #include "test_interventions.moc"

@@ -7,6 +7,8 @@
 #include "core/support.h"
 #include "testutil.h"
 
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <filesystem>
@@ -160,5 +162,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TestSupport)
+NNSCOPE_TEST_SUITE(TestSupport, "test_support")
 #include "test_support.moc"

@@ -13,6 +13,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
+#include "testsuite.h"
+
 #include <QtTest>
 
 #include <functional>
@@ -588,5 +590,5 @@ private slots:
     }
 };
 
-QTEST_GUILESS_MAIN(TokenizerTest)
+NNSCOPE_TEST_SUITE(TokenizerTest, "test_tokenizer")
 #include "test_tokenizer.moc"
