@@ -309,7 +309,10 @@ struct Ctx {
     T stored(Weight w, int layer = -1) const {
         const std::string name = f.weightName(w, layer);
         if (name.empty() || !m.weights().contains(name)) return {};
-        return m.weights().get(name);
+        T t = m.weights().get(name);
+        // GPT-2's Conv1D stores projections [in, out]: the checks read nn.Linear's [out, in], as the forward does.
+        const bool rootMatrix = w == Weight::EmbedTokens || w == Weight::LmHead || w == Weight::PositionEmbeddings;
+        return f.conv1dWeights && t.dim() == 2 && !rootMatrix ? t.t() : t;
     }
     /// A stored bias, but only where the model applies one (LayerWeights has it).
     T storedIf(Weight w, int layer, const T& engineTensor) const { return engineTensor.defined() ? stored(w, layer) : T(); }
@@ -380,57 +383,15 @@ std::vector<std::string> splitArg(const std::string& arg, char sep) {
 }
 
 const T* layerTensor(const LayerWeights& lw, Weight w) {
-    switch (w) {
-        case Weight::InputNorm: return &lw.inputNorm;
-        case Weight::InputNormBias: return &lw.inputNormBias;
-        case Weight::PostAttentionNorm: return &lw.postAttentionNorm;
-        case Weight::PostAttentionNormBias: return &lw.postAttentionNormBias;
-        case Weight::QProj: return &lw.qProj;
-        case Weight::QProjBias: return &lw.qProjBias;
-        case Weight::KProj: return &lw.kProj;
-        case Weight::KProjBias: return &lw.kProjBias;
-        case Weight::VProj: return &lw.vProj;
-        case Weight::VProjBias: return &lw.vProjBias;
-        case Weight::QkvProj: return &lw.qkvProj;
-        case Weight::QkvProjBias: return &lw.qkvProjBias;
-        case Weight::OProj: return &lw.oProj;
-        case Weight::OProjBias: return &lw.oProjBias;
-        case Weight::QNorm: return &lw.qNorm;
-        case Weight::QNormBias: return &lw.qNormBias;
-        case Weight::KNorm: return &lw.kNorm;
-        case Weight::KNormBias: return &lw.kNormBias;
-        case Weight::GateProj: return &lw.gateProj;
-        case Weight::GateProjBias: return &lw.gateProjBias;
-        case Weight::UpProj: return &lw.upProj;
-        case Weight::UpProjBias: return &lw.upProjBias;
-        case Weight::DownProj: return &lw.downProj;
-        case Weight::DownProjBias: return &lw.downProjBias;
-        case Weight::ActAlphaP: return &lw.actAlphaP;
-        case Weight::ActAlphaN: return &lw.actAlphaN;
-        case Weight::ActBeta: return &lw.actBeta;
-        case Weight::ActEps: return &lw.actEps;
-        default: return nullptr;
-    }
+    const auto slot = LayerWeights::slot(w);
+    return slot ? &(lw.*slot) : nullptr;
 }
 
-/// Every stored tensor name the model reads (the loader's rules: a name the family has, in the file, and loaded).
+/// Every stored tensor name the model reads: the loader's own account (Model::unusedTensors, from the weight schema).
 std::set<std::string> namesRead(const Model& m) {
-    const Family& f = m.family();
-    const WeightStore& ws = m.weights();
     std::set<std::string> read;
-    auto add = [&](Weight w, int layer) {
-        const std::string n = f.weightName(w, layer);
-        if (!n.empty() && ws.contains(n)) read.insert(n);
-    };
-    add(Weight::EmbedTokens, -1);
-    add(Weight::FinalNorm, -1);
-    if (f.norm == NormKind::LayerNorm) add(Weight::FinalNormBias, -1);
-    if (!m.headTied()) add(Weight::LmHead, -1);
-    for (int i = 0; i < m.config().numLayers; ++i)
-        for (int w = 0; w < static_cast<int>(Weight::Count); ++w) {
-            const T* t = layerTensor(m.layer(i), static_cast<Weight>(w));
-            if (t && t->defined()) add(static_cast<Weight>(w), i);
-        }
+    for (const auto& n : m.weights().names()) read.insert(n);
+    for (const auto& n : m.unusedTensors()) read.erase(n);
     return read;
 }
 
@@ -440,11 +401,16 @@ std::set<std::string> namesRead(const Model& m) {
 CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
     x.requireTrace();
     Cmp sum, attn, mlp;
+    // Gemma and OLMo 2 norm each branch's output before the add: the stream receives the norms' outputs.
+    const bool attnNormed = x.f.blockNorms.afterAttention, mlpNormed = x.f.blockNorms.afterMlp;
     for (int i = 0; i < x.L; ++i) {
         const LayerWeights& lw = x.m.layer(i);
         T in = x.v(Value::LayerInput, i), a = x.v(Value::AttentionOutput, i), mo = x.v(Value::MlpOutput, i);
         T out = x.v(Value::LayerOutput, i);
-        merge(sum, compareExact((in + a) + mo, out, x.dt()));
+        T added = attnNormed ? x.v(Value::NativeAttentionOutputNormOutput, i) : a;
+        T mlpAdded = mlpNormed ? x.v(Value::NativeMlpOutputNormOutput, i) : mo;
+        // GPT-NeoX's parallel residual sums mlp + attention + input, in that order
+        merge(sum, compareExact(x.c.parallelResidual ? (mlpAdded + added) + in : (in + added) + mlpAdded, out, x.dt()));
         // the contributions are the output projections' outputs: nothing (no post-norm, no scale) in between
         T premix = x.v(Value::AttentionPremix, i);
         T premixFlat = premix.reshape({premix.size(0), premix.size(1), -1});
@@ -453,27 +419,41 @@ CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
                                                   x.storedIf(Weight::DownProjBias, i, lw.downProjBias)), x.dt()));
     }
     const std::string o = x.f.moduleName(Module::OProj), d = x.f.moduleName(Module::DownProj);
-    std::string fig = "layer_input + attention_output + mlp_output vs layer_output: " + exactText(sum, x.dt()) + ", " + blocksText(x.L);
+    const std::string an = attnNormed ? x.f.moduleName(Module::AttentionOutputNorm) + "(attention_output)" : "attention_output";
+    const std::string mn = mlpNormed ? x.f.moduleName(Module::MlpOutputNorm) + "(mlp_output)" : "mlp_output";
+    std::string fig = "layer_input + " + an + " + " + mn + " vs layer_output: " + exactText(sum, x.dt()) + ", " + blocksText(x.L);
     std::string det = "attention_output = " + o + "(attention_premix) recomputed from the stored weight: " + recomputedText(attn, x.dt()) +
                       ". mlp_output = " + d + "(mlp_neurons): " + recomputedText(mlp, x.dt()) + ".";
+    if (attnNormed || mlpNormed)
+        det += " The stream receives the normed outputs, so layer_input + attention_output + mlp_output alone is not layer_output.";
     return claim(sum.ok && attn.ok && mlp.ok, fig, det);
 }
 
 CheckResult checkLens(Ctx& x, const std::string&) {
     x.requireTrace();
     T last = x.v(Value::LayerOutput, x.L - 1);
+    // Gemma 2 soft-caps the logits after lm_head; the lens (nnterp's project_on_vocab) does not, so the claim is that
+    // the cap applied to the lens gives the logits.
+    const auto cap = x.c.finalLogitSoftcap;
+    auto capped = [&](const T& z) { return cap ? torch::tanh(z / *cap) * *cap : z; };
     T lens = x.m.projectOnVocab(last);
     T logits = x.v(Value::Logits);
-    Cmp c = compareExact(lens, logits, x.dt());
+    Cmp c = compareExact(capped(lens), logits, x.dt());
     // and independently: lm_head(norm(h)) from the stored final norm and head
     T w = x.stored(Weight::FinalNorm), b = x.f.norm == NormKind::LayerNorm ? x.stored(Weight::FinalNormBias) : T();
-    T normed = x.f.norm == NormKind::LayerNorm ? layerNorm64(last, w, b, x.c.normEps) : rmsNorm64(last, w, x.c.normEps);
+    T normed = x.f.norm == NormKind::LayerNorm        ? layerNorm64(last, w, b, x.c.normEps)
+               : x.f.norm == NormKind::RMSNormPlusOne ? rmsNorm64(last, w.to(torch::kFloat64) + 1.0, x.c.normEps)
+                                                      : rmsNorm64(last, w, x.c.normEps);
     T head = x.m.headTied() ? x.stored(Weight::EmbedTokens) : x.stored(Weight::LmHead);
-    Cmp r = compareRecomputed(logits, linear64(normed, head, {}), x.dt());
+    Cmp r = compareRecomputed(logits, capped(linear64(normed, head, {})), x.dt());
     const std::string normName = x.f.weightName(Weight::FinalNorm);
-    return claim(c.ok && r.ok, "project_on_vocab(layers[" + std::to_string(x.L - 1) + "].layer_output) vs logits: " + exactText(c, x.dt()),
+    const std::string lensText = cap ? "softcap(project_on_vocab(layers[" + std::to_string(x.L - 1) + "].layer_output))"
+                                     : "project_on_vocab(layers[" + std::to_string(x.L - 1) + "].layer_output)";
+    return claim(c.ok && r.ok, lensText + " vs logits: " + exactText(c, x.dt()),
                  "lm_head(norm(h)) recomputed from the stored " + normName + " and " + (x.m.headTied() ? "embed_tokens (tied)" : "lm_head") +
-                     " matrices: " + recomputedText(r, x.dt()) + ". No softcap or scale follows lm_head.");
+                     " matrices: " + recomputedText(r, x.dt()) + "." +
+                     (cap ? " final_logit_softcapping " + num(*cap) + " follows lm_head: logits = cap · tanh(lm_head_output / cap)."
+                          : " No softcap or scale follows lm_head."));
 }
 
 CheckResult checkTiedHead(Ctx& x, const std::string&) {
@@ -1042,18 +1022,28 @@ CheckResult checkGqaScores(Ctx& x, const std::string&) {
     const int64_t H = x.c.numHeads, KV = x.c.numKvHeads, D = x.c.headDim, g = H / KV;
     auto opts = torch::TensorOptions().dtype(torch::kInt64);
     T grouped = torch::arange(H, opts).div(g, "floor"), interleaved = torch::arange(H, opts).remainder(KV);
-    auto allowed = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril();
+    auto causal = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril();
+    auto idx = torch::arange(x.S, opts);
+    auto inWindow = (idx.unsqueeze(1) - idx.unsqueeze(0)) < std::max<int64_t>(x.c.slidingWindow, 1);
     Cmp scores;
     double wrong = 0;
     bool masked = true;
     for (int i = 0; i < x.L; ++i) {
+        // the scaling (head_dim ** -0.5, Gemma's query_pre_attn_scalar, GPT-2's 1 / (i + 1)), the soft cap and the
+        // sliding window are the config's
+        const double scaling = x.c.attentionScaling / (x.c.scaleByInverseLayer ? i + 1.0 : 1.0);
+        auto score = [&](const T& qk) {
+            T z = qk * scaling;
+            return x.c.attnLogitSoftcap ? torch::tanh(z / *x.c.attnLogitSoftcap) * *x.c.attnLogitSoftcap : z;
+        };
+        const T allowed = x.c.slides(i) ? causal.logical_and(inWindow) : causal;
         T q = x.v(Value::AttentionQueries, i).to(torch::kFloat64), k = x.v(Value::AttentionKeys, i).to(torch::kFloat64);
         T s = x.v(Value::AttentionScores, i);
-        T expected = torch::matmul(q, k.index_select(1, grouped).transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+        T expected = score(torch::matmul(q, k.index_select(1, grouped).transpose(2, 3)));
         merge(scores, compareRecomputed(s.masked_select(allowed), expected.masked_select(allowed), x.dt()));
         masked = masked && (s.to(torch::kFloat64).masked_select(allowed.logical_not()) < -1e30).all().item<bool>();
         if (g > 1 && KV > 1) {
-            T other = torch::matmul(q, k.index_select(1, interleaved).transpose(2, 3)) / std::sqrt(static_cast<double>(D));
+            T other = score(torch::matmul(q, k.index_select(1, interleaved).transpose(2, 3)));
             wrong = std::max(wrong, (s.to(torch::kFloat64).masked_select(allowed) - other.masked_select(allowed)).abs().max().item<double>());
         }
     }
@@ -1210,7 +1200,8 @@ const std::vector<CheckDef>& checkTable() {
          "Per block, (layer_input + attention_output) + mlp_output against layer_output (assert_close); attention_output against o_proj(attention_premix) "
          "and mlp_output against down_proj(mlp_neurons), recomputed in float64 from the stored weights.",
          [](const Ctx&) {
-             return std::vector<Value>{Value::LayerInput, Value::AttentionOutput, Value::MlpOutput, Value::LayerOutput, Value::AttentionPremix, Value::MlpNeurons};
+             return std::vector<Value>{Value::LayerInput, Value::AttentionOutput, Value::MlpOutput, Value::LayerOutput, Value::AttentionPremix,
+                                       Value::MlpNeurons, Value::NativeAttentionOutputNormOutput, Value::NativeMlpOutputNormOutput};
          },
          false, checkContributionIdentity},
         {"lens_equals_logits", "project_on_vocab(last layer_output) == logits",

@@ -3,6 +3,7 @@
 
 #include "error.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -77,14 +78,14 @@ std::string getString(const json& j, const std::string& key, const std::string& 
 RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
     RopeConfig r;
     json params = json::object();
-    // Legacy keys first, then the current `rope_parameters` dict overrides (transformers'
-    // standardize_rope_params: setdefault of rope_theta / partial_rotary_factor into the dict).
-    if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    // transformers 5 (PreTrainedConfig.convert_rope_params_to_dict): a non-empty legacy `rope_scaling` REPLACES
+    // `rope_parameters` (`rope_scaling or rope_parameters`), then rope_theta / partial_rotary_factor fill in from
+    // the top-level keys (or the config class's defaults, merged into `j`) where the dict lacks them.
+    if (j.contains("rope_scaling") && j["rope_scaling"].is_object() && !j["rope_scaling"].empty()) {
         params = j["rope_scaling"];
         r.sourceStyle = "rope_scaling";
-    }
-    if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
-        for (auto it = j["rope_parameters"].begin(); it != j["rope_parameters"].end(); ++it) params[it.key()] = *it;
+    } else if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+        params = j["rope_parameters"];
         r.sourceStyle = "rope_parameters";
     }
     if (r.sourceStyle.empty()) r.sourceStyle = "rope_theta";
@@ -106,8 +107,18 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
     r.highFreqFactor = optDouble(params, "high_freq_factor", where);
     if (auto o = optInt(j, "original_max_position_embeddings", file)) r.originalMaxPositionEmbeddings = *o;
     else r.originalMaxPositionEmbeddings = optInt(params, "original_max_position_embeddings", where).value_or(maxPos);
-    if (type != "default" && type != "linear" && type != "yarn" && type != "llama3")
-        throw Error(where + ": rope type \"" + type + "\" is not supported (nnscope computes default, linear, yarn and llama3).");
+    for (const auto& [key, out] : {std::pair<const char*, std::vector<double>*>{"short_factor", &r.shortFactor}, {"long_factor", &r.longFactor}}) {
+        if (!params.contains(key) || params[key].is_null()) continue;
+        if (!params[key].is_array()) throw keyError(where, key, "must be a list of numbers.");
+        for (const auto& v : params[key]) {
+            if (!v.is_number()) throw keyError(where, key, "must be a list of numbers.");
+            out->push_back(v.get<double>());
+        }
+    }
+    if (type != "default" && type != "linear" && type != "yarn" && type != "llama3" && type != "longrope")
+        throw Error(where + ": rope type \"" + type + "\" is not supported (nnscope computes default, linear, yarn, llama3 and longrope).");
+    if (type == "longrope" && (r.shortFactor.empty() || r.longFactor.empty()))
+        throw Error(where + ": rope type longrope needs short_factor and long_factor.");
     if ((type == "linear" || type == "llama3") && !r.factor)
         throw Error(where + ": rope type \"" + type + "\" needs \"factor\".");
     if (type == "llama3" && (!r.lowFreqFactor || !r.highFreqFactor))
@@ -138,6 +149,24 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
         throw Error(file + ": num_attention_heads (" + std::to_string(c.numHeads) + ") must be a multiple of num_key_value_heads (" +
                     std::to_string(c.numKvHeads) + ").");
     if (c.headDim <= 0) throw keyError(file, "head_dim", "must be positive.");
+    c.attentionScaling = 1.0 / std::sqrt(static_cast<double>(c.headDim));  // eager_attention_forward's head_dim ** -0.5
+    c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
+}
+
+std::vector<bool> readLayerTypes(const json& j, const std::string& file, int64_t numLayers) {
+    std::vector<bool> sliding(static_cast<size_t>(numLayers), false);
+    if (!j.contains("layer_types") || j["layer_types"].is_null()) return sliding;
+    const json& t = j["layer_types"];
+    if (!t.is_array() || static_cast<int64_t>(t.size()) < numLayers)
+        throw keyError(file, "layer_types", "must list one of \"full_attention\" / \"sliding_attention\" for each of the " +
+                                                std::to_string(numLayers) + " layers.");
+    for (int64_t i = 0; i < numLayers; ++i) {
+        const json& v = t[static_cast<size_t>(i)];
+        if (!v.is_string() || (v != "full_attention" && v != "sliding_attention"))
+            throw keyError(file, "layer_types", "entry " + std::to_string(i) + " must be \"full_attention\" or \"sliding_attention\".");
+        sliding[static_cast<size_t>(i)] = v == "sliding_attention";
+    }
+    return sliding;
 }
 
 }  // namespace cfg

@@ -14,7 +14,7 @@ namespace nnscope {
 /// or current transformers (`rope_parameters: {rope_type, rope_theta, factor, ...}`), following
 /// transformers' `standardize_rope_params` (modeling_rope_utils.py).
 struct RopeConfig {
-    std::string type = "default";  ///< default | linear | yarn | llama3
+    std::string type = "default";  ///< default | linear | yarn | llama3 | longrope
     double theta = 10000.0;        ///< rope_theta, the base of the frequencies
     double partialRotaryFactor = 1.0;  ///< fraction of each head that rotates (Persimmon: 0.5)
     std::optional<double> factor;      ///< linear/yarn/llama3 scale factor
@@ -22,6 +22,7 @@ struct RopeConfig {
     std::optional<double> betaFast, betaSlow, mscale, mscaleAllDim;  ///< yarn
     bool truncate = true;                                             ///< yarn: floor/ceil the correction range
     std::optional<double> lowFreqFactor, highFreqFactor;             ///< llama3
+    std::vector<double> shortFactor, longFactor;                     ///< longrope (Phi-3), rotary_dim / 2 each
     int64_t originalMaxPositionEmbeddings = 0;  ///< yarn/llama3: pretraining context (default: max_position_embeddings)
     std::string sourceStyle;  ///< "rope_parameters", "rope_scaling" or "rope_theta" (which keys were read)
 };
@@ -50,6 +51,32 @@ struct ModelConfig {
     std::optional<int64_t> bosTokenId, eosTokenId, padTokenId;
     std::string dtype;               ///< torch_dtype / dtype the checkpoint was saved in ("float32", "bfloat16", ...)
     RopeConfig rope;
+    /// The rotary of sliding-window layers where it differs from `rope` (Gemma 3's rope_local_base_freq).
+    std::optional<RopeConfig> ropeLocal;
+
+    // Attention and readout details that only some families set (defaults are Llama's).
+    /// Multiplies q·k: head_dim ** -0.5 by default; Gemma's query_pre_attn_scalar ** -0.5; 1 for GPT-2 without
+    /// scale_attn_weights.
+    double attentionScaling = 0.0;
+    /// GPT-2's scale_attn_by_inverse_layer_idx: block i's scaling is further divided by i + 1.
+    bool scaleByInverseLayer = false;
+    /// tanh soft-capping of the attention scores before the mask (Gemma 2: attn_logit_softcapping), and of the
+    /// logits after lm_head (final_logit_softcapping): x -> cap * tanh(x / cap).
+    std::optional<double> attnLogitSoftcap, finalLogitSoftcap;
+    /// The token embeddings are multiplied by this (Gemma: sqrt(hidden_size), rounded to the compute dtype).
+    double embedScale = 1.0;
+    /// Keys a query may see in a sliding-window layer: query - key < slidingWindow. 0: no layer slides.
+    int64_t slidingWindow = 0;
+    /// Per block, whether it attends through the sliding window (config layer_types "sliding_attention").
+    std::vector<bool> layerSliding;
+    /// GPT-NeoX's use_parallel_residual: out = x + attn(ln1(x)) + mlp(ln2(x)).
+    bool parallelResidual = false;
+
+    /// Whether block `layer` attends through the sliding window.
+    bool slides(int64_t layer) const {
+        return slidingWindow > 0 && layer >= 0 && layer < static_cast<int64_t>(layerSliding.size()) &&
+               layerSliding[static_cast<size_t>(layer)];
+    }
 
     /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor).
     int64_t rotaryDim() const { return static_cast<int64_t>(headDim * rope.partialRotaryFactor); }
@@ -70,6 +97,9 @@ std::string getString(const nlohmann::json& j, const std::string& key, const std
 /// Fills the keys shared by every Llama-like family (sizes, eps from `epsKey`, act, tie, bos/eos,
 /// rope) into `c` from `j` (the raw config merged over the family defaults).
 void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
+/// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
+/// Throws nnscope::Error naming the key when it is malformed.
+std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);
 /// Resolves the rotary parameters from either config style (see RopeConfig).
 RopeConfig readRope(const nlohmann::json& j, const std::string& file, int64_t maxPositionEmbeddings);
 }  // namespace cfg

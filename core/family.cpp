@@ -36,11 +36,14 @@ std::string Family::nativeValuePath(Value v, int layer) const {
         case Value::NativeGateProjOutput: m = Module::GateProj; break;
         case Value::NativeUpProjOutput: m = Module::UpProj; break;
         case Value::NativeActFnInput: m = Module::ActFn; break;
+        case Value::NativeAttentionOutputNormOutput: m = Module::AttentionOutputNorm; break;
+        case Value::NativeMlpOutputNormOutput: m = Module::MlpOutputNorm; break;
+        case Value::NativeGateUpProjOutput: m = Module::GateUpProj; break;
         default: return {};
     }
     const ValueInfo& info = valueInfo(v);
-    const std::string host = info.host == Host::Attention ? "self_attn" : "mlp";
-    return "layers." + std::to_string(layer) + "." + host + "." + moduleName(m) + "." + info.name;
+    const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
+    return "layers." + std::to_string(layer) + "." + host + moduleName(m) + "." + info.name;
 }
 
 std::string Family::readAt(Value v) const {
@@ -50,7 +53,9 @@ std::string Family::readAt(Value v) const {
         {"{input_layernorm}", Module::InputNorm}, {"{post_attention_layernorm}", Module::PostAttentionNorm},
         {"{mlp}", Module::Mlp}, {"{o_proj}", Module::OProj}, {"{act_fn}", Module::ActFn}, {"{down_proj}", Module::DownProj},
         {"{q_proj}", Module::QProj}, {"{k_proj}", Module::KProj}, {"{v_proj}", Module::VProj}, {"{qkv_proj}", Module::QkvProj},
-        {"{q_norm}", Module::QNorm}, {"{k_norm}", Module::KNorm}, {"{gate_proj}", Module::GateProj}, {"{up_proj}", Module::UpProj}};
+        {"{q_norm}", Module::QNorm}, {"{k_norm}", Module::KNorm}, {"{gate_proj}", Module::GateProj}, {"{up_proj}", Module::UpProj},
+        {"{attention_output_norm}", Module::AttentionOutputNorm}, {"{mlp_output_norm}", Module::MlpOutputNorm},
+        {"{gate_up_proj}", Module::GateUpProj}};
     for (const auto& [key, mod] : subs) {
         auto p = s.find(key);
         if (p != std::string::npos) s.replace(p, std::string(key).size(), moduleName(mod));
@@ -58,7 +63,7 @@ std::string Family::readAt(Value v) const {
     return s;
 }
 
-bool Family::hasValue(Value v, std::string* whyNot) const {
+bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const {
     auto no = [&](const std::string& why) {
         if (whyNot) *whyNot = why;
         return false;
@@ -70,16 +75,36 @@ bool Family::hasValue(Value v, std::string* whyNot) const {
             if (qkv == QkvLayout::FusedPerHead)
                 return no("this family projects queries, keys and values with one fused " + moduleName(Module::QkvProj) +
                           "; read its output and slice [num_heads, 3, head_dim]");
+            if (qkv == QkvLayout::FusedContiguous)
+                return no("this family projects queries, keys and values with one fused " + moduleName(Module::QkvProj) +
+                          "; read its output and slice [q | k | v]");
             return true;
         case Value::NativeQkvProjOutput:
-            if (qkv != QkvLayout::FusedPerHead) return no("this family has separate q_proj, k_proj and v_proj");
+            if (qkv == QkvLayout::Separate) return no("this family has separate q_proj, k_proj and v_proj");
             return true;
         case Value::NativeQNormOutput:
         case Value::NativeKNormOutput:
-            if (!qkNorm) return no("this family does not norm queries and keys per head");
+            if (!c.qkNorm) return no("this checkpoint does not norm queries and keys");
             return true;
         case Value::NativeGateProjOutput:
-            if (mlp != MlpKind::Gated) return no("this family's MLP has no gate");
+            if (mlp == MlpKind::Plain) return no("this family's MLP has no gate");
+            if (mlp == MlpKind::GatedFused)
+                return no("this family computes gate and up with one fused " + moduleName(Module::GateUpProj) +
+                          "; read mlp_activation or mlp_neurons");
+            return true;
+        case Value::NativeGateUpProjOutput:
+            if (mlp != MlpKind::GatedFused) return no("this family has no fused gate_up_proj");
+            return true;
+        case Value::NativeAttentionOutputNormOutput:
+            if (!blockNorms.afterAttention) return no("this family adds the attention's output to the stream unnormed");
+            return true;
+        case Value::NativeMlpOutputNormOutput:
+            if (!blockNorms.afterMlp) return no("this family adds the MLP's output to the stream unnormed");
+            return true;
+        case Value::NativeUpProjOutput:
+            if (mlp == MlpKind::GatedFused)
+                return no("this family computes gate and up with one fused " + moduleName(Module::GateUpProj) +
+                          "; read mlp_activation or mlp_neurons");
             return true;
         default: return true;
     }

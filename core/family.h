@@ -9,24 +9,47 @@
 
 namespace nnscope {
 
-/// The norm a family uses for the stream (and, where it has them, for per-head q/k norms).
-enum class NormKind { RMSNorm, LayerNorm };
+/// The norm a family uses for the stream (and, where it has them, for q/k norms). RMSNormPlusOne is Gemma's:
+/// x * rsqrt(mean(x²) + eps) * (1 + weight), all in float32 and cast back at the end (Gemma2RMSNorm).
+enum class NormKind { RMSNorm, LayerNorm, RMSNormPlusOne };
 /// How the rotary embedding pairs dimensions: HF Llama's rotate_half (i with i + d/2) or ERNIE's
 /// adjacent pairs (2i with 2i + 1, computed in float32).
 enum class RotaryStyle { RotateHalf, AdjacentPairs };
-/// Gated MLP: down(act(gate(x)) * up(x)); plain MLP: down(act(up(x))).
-enum class MlpKind { Gated, Plain };
-/// Separate q/k/v projections, or one fused projection whose output is laid out [num_heads, 3, head_dim].
-enum class QkvLayout { Separate, FusedPerHead };
+/// Gated MLP: down(act(gate(x)) * up(x)); plain MLP: down(act(up(x))); GatedFused: one gate_up_proj whose output
+/// is [gate | up] on the last axis (Phi-3), then as Gated.
+enum class MlpKind { Gated, Plain, GatedFused };
+/// Separate q/k/v projections; one fused projection whose output is laid out [num_heads, 3, head_dim]
+/// (Persimmon, GPT-NeoX); or one fused projection whose output is [q | k | v], all heads of each together
+/// (GPT-2's c_attn, Phi-3's qkv_proj).
+enum class QkvLayout { Separate, FusedPerHead, FusedContiguous };
+/// Where the q/k norms act: on each head over head_dim, either before the heads move to axis 1 (the native value is
+/// [batch, seq, heads, head_dim]: Persimmon, Qwen3) or after ([batch, heads, seq, head_dim]: Apertus, Gemma 3); or on
+/// the whole projection over num_heads * head_dim before it is cut into heads (OLMo 2). The numbers are the same for
+/// both per-head kinds; the tapped native value keeps the module's own layout.
+enum class QkNormScope { PerHead, PerHeadTransposed, WholeProjection };
+/// How positions enter the model: a rotary embedding inside the attention, or learned absolute position
+/// embeddings added to the token embeddings before the first block (GPT-2's wpe).
+enum class PositionKind { Rotary, Learned };
+
+/// Where a family's block puts its norms and adds its branches. Llama: pre-norms before the attention and the MLP.
+/// Gemma 2/3 add a norm on each branch's output before the add (sandwich); OLMo 2 has only those output norms;
+/// GPT-NeoX (under use_parallel_residual, see ModelConfig) adds both branches, computed from the block's input.
+struct BlockNorms {
+    bool beforeAttention = true;   ///< input_layernorm
+    bool beforeMlp = true;         ///< Llama's post_attention_layernorm (Gemma's pre_feedforward_layernorm)
+    bool afterAttention = false;   ///< a norm of the attention's output before the add (Gemma/OLMo2 post_attention_layernorm)
+    bool afterMlp = false;         ///< a norm of the MLP's output before the add (post_feedforward_layernorm)
+};
 
 /// Native weight tensors, named by a template with `{i}` for the block index (llama.cpp's
 /// enum-keyed tensor tables). The loader fills in the index; no weight name is built elsewhere.
 enum class Weight {
-    EmbedTokens, FinalNorm, FinalNormBias, LmHead,
+    EmbedTokens, PositionEmbeddings, FinalNorm, FinalNormBias, LmHead,
     InputNorm, InputNormBias, PostAttentionNorm, PostAttentionNormBias,
+    AttentionOutputNorm, AttentionOutputNormBias, MlpOutputNorm, MlpOutputNormBias,
     QProj, QProjBias, KProj, KProjBias, VProj, VProjBias, QkvProj, QkvProjBias, OProj, OProjBias,
     QNorm, QNormBias, KNorm, KNormBias,
-    GateProj, GateProjBias, UpProj, UpProjBias, DownProj, DownProjBias,
+    GateProj, GateProjBias, UpProj, UpProjBias, GateUpProj, GateUpProjBias, DownProj, DownProjBias,
     ActAlphaP, ActAlphaN, ActBeta, ActEps,
     Count
 };
@@ -37,6 +60,7 @@ enum class Module {
     SelfAttn, QProj, KProj, VProj, QkvProj, OProj, QNorm, KNorm, AttentionDropout,
     Mlp, GateProj, UpProj, DownProj, ActFn,
     InputNorm, PostAttentionNorm, LayerDropout,
+    PositionEmbeddings, AttentionOutputNorm, MlpOutputNorm, GateUpProj,
     Count
 };
 
@@ -68,7 +92,18 @@ struct Family {
     RotaryStyle rotary = RotaryStyle::RotateHalf;
     QkvLayout qkv = QkvLayout::Separate;
     MlpKind mlp = MlpKind::Gated;
+    QkNormScope qkNormScope = QkNormScope::PerHead;
+    PositionKind positions = PositionKind::Rotary;
+    BlockNorms blockNorms;
+    /// The projections are stored [in, out] (GPT-2's Conv1D) rather than nn.Linear's [out, in].
+    bool conv1dWeights = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
+    /// The base model's prefix of the weight names ("model.", GPT-2's "transformer."): a checkpoint saved from the base
+    /// model alone (openai-community/gpt2's own file) stores the names without it, and loads all the same.
+    std::string basePrefix = "model.";
+    /// Checkpoint tensors the family never reads and transformers ignores without a warning (GPT-2's attn.bias
+    /// causal-mask buffers in old files), as name suffixes.
+    std::vector<std::string> ignoredTensorSuffixes;
 
     /// Weight name templates ({i} = block). Empty: the family has no such tensor.
     std::map<Weight, std::string> weights;
@@ -93,8 +128,9 @@ struct Family {
     std::string nativeValuePath(Value v, int layer) const;
     /// "read at" text with module names substituted.
     std::string readAt(Value v) const;
-    /// Whether the family computes value `v` at all (e.g. no q_proj on a fused family), with the reason.
-    bool hasValue(Value v, std::string* whyNot = nullptr) const;
+    /// Whether a checkpoint of this family with config `c` computes value `v` (e.g. no q_proj on a fused family, no
+    /// q_layernorm under qk_layernorm false), with the reason.
+    bool hasValue(Value v, const ModelConfig& c, std::string* whyNot = nullptr) const;
 };
 
 /// Llama's config reading (sizes, eps from family.epsKey, rope, attention_bias, mlp_bias).

@@ -7,11 +7,13 @@
 #include "model.h"
 
 #include "error.h"
+#include "weights.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <sstream>
 
 using namespace torch::indexing;
@@ -78,100 +80,51 @@ std::string dtypeName(torch::ScalarType t) {
     }
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
-    if (options.dtype != torch::kFloat32 && options.dtype != torch::kBFloat16)
-        throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(options.dtype) + ".");
-    std::shared_ptr<Model> m(new Model());
-    m->dir_ = dir;
-    m->dtype_ = options.dtype;
-    const std::string configFile = dir + "/config.json";
-    nlohmann::json raw = readConfigJson(dir);
-    m->config_ = resolveModelConfig(raw, configFile, &m->family_);
-    const Family& fam = *m->family_;
-    const ModelConfig& c = m->config_;
-    if (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0)
-        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
-                    " must be a positive even number.");
-    m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
+torch::Tensor LayerWeights::*LayerWeights::slot(Weight w) {
+    switch (w) {
+        case Weight::InputNorm: return &LayerWeights::inputNorm;
+        case Weight::InputNormBias: return &LayerWeights::inputNormBias;
+        case Weight::PostAttentionNorm: return &LayerWeights::postAttentionNorm;
+        case Weight::PostAttentionNormBias: return &LayerWeights::postAttentionNormBias;
+        case Weight::AttentionOutputNorm: return &LayerWeights::attentionOutputNorm;
+        case Weight::AttentionOutputNormBias: return &LayerWeights::attentionOutputNormBias;
+        case Weight::MlpOutputNorm: return &LayerWeights::mlpOutputNorm;
+        case Weight::MlpOutputNormBias: return &LayerWeights::mlpOutputNormBias;
+        case Weight::QProj: return &LayerWeights::qProj;
+        case Weight::QProjBias: return &LayerWeights::qProjBias;
+        case Weight::KProj: return &LayerWeights::kProj;
+        case Weight::KProjBias: return &LayerWeights::kProjBias;
+        case Weight::VProj: return &LayerWeights::vProj;
+        case Weight::VProjBias: return &LayerWeights::vProjBias;
+        case Weight::QkvProj: return &LayerWeights::qkvProj;
+        case Weight::QkvProjBias: return &LayerWeights::qkvProjBias;
+        case Weight::OProj: return &LayerWeights::oProj;
+        case Weight::OProjBias: return &LayerWeights::oProjBias;
+        case Weight::QNorm: return &LayerWeights::qNorm;
+        case Weight::QNormBias: return &LayerWeights::qNormBias;
+        case Weight::KNorm: return &LayerWeights::kNorm;
+        case Weight::KNormBias: return &LayerWeights::kNormBias;
+        case Weight::GateProj: return &LayerWeights::gateProj;
+        case Weight::GateProjBias: return &LayerWeights::gateProjBias;
+        case Weight::UpProj: return &LayerWeights::upProj;
+        case Weight::UpProjBias: return &LayerWeights::upProjBias;
+        case Weight::GateUpProj: return &LayerWeights::gateUpProj;
+        case Weight::GateUpProjBias: return &LayerWeights::gateUpProjBias;
+        case Weight::DownProj: return &LayerWeights::downProj;
+        case Weight::DownProjBias: return &LayerWeights::downProjBias;
+        case Weight::ActAlphaP: return &LayerWeights::actAlphaP;
+        case Weight::ActAlphaN: return &LayerWeights::actAlphaN;
+        case Weight::ActBeta: return &LayerWeights::actBeta;
+        case Weight::ActEps: return &LayerWeights::actEps;
+        default: return nullptr;
+    }
+}
 
-    m->store_ = std::make_unique<WeightStore>(dir);
-    const WeightStore& ws = *m->store_;
-    const auto dt = options.dtype;
-    // Converted only when the stored dtype differs from the compute dtype; otherwise a view of the mapped file.
-    auto load = [&](Weight w, int layer, std::vector<int64_t> shape) -> torch::Tensor {
-        const std::string name = fam.weightName(w, layer);
-        if (name.empty()) throw Error("internal: family " + fam.modelType + " has no weight name for a tensor the config requires.");
-        torch::Tensor t = ws.get(name, shape);
-        return t.scalar_type() == dt ? t : t.to(dt);
-    };
-    auto loadIf = [&](bool wanted, Weight w, int layer, std::vector<int64_t> shape) -> torch::Tensor {
-        if (!wanted || fam.weightName(w, layer).empty()) return {};
-        return load(w, layer, shape);
-    };
-    const int64_t H = c.hiddenSize, I = c.intermediateSize, V = c.vocabSize, D = c.headDim;
-    const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
-    const bool layerNorm = fam.norm == NormKind::LayerNorm;
-    m->embed_ = load(Weight::EmbedTokens, -1, {V, H});
-    m->finalNorm_ = load(Weight::FinalNorm, -1, {H});
-    m->finalNormBias_ = loadIf(layerNorm, Weight::FinalNormBias, -1, {H});
-    const std::string headName = fam.weightName(Weight::LmHead);
-    if (c.tieWordEmbeddings || !ws.contains(headName)) {
-        if (!c.tieWordEmbeddings)
-            throw Error(dir + ": the checkpoint has no tensor '" + headName + "' and config.json sets tie_word_embeddings false.");
-        m->lmHead_ = m->embed_;
-        m->tied_ = true;
-    } else {
-        m->lmHead_ = load(Weight::LmHead, -1, {V, H});
-    }
-    for (int i = 0; i < c.numLayers; ++i) {
-        LayerWeights lw;
-        lw.inputNorm = load(Weight::InputNorm, i, {H});
-        lw.inputNormBias = loadIf(layerNorm, Weight::InputNormBias, i, {H});
-        lw.postAttentionNorm = load(Weight::PostAttentionNorm, i, {H});
-        lw.postAttentionNormBias = loadIf(layerNorm, Weight::PostAttentionNormBias, i, {H});
-        if (fam.qkv == QkvLayout::FusedPerHead) {
-            lw.qkvProj = load(Weight::QkvProj, i, {3 * QW, H});
-            lw.qkvProjBias = loadIf(c.attentionBias, Weight::QkvProjBias, i, {3 * QW});
-        } else {
-            lw.qProj = load(Weight::QProj, i, {QW, H});
-            lw.kProj = load(Weight::KProj, i, {KW, H});
-            lw.vProj = load(Weight::VProj, i, {KW, H});
-            lw.qProjBias = loadIf(c.attentionBias, Weight::QProjBias, i, {QW});
-            lw.kProjBias = loadIf(c.attentionBias, Weight::KProjBias, i, {KW});
-            lw.vProjBias = loadIf(c.attentionBias, Weight::VProjBias, i, {KW});
-        }
-        lw.oProj = load(Weight::OProj, i, {H, QW});
-        lw.oProjBias = loadIf(c.oProjBias, Weight::OProjBias, i, {H});
-        if (c.qkNorm) {
-            const bool qkLayerNorm = fam.qkNormKind == NormKind::LayerNorm;
-            lw.qNorm = load(Weight::QNorm, i, {D});
-            lw.kNorm = load(Weight::KNorm, i, {D});
-            lw.qNormBias = loadIf(qkLayerNorm, Weight::QNormBias, i, {D});
-            lw.kNormBias = loadIf(qkLayerNorm, Weight::KNormBias, i, {D});
-        }
-        if (fam.mlp == MlpKind::Gated) {
-            lw.gateProj = load(Weight::GateProj, i, {I, H});
-            lw.gateProjBias = loadIf(c.mlpBias, Weight::GateProjBias, i, {I});
-        }
-        lw.upProj = load(Weight::UpProj, i, {I, H});
-        lw.upProjBias = loadIf(c.mlpBias, Weight::UpProjBias, i, {I});
-        lw.downProj = load(Weight::DownProj, i, {H, I});
-        lw.downProjBias = loadIf(c.mlpBias, Weight::DownProjBias, i, {H});
-        if (c.hiddenAct == "xielu") {
-            lw.actAlphaP = load(Weight::ActAlphaP, i, {1});
-            lw.actAlphaN = load(Weight::ActAlphaN, i, {1});
-            // beta and eps are buffers made in the config's dtype (XIELUActivation(dtype=config.dtype)); use the stored ones.
-            const auto scalarShape = std::vector<int64_t>{};
-            auto buffer = [&](Weight w, double fallback) {
-                const std::string n = fam.weightName(w, i);
-                if (!n.empty() && ws.contains(n)) return ws.get(n).reshape(scalarShape).to(dt);
-                return torch::tensor(fallback, torch::TensorOptions().dtype(dt));
-            };
-            lw.actBeta = buffer(Weight::ActBeta, 0.5);
-            lw.actEps = buffer(Weight::ActEps, -1e-6);
-        }
-        m->layers_.push_back(std::move(lw));
-    }
+std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
+    nlohmann::json raw = readConfigJson(dir);
+    resolveModelConfig(raw, dir + "/config.json");  // config errors (an unknown family) before any weight file is opened
+    auto m = build(raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
+    m->dir_ = dir;
     if (options.loadTokenizer) {
         try {
             m->tokenizer_ = Tokenizer::load(dir);
@@ -180,6 +133,92 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
         }
     } else {
         m->tokenizerError_ = dir + ": the tokenizer was not loaded.";
+    }
+    return m;
+}
+
+std::shared_ptr<const Model> Model::fromTensors(const nlohmann::json& config, std::map<std::string, torch::Tensor> tensors,
+                                                const LoadOptions& options, const std::string& label) {
+    if (!config.is_object()) throw Error(label + ": the config must be a JSON object, as config.json holds.");
+    auto m = build(config, label + " (config)", std::make_unique<WeightStore>(label, std::move(tensors)), options);
+    m->dir_ = label;
+    m->tokenizerError_ = label + ": a model built from tensors has no tokenizer.";
+    return m;
+}
+
+std::shared_ptr<Model> Model::build(const nlohmann::json& raw, const std::string& configFile, std::unique_ptr<WeightStore> store,
+                                    const LoadOptions& options) {
+    if (options.dtype != torch::kFloat32 && options.dtype != torch::kBFloat16)
+        throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(options.dtype) + ".");
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = store->dir();
+    m->dtype_ = options.dtype;
+    m->config_ = resolveModelConfig(raw, configFile, &m->family_);
+    const Family& fam = *m->family_;
+    const ModelConfig& c = m->config_;
+    if (fam.positions == PositionKind::Rotary) {
+        if (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0)
+            throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
+                        " must be a positive even number.");
+        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
+        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings);
+    }
+
+    m->store_ = std::move(store);
+    const WeightStore& ws = *m->store_;
+    const auto dt = options.dtype;
+    std::set<std::string> read;
+    m->layers_.resize(static_cast<size_t>(c.numLayers));
+    std::vector<WeightSpec> schema = weightSchema(fam, c);
+    // A checkpoint saved from the base model alone names its tensors without the base prefix ("h.0.attn.c_attn.weight"
+    // for "transformer.h.0.attn.c_attn.weight"), as transformers' base_model_prefix allows.
+    const std::string& prefix = fam.basePrefix;
+    if (!prefix.empty() && !ws.contains(schema.front().name) && schema.front().name.rfind(prefix, 0) == 0 &&
+        ws.contains(schema.front().name.substr(prefix.size())))
+        for (WeightSpec& spec : schema)
+            if (spec.name.rfind(prefix, 0) == 0) spec.name = spec.name.substr(prefix.size());
+    for (const WeightSpec& spec : schema) {
+        torch::Tensor t;
+        const bool xieluBuffer = spec.role == Weight::ActBeta || spec.role == Weight::ActEps;
+        if (xieluBuffer) {
+            // beta and eps are buffers made in the config's dtype (XIELUActivation(dtype=config.dtype)); the stored ones
+            // are used where the file has them, else XIELUActivation's defaults.
+            t = ws.contains(spec.name) ? ws.get(spec.name).reshape({})
+                                       : torch::tensor(spec.role == Weight::ActBeta ? 0.5 : -1e-6);
+        } else if (spec.role == Weight::LmHead && !ws.contains(spec.name)) {
+            throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
+                        "' and config.json sets tie_word_embeddings false.");
+        } else {
+            t = ws.get(spec.name, spec.shape);
+        }
+        read.insert(spec.name);
+        // Converted only when the stored dtype differs from the compute dtype; otherwise a view of the mapped file.
+        if (t.scalar_type() != dt) t = t.to(dt);
+        if (spec.transposed) t = t.t();
+        if (spec.layer >= 0) {
+            m->layers_[static_cast<size_t>(spec.layer)].*LayerWeights::slot(spec.role) = t;
+            continue;
+        }
+        switch (spec.role) {
+            case Weight::EmbedTokens: m->embed_ = t; break;
+            case Weight::PositionEmbeddings: m->positionEmbed_ = t; break;
+            case Weight::FinalNorm: m->finalNorm_ = t; break;
+            case Weight::FinalNormBias: m->finalNormBias_ = t; break;
+            case Weight::LmHead: m->lmHead_ = t; break;
+            default: throw Error("internal: weight " + spec.name + " has no place in the model.");
+        }
+    }
+    if (!m->lmHead_.defined()) {
+        m->lmHead_ = m->embed_;
+        m->tied_ = true;
+        read.insert(fam.weightName(Weight::LmHead));  // transformers ties it too, whatever the file holds
+    }
+    for (const auto& name : ws.names()) {
+        if (read.count(name)) continue;
+        bool ignored = false;
+        for (const auto& suffix : fam.ignoredTensorSuffixes)
+            ignored |= name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        if (!ignored) m->unused_.push_back(name);
     }
     return m;
 }
@@ -196,15 +235,27 @@ torch::Tensor Model::positionIds(const torch::Tensor& mask) {
 }
 
 torch::Tensor Model::causalMask(const torch::Tensor& mask, torch::ScalarType dtype) {
+    return slidingCausalMask(mask, dtype, 0);
+}
+
+torch::Tensor Model::slidingCausalMask(const torch::Tensor& mask, torch::ScalarType dtype, int64_t window) {
     const int64_t s = mask.size(1);
     auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64));
-    auto causal = idx.index({None, Slice()}) <= idx.index({Slice(), None});  // [q, k]: key <= query
+    auto q = idx.index({Slice(), None}), k = idx.index({None, Slice()});
+    auto causal = k <= q;  // [q, k]: key <= query
+    if (window > 0) causal = causal & (q - k < window);  // sliding_window_overlay: the last `window` keys only
     auto allowed = causal.index({None, None}) & (mask != 0).index({Slice(), None, None, Slice()});  // [b, 1, q, k]
     return additiveMask(allowed, dtype);
 }
 
 torch::Tensor Model::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const {
     if (kind == NormKind::LayerNorm) return torch::layer_norm(x, {dim}, w, b, config_.normEps);
+    if (kind == NormKind::RMSNormPlusOne) {
+        // Gemma: everything in float32, the gain is (1 + weight), cast back only at the end (Gemma2RMSNorm).
+        auto h = x.to(torch::kFloat32);
+        h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + config_.normEps);
+        return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
+    }
     // RMSNorm: statistics in float32 (as transformers upcasts), the gain applied in the input dtype.
     auto h = x.to(torch::kFloat32);
     auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
@@ -258,57 +309,79 @@ torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& co
     return x * cos + rotateHalf(x) * sin;
 }
 
-torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
-                               const torch::Tensor& mask, Taps* taps, KvCache* cache) const {
+torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache) const {
     const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
     const ModelConfig& c = config_;
+    const Family& f = *family_;
     const int64_t b = hidden.size(0), s = hidden.size(1), D = c.headDim;
+    const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
+    const bool perHeadNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHead;
+    const bool transposedNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHeadTransposed;
     torch::Tensor queryStates, keyStates, valueStates;
-    if (family_->qkv == QkvLayout::FusedPerHead) {
-        // Persimmon: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
+    if (f.qkv == QkvLayout::FusedPerHead) {
+        // Persimmon, GPT-NeoX: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
         auto fusedQkv = linear(hidden, lw.qkvProj, lw.qkvProjBias);
         tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
         auto split = fusedQkv.view({b, s, c.numHeads, 3, D});
         queryStates = split.index({"...", 0, Slice()});
         keyStates = split.index({"...", 1, Slice()});
         valueStates = split.index({"...", 2, Slice()});
-        if (c.qkNorm) {
-            queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, family_->qkNormKind, D);
-            tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
-            keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, family_->qkNormKind, D);
-            tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
-        }
-        queryStates = queryStates.transpose(1, 2);
-        keyStates = keyStates.transpose(1, 2);
-        valueStates = valueStates.transpose(1, 2);
     } else {
-        auto q = linear(hidden, lw.qProj, lw.qProjBias);
-        tapValue(taps, Value::NativeQProjOutput, layer, q);
-        auto k = linear(hidden, lw.kProj, lw.kProjBias);
-        tapValue(taps, Value::NativeKProjOutput, layer, k);
-        auto v = linear(hidden, lw.vProj, lw.vProjBias);
-        tapValue(taps, Value::NativeVProjOutput, layer, v);
-        queryStates = q.view({b, s, -1, D}).transpose(1, 2);
-        keyStates = k.view({b, s, -1, D}).transpose(1, 2);
-        valueStates = v.view({b, s, -1, D}).transpose(1, 2);
-        if (c.qkNorm) {
-            // Apertus: one RMSNorm gain over head_dim shared by every head, before the rotary.
-            queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, family_->qkNormKind, D);
-            tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
-            keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, family_->qkNormKind, D);
-            tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+        torch::Tensor q, k, v;
+        if (f.qkv == QkvLayout::FusedContiguous) {
+            // GPT-2's c_attn, Phi-3's qkv_proj: [q | k | v], every head of each together.
+            auto fusedQkv = linear(hidden, lw.qkvProj, lw.qkvProjBias);
+            tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
+            q = fusedQkv.index({"...", Slice(None, QW)});
+            k = fusedQkv.index({"...", Slice(QW, QW + KW)});
+            v = fusedQkv.index({"...", Slice(QW + KW, None)});
+        } else {
+            q = linear(hidden, lw.qProj, lw.qProjBias);
+            tapValue(taps, Value::NativeQProjOutput, layer, q);
+            k = linear(hidden, lw.kProj, lw.kProjBias);
+            tapValue(taps, Value::NativeKProjOutput, layer, k);
+            v = linear(hidden, lw.vProj, lw.vProjBias);
+            tapValue(taps, Value::NativeVProjOutput, layer, v);
         }
+        if (c.qkNorm && f.qkNormScope == QkNormScope::WholeProjection) {
+            // OLMo 2: the norms act on the whole projection, before it is cut into heads.
+            q = norm(q, lw.qNorm, lw.qNormBias, f.qkNormKind, QW);
+            tapValue(taps, Value::NativeQNormOutput, layer, q);
+            k = norm(k, lw.kNorm, lw.kNormBias, f.qkNormKind, KW);
+            tapValue(taps, Value::NativeKNormOutput, layer, k);
+        }
+        queryStates = q.view({b, s, -1, D});
+        keyStates = k.view({b, s, -1, D});
+        valueStates = v.view({b, s, -1, D});
     }
-    const int64_t rot = c.rotaryDim();
-    if (rot == D) {
-        queryStates = applyRotary(queryStates, cos, sin);
-        keyStates = applyRotary(keyStates, cos, sin);
-    } else {
-        // Partial rotary: only the first rotary_dim dimensions of each head turn; the rest pass unchanged.
-        queryStates = torch::cat({applyRotary(queryStates.index({"...", Slice(None, rot)}), cos, sin),
-                                  queryStates.index({"...", Slice(rot, None)})}, -1);
-        keyStates = torch::cat({applyRotary(keyStates.index({"...", Slice(None, rot)}), cos, sin),
-                                keyStates.index({"...", Slice(rot, None)})}, -1);
+    if (perHeadNorm) {
+        // One gain over head_dim shared by every head, before the rotary (Persimmon, Qwen3).
+        queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, f.qkNormKind, D);
+        tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+        keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, f.qkNormKind, D);
+        tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+    }
+    queryStates = queryStates.transpose(1, 2);
+    keyStates = keyStates.transpose(1, 2);
+    valueStates = valueStates.transpose(1, 2);
+    if (transposedNorm) {
+        queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, f.qkNormKind, D);
+        tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+        keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, f.qkNormKind, D);
+        tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+    }
+    if (f.positions == PositionKind::Rotary) {
+        const int64_t rot = c.rotaryDim();
+        if (rot == D) {
+            queryStates = applyRotary(queryStates, in.cos, in.sin);
+            keyStates = applyRotary(keyStates, in.cos, in.sin);
+        } else {
+            // Partial rotary: only the first rotary_dim dimensions of each head turn; the rest pass unchanged.
+            queryStates = torch::cat({applyRotary(queryStates.index({"...", Slice(None, rot)}), in.cos, in.sin),
+                                      queryStates.index({"...", Slice(rot, None)})}, -1);
+            keyStates = torch::cat({applyRotary(keyStates.index({"...", Slice(None, rot)}), in.cos, in.sin),
+                                    keyStates.index({"...", Slice(rot, None)})}, -1);
+        }
     }
     tapValue(taps, Value::AttentionQueries, layer, queryStates);
     tapValue(taps, Value::AttentionKeys, layer, keyStates);
@@ -326,9 +399,15 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const tor
     const int64_t groups = c.numHeads / c.numKvHeads;
     auto keyRep = repeatKv(keyStates, groups);
     auto valueRep = repeatKv(valueStates, groups);
-    const double scaling = std::pow(static_cast<double>(D), -0.5);
+    double scaling = c.attentionScaling;
+    if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
     auto attnWeights = torch::matmul(queryStates, keyRep.transpose(2, 3)) * scaling;
-    attnWeights = attnWeights + mask;
+    if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
+        attnWeights = attnWeights / *c.attnLogitSoftcap;
+        attnWeights = torch::tanh(attnWeights);
+        attnWeights = attnWeights * *c.attnLogitSoftcap;
+    }
+    attnWeights = attnWeights + in.mask;
     tapValue(taps, Value::AttentionScores, layer, attnWeights);
     // softmax in float32, then back to the query dtype (transformers upcasts here)
     attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
@@ -344,11 +423,20 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const tor
 torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) const {
     const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
     torch::Tensor neurons;
-    if (family_->mlp == MlpKind::Gated) {
-        auto gate = linear(hidden, lw.gateProj, lw.gateProjBias);
-        tapValue(taps, Value::NativeGateProjOutput, layer, gate);
-        auto up = linear(hidden, lw.upProj, lw.upProjBias);
-        tapValue(taps, Value::NativeUpProjOutput, layer, up);
+    if (family_->mlp != MlpKind::Plain) {
+        torch::Tensor gate, up;
+        if (family_->mlp == MlpKind::GatedFused) {  // Phi-3: gate_up_proj's output is [gate | up]
+            auto gateUp = linear(hidden, lw.gateUpProj, lw.gateUpProjBias);
+            tapValue(taps, Value::NativeGateUpProjOutput, layer, gateUp);
+            auto chunks = gateUp.chunk(2, -1);
+            gate = chunks[0];
+            up = chunks[1];
+        } else {
+            gate = linear(hidden, lw.gateProj, lw.gateProjBias);
+            tapValue(taps, Value::NativeGateProjOutput, layer, gate);
+            up = linear(hidden, lw.upProj, lw.upProjBias);
+            tapValue(taps, Value::NativeUpProjOutput, layer, up);
+        }
         tapValue(taps, Value::NativeActFnInput, layer, gate);
         auto act = activation(gate, lw);
         tapValue(taps, Value::MlpActivation, layer, act);
@@ -383,9 +471,18 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
         taps->tap(Value::InputSize, -1, size);
     }
 
-    auto hiddenStates = torch::embedding(embed_, inputIds);
+    auto hiddenStates = embed(inputIds);
     tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
-    return decode(hiddenStates, positionIds(attentionMask), causalMask(attentionMask, dtype_), taps, nullptr);
+    torch::Tensor sliding;
+    if (config_.slidingWindow > 0) sliding = slidingCausalMask(attentionMask, dtype_, config_.slidingWindow);
+    return decode(hiddenStates, positionIds(attentionMask), causalMask(attentionMask, dtype_), sliding, taps, nullptr);
+}
+
+torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
+    auto hiddenStates = torch::embedding(embed_, inputIds);
+    // Gemma's scaled embedding: sqrt(hidden_size) rounded to the weights' dtype, applied inside embed_tokens.
+    if (config_.embedScale != 1.0) hiddenStates = hiddenStates * torch::tensor(config_.embedScale).to(embed_.scalar_type());
+    return hiddenStates;
 }
 
 torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache) const {
@@ -403,46 +500,88 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
     }
     const int64_t s = inputIds.size(1), past = cache.length, total = past + s;
     auto positions = torch::arange(past, total, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);  // [1, s]
-    // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows.
-    auto keyIdx = torch::arange(total, torch::TensorOptions().dtype(torch::kInt64));
-    auto allowed = keyIdx.index({None, Slice()}) <= positions.index({0, Slice(), None});  // [s, total]
-    auto mask = additiveMask(allowed, dtype_).index({None, None});                         // [1, 1, s, total]
-    auto logits = decode(torch::embedding(embed_, inputIds), positions, mask, nullptr, &cache);
+    // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows (and, sliding, the last window).
+    auto keyIdx = torch::arange(total, torch::TensorOptions().dtype(torch::kInt64)).index({None, Slice()});
+    auto queryIdx = positions.index({0, Slice(), None});
+    auto allowed = keyIdx <= queryIdx;  // [s, total]
+    auto mask = additiveMask(allowed, dtype_).index({None, None});  // [1, 1, s, total]
+    torch::Tensor sliding;
+    if (config_.slidingWindow > 0)
+        sliding = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
+    auto logits = decode(embed(inputIds), positions, mask, sliding, nullptr, &cache);
     cache.length = total;
     return logits;
 }
 
-torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& mask, Taps* taps,
-                            KvCache* cache) const {
-    // Rotary tables: freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to
-    // the compute dtype (ERNIE keeps them in float32).
-    auto freqs = positions.index({"...", None}).to(torch::kFloat32) * rope_.invFreq;
+std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions) const {
+    // freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to the compute dtype
+    // (ERNIE keeps them in float32).
+    const bool useLong = rope.invFreqLong.defined() && positions.max().item<int64_t>() + 1 > rope.longFrom;
+    auto freqs = positions.index({"...", None}).to(torch::kFloat32) * (useLong ? rope.invFreqLong : rope.invFreq);
     auto emb = torch::cat({freqs, freqs}, -1);
-    auto cos = emb.cos() * rope_.attentionScaling;
-    auto sin = emb.sin() * rope_.attentionScaling;
+    auto cos = emb.cos() * rope.attentionScaling;
+    auto sin = emb.sin() * rope.attentionScaling;
     if (family_->rotary != RotaryStyle::AdjacentPairs) {
         cos = cos.to(dtype_);
         sin = sin.to(dtype_);
     }
-    cos = cos.unsqueeze(1);
-    sin = sin.unsqueeze(1);
+    return {cos.unsqueeze(1), sin.unsqueeze(1)};
+}
+
+torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
+                            const torch::Tensor& slidingMask, Taps* taps, KvCache* cache) const {
+    const Family& f = *family_;
+    const BlockNorms& bn = f.blockNorms;
+    BlockInputs full{{}, {}, fullMask}, sliding{{}, {}, slidingMask};
+    if (f.positions == PositionKind::Rotary) {
+        std::tie(full.cos, full.sin) = rotaryTables(rope_, positions);
+        std::tie(sliding.cos, sliding.sin) = config_.ropeLocal ? rotaryTables(ropeLocal_, positions) : std::make_pair(full.cos, full.sin);
+    } else {
+        // GPT-2: learned absolute positions, added to the token embeddings before the first block.
+        const int64_t maxPos = positions.max().item<int64_t>();
+        if (maxPos >= config_.maxPositionEmbeddings)
+            throw Error("position " + std::to_string(maxPos) + " is past the " + std::to_string(config_.maxPositionEmbeddings) +
+                        " learned positions of " + dir_ + " (max_position_embeddings): use a shorter prompt.");
+        hiddenStates = hiddenStates + torch::embedding(positionEmbed_, positions);
+    }
 
     for (int i = 0; i < config_.numLayers; ++i) {
         if (taps && !taps->beforeLayer(i)) throw Cancelled{};
         const LayerWeights& lw = layers_[static_cast<size_t>(i)];
+        const BlockInputs& in = config_.slides(i) ? sliding : full;
+        const int64_t H = config_.hiddenSize;
         tapValue(taps, Value::LayerInput, i, hiddenStates);
         auto residual = hiddenStates;
-        hiddenStates = norm(hiddenStates, lw.inputNorm, lw.inputNormBias, family_->norm, config_.hiddenSize);
-        tapValue(taps, Value::AttentionNormOutput, i, hiddenStates);
-        hiddenStates = attention(i, hiddenStates, cos, sin, mask, taps, cache);
-        hiddenStates = residual + hiddenStates;
-        tapValue(taps, Value::LayerMid, i, hiddenStates);
-        residual = hiddenStates;
-        hiddenStates = norm(hiddenStates, lw.postAttentionNorm, lw.postAttentionNormBias, family_->norm, config_.hiddenSize);
-        tapValue(taps, Value::MlpNormOutput, i, hiddenStates);
-        tapValue(taps, Value::MlpInput, i, hiddenStates);
-        hiddenStates = mlp(i, hiddenStates, taps);
-        hiddenStates = residual + hiddenStates;
+        torch::Tensor attnInput = bn.beforeAttention ? norm(hiddenStates, lw.inputNorm, lw.inputNormBias, f.norm, H) : hiddenStates;
+        tapValue(taps, Value::AttentionNormOutput, i, attnInput);
+        auto attnOutput = attention(i, attnInput, in, taps, cache);
+        if (bn.afterAttention) {
+            attnOutput = norm(attnOutput, lw.attentionOutputNorm, lw.attentionOutputNormBias, f.norm, H);
+            tapValue(taps, Value::NativeAttentionOutputNormOutput, i, attnOutput);
+        }
+        if (config_.parallelResidual) {
+            // GPT-NeoX: both branches read the block's input; the MLP's norm input is the block's input.
+            tapValue(taps, Value::LayerMid, i, residual);
+            auto mlpInput = norm(residual, lw.postAttentionNorm, lw.postAttentionNormBias, f.norm, H);
+            tapValue(taps, Value::MlpNormOutput, i, mlpInput);
+            tapValue(taps, Value::MlpInput, i, mlpInput);
+            auto mlpOutput = mlp(i, mlpInput, taps);
+            hiddenStates = mlpOutput + attnOutput + residual;  // transformers' order of the sum
+        } else {
+            hiddenStates = residual + attnOutput;
+            tapValue(taps, Value::LayerMid, i, hiddenStates);
+            residual = hiddenStates;
+            torch::Tensor mlpInput = bn.beforeMlp ? norm(hiddenStates, lw.postAttentionNorm, lw.postAttentionNormBias, f.norm, H)
+                                                  : hiddenStates;
+            tapValue(taps, Value::MlpNormOutput, i, mlpInput);
+            tapValue(taps, Value::MlpInput, i, mlpInput);
+            auto mlpOutput = mlp(i, mlpInput, taps);
+            if (bn.afterMlp) {
+                mlpOutput = norm(mlpOutput, lw.mlpOutputNorm, lw.mlpOutputNormBias, f.norm, H);
+                tapValue(taps, Value::NativeMlpOutputNormOutput, i, mlpOutput);
+            }
+            hiddenStates = residual + mlpOutput;
+        }
         tapValue(taps, Value::LayerOutput, i, hiddenStates);
     }
     if (taps && !taps->beforeLayer(static_cast<int>(config_.numLayers))) throw Cancelled{};
@@ -450,7 +589,12 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
     tapValue(taps, Value::FinalNormOutput, -1, hiddenStates);
     auto logits = torch::linear(hiddenStates, lmHead_);
     tapValue(taps, Value::LmHeadOutput, -1, logits);
-    tapValue(taps, Value::Logits, -1, logits);  // no softcap or scale in these families
+    if (config_.finalLogitSoftcap) {  // Gemma 2: cap * tanh(logits / cap)
+        logits = logits / *config_.finalLogitSoftcap;
+        logits = torch::tanh(logits);
+        logits = logits * *config_.finalLogitSoftcap;
+    }
+    tapValue(taps, Value::Logits, -1, logits);
     if (taps) {
         auto probs = torch::softmax(logits.index({Slice(), -1}).to(torch::kFloat32), -1);
         taps->tap(Value::NextTokenProbs, -1, probs);

@@ -32,13 +32,18 @@ torch::ScalarType parseDtype(const std::string& name);
 /// "float32" / "bfloat16".
 std::string dtypeName(torch::ScalarType t);
 
-/// One block's weights, in the compute dtype (undefined tensors where the family or config has none).
+/// One block's weights, in the compute dtype (undefined tensors where the family or config has none). Projections
+/// are nn.Linear's [out, in] (a Conv1D checkpoint's are transposed views).
 struct LayerWeights {
     torch::Tensor inputNorm, inputNormBias, postAttentionNorm, postAttentionNormBias;
+    torch::Tensor attentionOutputNorm, attentionOutputNormBias, mlpOutputNorm, mlpOutputNormBias;
     torch::Tensor qProj, qProjBias, kProj, kProjBias, vProj, vProjBias, qkvProj, qkvProjBias, oProj, oProjBias;
     torch::Tensor qNorm, qNormBias, kNorm, kNormBias;
-    torch::Tensor gateProj, gateProjBias, upProj, upProjBias, downProj, downProjBias;
+    torch::Tensor gateProj, gateProjBias, upProj, upProjBias, gateUpProj, gateUpProjBias, downProj, downProjBias;
     torch::Tensor actAlphaP, actAlphaN, actBeta, actEps;  ///< xIELU parameters (raw, before softplus), [1]
+
+    /// The member that holds block weight `w` (nullptr for root weights).
+    static torch::Tensor LayerWeights::*slot(Weight w);
 };
 
 /// The keys and values of the tokens a single-row pass has seen, per block, so that generation feeds one new token
@@ -58,6 +63,13 @@ public:
     /// the safetensors weights (every tensor checked against the shape the config implies), the tokenizer.
     /// Throws nnscope::Error naming the file and the problem.
     static std::shared_ptr<const Model> load(const std::string& dir, const LoadOptions& options = {});
+    /// A model from tensors in memory, named as a checkpoint of the family names them (e.g.
+    /// "model.layers.0.self_attn.q_proj.weight"), with `config` as config.json would hold it. The same checks as a
+    /// folder: every tensor the family reads (weightSchema) must be present with the shape the config implies.
+    /// `label` names the model in messages. No tokenizer. Tensors that require grad keep it (the demo trainer
+    /// differentiates through forward()). Throws nnscope::Error.
+    static std::shared_ptr<const Model> fromTensors(const nlohmann::json& config, std::map<std::string, torch::Tensor> tensors,
+                                                    const LoadOptions& options = {}, const std::string& label = "(in memory)");
 
     const std::string& dir() const { return dir_; }
     const ModelConfig& config() const { return config_; }
@@ -69,10 +81,14 @@ public:
     const WeightStore& weights() const { return *store_; }
     const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
     const torch::Tensor& embedTokens() const { return embed_; }
+    /// GPT-2's learned position embeddings (wpe), [max_position_embeddings, hidden_size]; undefined elsewhere.
+    const torch::Tensor& positionEmbeddings() const { return positionEmbed_; }
     const torch::Tensor& lmHead() const { return lmHead_; }
     /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
     bool headTied() const { return tied_; }
     const RopeTables& rope() const { return rope_; }
+    /// Checkpoint tensors the model does not read (listed at load; transformers warns about them too).
+    const std::vector<std::string>& unusedTensors() const { return unused_; }
 
     /// The forward pass of the family's decoder, written once (HF's modeling_<family>.py order).
     /// inputIds: int64 [batch, seq]; attentionMask: int64 [batch, seq] (1 = token, 0 = left padding) or undefined
@@ -86,7 +102,8 @@ public:
     /// to float rounding). Throws nnscope::Error on a batch of more than one row or a cache of another model.
     torch::Tensor forwardCached(const torch::Tensor& inputIds, KvCache& cache) const;
 
-    /// The logit lens: lm_head(norm(hidden)), hidden [..., hidden_size] -> [..., vocab_size] (compute dtype).
+    /// The logit lens: lm_head(norm(hidden)), hidden [..., hidden_size] -> [..., vocab_size] (compute dtype). No final
+    /// logit soft-capping (Gemma 2), as nnterp's project_on_vocab.
     torch::Tensor projectOnVocab(const torch::Tensor& hidden) const;
     /// The final norm alone (what lm_head reads), [..., hidden_size].
     torch::Tensor finalNorm(const torch::Tensor& hidden) const;
@@ -97,19 +114,33 @@ public:
     /// The additive attention mask [batch, 1, query, key] in `dtype`: 0 where key <= query and the key is
     /// not padding, finfo(dtype).min elsewhere (transformers' eager_mask).
     static torch::Tensor causalMask(const torch::Tensor& attentionMask, torch::ScalarType dtype);
+    /// The same mask for a sliding-window layer: also finfo.min where query - key >= `window` (transformers'
+    /// sliding_window_overlay).
+    static torch::Tensor slidingCausalMask(const torch::Tensor& attentionMask, torch::ScalarType dtype, int64_t window);
 
 private:
     Model() = default;
+    /// Resolves `raw` (config.json), reads every tensor of the schema from `store` and sets up the rotary tables.
+    static std::shared_ptr<Model> build(const nlohmann::json& raw, const std::string& configFile, std::unique_ptr<WeightStore> store,
+                                        const LoadOptions& options);
+    /// What the attention of one block needs besides its input: rotary cos/sin and the additive mask.
+    struct BlockInputs {
+        torch::Tensor cos, sin, mask;
+    };
     /// Throws nnscope::Error naming the first id outside [0, vocab_size).
     void checkTokenIds(const torch::Tensor& inputIds) const;
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const;
     torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;
-    torch::Tensor attention(int layer, const torch::Tensor& hidden, const torch::Tensor& cos, const torch::Tensor& sin,
-                            const torch::Tensor& mask, Taps* taps, KvCache* cache = nullptr) const;
-    /// The decoder from the embeddings to the logits (shared by forward and forwardCached).
-    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& mask, Taps* taps,
-                         KvCache* cache) const;
+    torch::Tensor attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache = nullptr) const;
+    /// cos and sin [b, 1, s, rotary_dim] of `rope` at `positions` [b, s], in the dtype the family's rotary uses.
+    std::pair<torch::Tensor, torch::Tensor> rotaryTables(const RopeTables& rope, const torch::Tensor& positions) const;
+    /// The decoder from the embeddings to the logits (shared by forward and forwardCached). `fullMask`, `slidingMask`:
+    /// the additive masks of full and sliding-window layers (the latter undefined when no layer slides).
+    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
+                         const torch::Tensor& slidingMask, Taps* taps, KvCache* cache) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
+    /// embed_tokens' output [b, s, hidden_size] (Gemma's scale included).
+    torch::Tensor embed(const torch::Tensor& inputIds) const;
     torch::Tensor applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
 
     std::string dir_;
@@ -119,10 +150,11 @@ private:
     std::unique_ptr<WeightStore> store_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
-    torch::Tensor embed_, finalNorm_, finalNormBias_, lmHead_;
+    torch::Tensor embed_, positionEmbed_, finalNorm_, finalNormBias_, lmHead_;
     bool tied_ = false;
     std::vector<LayerWeights> layers_;
-    RopeTables rope_;
+    RopeTables rope_, ropeLocal_;
+    std::vector<std::string> unused_;
 };
 
 }  // namespace nnscope

@@ -21,6 +21,23 @@ RopeTables computeRope(const RopeConfig& rope, int64_t dim, int64_t maxPos) {
         out.invFreq = out.invFreq / *rope.factor;
         return out;
     }
+    if (rope.type == "longrope") {
+        // _compute_longrope_parameters: inv_freq = 1 / (ext_factors * base ** (2i / dim)), short_factor up to
+        // original_max_position_embeddings tokens, long_factor past it (longrope_frequency_update picks by
+        // max(position_ids) + 1); cos and sin scaled by sqrt(1 + ln(factor) / ln(original)).
+        const auto half = static_cast<size_t>(dim / 2);
+        if (rope.shortFactor.size() != half || rope.longFactor.size() != half)
+            throw Error("longrope: short_factor and long_factor must have rotary_dim / 2 = " + std::to_string(half) + " entries (config.json).");
+        auto tensorOf = [&](const std::vector<double>& v) { return torch::tensor(v, torch::TensorOptions().dtype(torch::kFloat64)).to(torch::kFloat32); };
+        out.invFreq = 1.0 / (tensorOf(rope.shortFactor) * posFreqs);
+        out.invFreqLong = 1.0 / (tensorOf(rope.longFactor) * posFreqs);
+        out.longFrom = rope.originalMaxPositionEmbeddings;
+        const double original = static_cast<double>(rope.originalMaxPositionEmbeddings);
+        const double factor = rope.factor ? *rope.factor : static_cast<double>(maxPos) / original;
+        if (rope.attentionFactor) out.attentionScaling = *rope.attentionFactor;
+        else out.attentionScaling = factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(original));
+        return out;
+    }
     if (rope.type == "llama3") {
         const double factor = *rope.factor, low = *rope.lowFreqFactor, high = *rope.highFreqFactor;
         const double oldContext = static_cast<double>(rope.originalMaxPositionEmbeddings);

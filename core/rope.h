@@ -9,7 +9,11 @@ namespace nnscope {
 /// Inverse frequencies of the rotary embedding and the factor that multiplies cos and sin.
 struct RopeTables {
     torch::Tensor invFreq;         ///< float32 [rotary_dim / 2]
-    double attentionScaling = 1.0;  ///< yarn's attention factor; 1 otherwise
+    double attentionScaling = 1.0;  ///< yarn's and longrope's attention factor; 1 otherwise
+    /// longrope: the inverse frequencies with long_factor, used when a pass reaches past `longFrom` tokens
+    /// (max(position_ids) + 1 > original_max_position_embeddings); invFreq then holds the short_factor ones.
+    torch::Tensor invFreqLong;
+    int64_t longFrom = 0;
 };
 
 /// Computes the rotary tables the way transformers' ROPE_INIT_FUNCTIONS do (modeling_rope_utils.py:

@@ -222,7 +222,13 @@ WeightStore::WeightStore(const std::string& dir) : dir_(dir) {
     }
 }
 
+WeightStore::WeightStore(const std::string& label, std::map<std::string, torch::Tensor> tensors)
+    : dir_(label), memory_(std::move(tensors)) {
+    for (const auto& [name, t] : memory_) where_[name] = 0;
+}
+
 torch::Tensor WeightStore::get(const std::string& name) const {
+    if (auto m = memory_.find(name); m != memory_.end()) return m->second;
     auto it = where_.find(name);
     if (it == where_.end())
         throw Error(dir_ + ": the checkpoint has no tensor '" + name + "' (missing weight; is the folder complete and of the family its config.json names?).");
@@ -245,7 +251,7 @@ std::vector<std::string> WeightStore::names() const {
 
 std::string WeightStore::fileOf(const std::string& name) const {
     auto it = where_.find(name);
-    return it == where_.end() ? dir_ : files_[it->second]->path();
+    return it == where_.end() || memory_.count(name) ? dir_ : files_[it->second]->path();
 }
 
 void writeFileAtomically(const std::string& path, const std::string& data) {

@@ -56,6 +56,9 @@ class WeightStore {
 public:
     /// Opens every weight file of `dir`. Throws nnscope::Error naming the file and the problem.
     explicit WeightStore(const std::string& dir);
+    /// Tensors already in memory (a model built in a test or by the demo trainer), named as a checkpoint names them;
+    /// `label` stands for the folder in messages.
+    WeightStore(const std::string& label, std::map<std::string, torch::Tensor> tensors);
 
     bool contains(const std::string& name) const { return where_.count(name) != 0; }
     /// The tensor `name` as stored (dtype of the file). Throws nnscope::Error naming the tensor and the
@@ -73,6 +76,7 @@ private:
     std::string dir_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;
     std::map<std::string, size_t> where_;
+    std::map<std::string, torch::Tensor> memory_;  ///< in-memory tensors (the second constructor)
 };
 
 /// Writes `tensors` (name → tensor, any of F32/F16/BF16/I64/I32/U8/BOOL) and string `metadata` to a

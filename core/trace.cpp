@@ -31,22 +31,78 @@ const char* hostPrefix(Host h) {
     }
 }
 
-// Native spellings that name a standard value (nnsight module paths).
+// Native spellings that name a standard value (nnsight module paths), written with the family's module names:
+// "{input_layernorm}.output" is attention_norm_output wherever the family's pre-attention norm is called.
 struct Alias {
     Host host;
-    const char* suffix;  // after "layers.{i}." (block hosts) or the bare root path
+    const char* suffix;  // after "layers.{i}." (block hosts) or the bare root path; {module} placeholders
     Value value;
 };
 const Alias kAliases[] = {
-    {Host::Model, "embed_tokens.output", Value::TokenEmbeddings}, {Host::Model, "norm.output", Value::FinalNormOutput},
-    {Host::Model, "lm_head.output", Value::LmHeadOutput},        {Host::Layer, "input", Value::LayerInput},
-    {Host::Layer, "output", Value::LayerOutput},                  {Host::Layer, "input_layernorm.output", Value::AttentionNormOutput},
-    {Host::Layer, "post_attention_layernorm.input", Value::LayerMid},
-    {Host::Layer, "post_attention_layernorm.output", Value::MlpNormOutput}, {Host::Layer, "mlp.input", Value::MlpInput},
-    {Host::Layer, "self_attn.output", Value::AttentionOutput},   {Host::Layer, "mlp.output", Value::MlpOutput},
-    {Host::Layer, "mlp.act_fn.output", Value::MlpActivation},   {Host::Layer, "mlp.down_proj.input", Value::MlpNeurons},
+    {Host::Model, "{embed_tokens}.output", Value::TokenEmbeddings}, {Host::Model, "{norm}.output", Value::FinalNormOutput},
+    {Host::Model, "{lm_head}.output", Value::LmHeadOutput},        {Host::Layer, "input", Value::LayerInput},
+    {Host::Layer, "output", Value::LayerOutput},                    {Host::Layer, "{input_layernorm}.output", Value::AttentionNormOutput},
+    {Host::Layer, "{post_attention_layernorm}.input", Value::LayerMid},
+    {Host::Layer, "{post_attention_layernorm}.output", Value::MlpNormOutput}, {Host::Layer, "mlp.input", Value::MlpInput},
+    {Host::Layer, "self_attn.output", Value::AttentionOutput},     {Host::Layer, "mlp.output", Value::MlpOutput},
+    {Host::Layer, "mlp.{act_fn}.output", Value::MlpActivation},   {Host::Layer, "mlp.{down_proj}.input", Value::MlpNeurons},
     {Host::Layer, "self_attn.input", Value::AttentionNormOutput},
 };
+
+/// Every spelling of an alias suffix: each {module} placeholder replaced by each of the module's names ("o_proj/dense").
+/// Empty when the family has no such module.
+std::vector<std::string> aliasSpellings(const Family& f, const std::string& suffix) {
+    static const std::pair<const char*, Module> subs[] = {
+        {"{embed_tokens}", Module::EmbedTokens}, {"{norm}", Module::Norm}, {"{lm_head}", Module::LmHead},
+        {"{input_layernorm}", Module::InputNorm}, {"{post_attention_layernorm}", Module::PostAttentionNorm},
+        {"{act_fn}", Module::ActFn}, {"{down_proj}", Module::DownProj}};
+    for (const auto& [key, mod] : subs) {
+        const auto p = suffix.find(key);
+        if (p == std::string::npos) continue;
+        std::vector<std::string> out;
+        const std::string label = f.moduleLabel(mod);
+        size_t start = 0;
+        while (!label.empty() && start <= label.size()) {
+            const size_t slash = label.find('/', start);
+            std::string s = suffix;
+            s.replace(p, std::string(key).size(), label.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+            out.push_back(s);
+            if (slash == std::string::npos) break;
+            start = slash + 1;
+        }
+        return out;
+    }
+    return {suffix};
+}
+
+/// A native path in the family's own spelling rewritten to the standard hosts: GPT-2's "h.1.attn.c_attn.output" is
+/// "layers.1.self_attn.c_attn.output", GPT-NeoX's "layers.1.attention.dense.input" is "layers.1.self_attn.dense.input".
+std::string standardHosts(const Family& f, const std::string& path) {
+    auto isAlias = [&](Module m, const std::string& word) {
+        const std::string label = f.moduleLabel(m);
+        size_t start = 0;
+        while (!label.empty() && start <= label.size()) {
+            const size_t slash = label.find('/', start);
+            if (label.substr(start, slash == std::string::npos ? std::string::npos : slash - start) == word) return true;
+            if (slash == std::string::npos) break;
+            start = slash + 1;
+        }
+        return false;
+    };
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+        const size_t dot = path.find('.', start);
+        parts.push_back(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    if (parts.size() >= 2 && isAlias(Module::Layers, parts[0])) parts[0] = "layers";
+    if (parts.size() >= 3 && parts[0] == "layers" && isAlias(Module::SelfAttn, parts[2])) parts[2] = "self_attn";
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ".") + p;
+    return out;
+}
 
 bool globMatch(const char* p, const char* s) {
     if (*p == 0) return *s == 0;
@@ -97,12 +153,13 @@ std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
     if (includeNative)
         for (int i = 0; i < n; ++i)
             for (int v = kNumStandardValues; v < kNumValues; ++v)
-                if (model.family().hasValue(static_cast<Value>(v))) out.push_back({static_cast<Value>(v), i});
+                if (model.family().hasValue(static_cast<Value>(v), model.config())) out.push_back({static_cast<Value>(v), i});
     return out;
 }
 
-ValueKey parseValuePath(const Model& model, const std::string& path) {
+ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
     const Family& fam = model.family();
+    const std::string path = standardHosts(fam, nativePath);
     const int n = static_cast<int>(model.config().numLayers);
     for (const auto& key : allValueKeys(model, true))
         if (valuePath(fam, key) == path) return key;
@@ -124,8 +181,11 @@ ValueKey parseValuePath(const Model& model, const std::string& path) {
         for (const auto& key : allValueKeys(model, true))
             if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
     }
-    for (const auto& a : kAliases)
-        if ((a.host == Host::Model) == (layer < 0) && rest == a.suffix) return {a.value, layer};
+    for (const auto& a : kAliases) {
+        if ((a.host == Host::Model) != (layer < 0)) continue;
+        for (const auto& spelling : aliasSpellings(fam, a.suffix))
+            if (rest == spelling && fam.hasValue(a.value, model.config())) return {a.value, layer};
+    }
     if (layer >= 0) {
         for (int v = kNumStandardValues; v < kNumValues; ++v) {
             const Value val = static_cast<Value>(v);
@@ -134,7 +194,7 @@ ValueKey parseValuePath(const Model& model, const std::string& path) {
             if (canonical.empty()) continue;
             // compare with every alias of the module name
             const ValueInfo& info = valueInfo(val);
-            const std::string host = info.host == Host::Attention ? "self_attn." : "mlp.";
+            const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
             for (int m = 0; m < static_cast<int>(Module::Count); ++m) {
                 const std::string label = fam.moduleLabel(static_cast<Module>(m));
                 if (label.empty()) continue;
@@ -143,7 +203,7 @@ ValueKey parseValuePath(const Model& model, const std::string& path) {
                     const size_t slash = label.find('/', start);
                     const std::string alias = label.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
                     if (rest == host + alias + "." + info.name && canonical.find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
-                        if (!fam.hasValue(val, &why)) throw Error("value path '" + path + "': " + why + ".");
+                        if (!fam.hasValue(val, model.config(), &why)) throw Error("value path '" + path + "': " + why + ".");
                         return {val, layer};
                     }
                     if (slash == std::string::npos) break;
@@ -152,7 +212,7 @@ ValueKey parseValuePath(const Model& model, const std::string& path) {
             }
         }
     }
-    throw Error("unknown value path '" + path + "'. Valid paths look like 'logits', 'layers.0.layer_output', "
+    throw Error("unknown value path '" + nativePath + "'. Valid paths look like 'logits', 'layers.0.layer_output', "
                 "'layers.0.self_attn.attention_probabilities', 'layers.0.mlp.mlp_neurons' (see `nnscope support`).");
 }
 

@@ -82,6 +82,13 @@ const std::vector<ValueInfo>& table() {
          "up_proj's output", "the child module {up_proj}'s output"},
         {Value::NativeActFnInput, "input", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
          "The activation function's input: the pre-activations", "the child module {act_fn}'s input"},
+        {Value::NativeAttentionOutputNormOutput, "output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The norm of the attention's output: what the residual stream receives from the attention",
+         "the child module {attention_output_norm}'s output"},
+        {Value::NativeMlpOutputNormOutput, "output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The norm of the MLP's output: what the residual stream receives from the MLP", "the child module {mlp_output_norm}'s output"},
+        {Value::NativeGateUpProjOutput, "output", Host::Mlp, "Projection", {"batch", "seq", "2*intermediate_size"},
+         "The fused gate and up projection's output, [gate | up] on the last axis", "the child module {gate_up_proj}'s output"},
     };
     return t;
 }

@@ -25,6 +25,8 @@ enum class Value {
     // native module values (paths come from the family's module names)
     NativeQProjOutput, NativeKProjOutput, NativeVProjOutput, NativeQkvProjOutput, NativeQNormOutput, NativeKNormOutput,
     NativeGateProjOutput, NativeUpProjOutput, NativeActFnInput,
+    NativeAttentionOutputNormOutput, NativeMlpOutputNormOutput,  ///< Gemma/OLMo2 post-norms: what the stream receives
+    NativeGateUpProjOutput,                                      ///< Phi-3's fused [gate | up]
     Count
 };
 

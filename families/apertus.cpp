@@ -88,6 +88,7 @@ Family apertusFamily() {
          {"loads_as"}},
     };
     f.qkNorm = true;
+    f.qkNormScope = QkNormScope::PerHeadTransposed;  // ApertusAttention norms after .transpose(1, 2)
     f.qkNormKind = NormKind::RMSNorm;
     f.mlp = MlpKind::Plain;
     f.weights.erase(Weight::GateProj);

@@ -8,4 +8,13 @@ Family arceeFamily();
 Family apertusFamily();
 Family ernie4_5Family();
 Family persimmonFamily();
+Family qwen2Family();
+Family qwen3Family();
+Family mistralFamily();
+Family gemma2Family();
+Family gemma3Family();
+Family olmo2Family();
+Family gptNeoxFamily();
+Family gpt2Family();
+Family phi3Family();
 }  // namespace nnscope

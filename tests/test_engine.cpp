@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "core/trace.h"
+#include "manifest.h"
 #include "testutil.h"
 
 #include "testsuite.h"
@@ -80,8 +81,8 @@ private slots:
     /// YaRN and llama3 scaling, q/k norms, grouped-query attention) and both stories260K checkpoints.
     void cachedPassEqualsFullPass_data() {
         QTest::addColumn<QString>("dir");
-        for (const char* f : {"tiny-llama", "tiny-arcee", "tiny-arcee-yarn", "tiny-apertus", "tiny-ernie4_5", "tiny-persimmon"})
-            QTest::newRow(f) << QString::fromStdString(test::fixture(f));
+        for (const auto& f : test::fixtureNames(test::fixturesDir() + "/models"))
+            QTest::newRow(f.c_str()) << QString::fromStdString(test::fixture(f));
         QTest::newRow("stories260K-llama") << QString::fromStdString(test::sharedModels() + "/stories260K-llama");
         QTest::newRow("stories260K-ernie4_5") << QString::fromStdString(test::sharedModels() + "/stories260K-ernie4_5");
     }

@@ -14,6 +14,7 @@
 #include "core/safetensors.h"
 #include "core/support.h"
 #include "core/trace.h"
+#include "manifest.h"
 #include "testutil.h"
 
 #include <QProcess>
@@ -37,8 +38,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kFixtures = {"tiny-llama",    "tiny-arcee",     "tiny-arcee-yarn",    "tiny-apertus",
-                                            "tiny-ernie4_5", "tiny-persimmon", "tiny-persimmon-gelu"};
+const std::vector<std::string> kFixtures = nnscope::test::fixtureNames(nnscope::test::fixturesDir() + "/models");
 
 std::string readText(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -77,7 +77,9 @@ private:
             arrow(QPolygonF({QPointF(x0, a.bottom()), QPointF(x0, mid), QPointF(x1, mid), QPointF(x1, b.top())}));
         }
     }
-    QString normKind(NormKind k) const { return k == NormKind::RMSNorm ? "RMSNorm" : "LayerNorm"; }
+    QString normKind(NormKind k) const {
+        return k == NormKind::RMSNorm ? "RMSNorm" : k == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm · (1 + w)";
+    }
     QRectF row(double left, double right, double height = kBoxHeight) const { return QRectF(left, y_, right - left, height); }
 
     // The model's root as the seeds' strip: embed_tokens -> layers x N -> norm -> lm_head -> logits, in two rows.
@@ -85,7 +87,10 @@ private:
         const double gap = (kWidth - 16 - 3 * kStripWidth) / 2;
         auto col = [&](int i) { return 8 + i * (kStripWidth + gap); };
         y_ = 8;
-        const QRectF embed = box("embed_tokens", Module::EmbedTokens, "Embedding", Value::TokenEmbeddings,
+        QString embedDetail = "Embedding";
+        if (f_.positions == PositionKind::Learned) embedDetail += " + wpe";
+        if (c_.embedScale != 1.0) embedDetail += " · ×√hidden";
+        const QRectF embed = box("embed_tokens", Module::EmbedTokens, embedDetail, Value::TokenEmbeddings,
                                  row(col(0), col(0) + kStripWidth), false);
         const QRectF layers = add("layers", DiagramPart::ModuleBox, q(f_.moduleLabel(Module::Layers)),
                                   QString("× %1 · layers[i] below").arg(c_.numLayers), std::nullopt,
@@ -122,9 +127,21 @@ private:
     }
 
     // The stream branches right into a norm; returns the norm's rect.
-    QRectF branchNorm(const QString& id, Module m, Value v) {
-        const QRectF r = box(id, m, normKind(f_.norm), v, row(kBranchLeft, kBranchRight));
+    QRectF branchNorm(const QString& id, Module m, Value v, bool present = true) {
+        // A family without this pre-norm (OLMo 2) still has the value: the stream itself enters the branch.
+        const QRectF r = present ? box(id, m, normKind(f_.norm), v, row(kBranchLeft, kBranchRight))
+                                 : add(id, DiagramPart::Operation, "no pre-norm", "the stream itself", v, std::nullopt,
+                                       row(kBranchLeft, kBranchRight));
         arrow(QPolygonF({QPointF(kStreamX, r.center().y()), QPointF(r.left(), r.center().y())}));
+        y_ += kBoxHeight + kGap;
+        return r;
+    }
+
+    // A norm of a branch's output before the residual add (Gemma, OLMo 2): what the stream receives, not a standard value.
+    QRectF postNorm(const QString& id, Module m, const QRectF& from, double left, double right) {
+        const QRectF r = add(id, DiagramPart::Operation, q(f_.moduleLabel(m)), normKind(f_.norm) + " · on the output", std::nullopt, m,
+                             row(left, right));
+        down(from, r);
         y_ += kBoxHeight + kGap;
         return r;
     }
@@ -139,15 +156,16 @@ private:
     }
 
     QRectF attention() {
-        const QRectF norm = branchNorm("input_layernorm", Module::InputNorm, Value::AttentionNormOutput);
+        const QRectF norm = branchNorm("input_layernorm", Module::InputNorm, Value::AttentionNormOutput, f_.blockNorms.beforeAttention);
         const double top = y_;
         y_ += kTitleHeight;
         const double left = kBranchLeft + 8, right = kBranchRight - 8, w = (right - left - 2 * 8) / 3;
         auto col = [&](int i) { return left + i * (w + 8); };
         const QString bias = c_.attentionBias ? "biased" : "";
         QRectF qr, kr, vr;
-        if (f_.qkv == QkvLayout::FusedPerHead) {
-            const QRectF r = box("qkv_proj", Module::QkvProj, "fused · [heads, 3, head_dim]", Value::NativeQkvProjOutput, row(left, right));
+        if (f_.qkv != QkvLayout::Separate) {
+            const QString layout = f_.qkv == QkvLayout::FusedPerHead ? "fused · [heads, 3, head_dim]" : "fused · [q | k | v]";
+            const QRectF r = box("qkv_proj", Module::QkvProj, layout, Value::NativeQkvProjOutput, row(left, right));
             down(norm, r);
             qr = QRectF(col(0), r.top(), w, r.height());
             kr = QRectF(col(1), r.top(), w, r.height());
@@ -160,7 +178,7 @@ private:
         }
         y_ += kBoxHeight + kGap;
         if (c_.qkNorm) {
-            const QString kind = normKind(f_.qkNormKind) + " per head";
+            const QString kind = normKind(f_.qkNormKind) + (f_.qkNormScope == QkNormScope::WholeProjection ? " · whole projection" : " per head");
             const QRectF qn = box("q_norm", Module::QNorm, kind, Value::NativeQNormOutput, row(col(0), col(0) + w));
             const QRectF kn = box("k_norm", Module::KNorm, kind, Value::NativeKNormOutput, row(col(1), col(1) + w));
             down(qr, qn, qn.center().x(), qn.center().x());
@@ -172,8 +190,12 @@ private:
         QString rotary = f_.rotary == RotaryStyle::RotateHalf ? "rotate_half" : "adjacent pairs";
         if (c_.rope.partialRotaryFactor < 1.0) rotary += QString(" · %1%").arg(qRound(c_.rope.partialRotaryFactor * 100));
         if (c_.rope.type != "default") rotary += " · " + q(c_.rope.type);
-        const QRectF rq = add("rotary_q", DiagramPart::Operation, "rotary", rotary, Value::AttentionQueries, std::nullopt, row(col(0), col(0) + w));
-        const QRectF rk = add("rotary_k", DiagramPart::Operation, "rotary", rotary, Value::AttentionKeys, std::nullopt, row(col(1), col(1) + w));
+        if (c_.ropeLocal) rotary += " · local/global";
+        const bool learned = f_.positions == PositionKind::Learned;  // GPT-2: no rotary, the heads are only split
+        const QString turn = learned ? "split heads" : "rotary";
+        if (learned) rotary = "no rotary";
+        const QRectF rq = add("rotary_q", DiagramPart::Operation, turn, rotary, Value::AttentionQueries, std::nullopt, row(col(0), col(0) + w));
+        const QRectF rk = add("rotary_k", DiagramPart::Operation, turn, rotary, Value::AttentionKeys, std::nullopt, row(col(1), col(1) + w));
         const QRectF hv = add("values", DiagramPart::Operation, "split heads", c_.numKvHeads < c_.numHeads ? "kv heads" : "",
                               Value::AttentionValues, std::nullopt, row(col(2), col(2) + w));
         down(qr, rq, rq.center().x(), rq.center().x());
@@ -183,7 +205,10 @@ private:
         const QString gqa = c_.numKvHeads < c_.numHeads
                                 ? QString("%1 heads over %2 kv heads").arg(c_.numHeads).arg(c_.numKvHeads)
                                 : QString("%1 heads").arg(c_.numHeads);
-        const QRectF scores = add("scores", DiagramPart::Operation, "q·kᵀ/√d + causal mask", gqa, Value::AttentionScores,
+        QString scoreTitle = c_.attnLogitSoftcap ? "softcap(q·kᵀ·s) + mask" : "q·kᵀ/√d + causal mask";
+        QString scoreDetail = gqa;
+        if (c_.slidingWindow > 0) scoreDetail += QString(" · window %1 on sliding layers").arg(c_.slidingWindow);
+        const QRectF scores = add("scores", DiagramPart::Operation, scoreTitle, scoreDetail, Value::AttentionScores,
                                   std::nullopt, row(col(0), col(1) + w));
         down(rq, scores, rq.center().x(), rq.center().x());
         down(rk, scores, rk.center().x(), rk.center().x());
@@ -201,16 +226,17 @@ private:
                                   std::nullopt, row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
         down(mix, premix);
         y_ += kPillHeight + kGap;
-        const QRectF o = box("o_proj", Module::OProj, c_.oProjBias ? "biased" : "", Value::AttentionOutput, row(left, right));
+        QRectF o = box("o_proj", Module::OProj, c_.oProjBias ? "biased" : "", Value::AttentionOutput, row(left, right));
         down(premix, o);
         y_ += kBoxHeight + kGap;
+        if (f_.blockNorms.afterAttention) o = postNorm("attention_output_norm", Module::AttentionOutputNorm, o, left, right);
         out_.attentionFrame = QRectF(kBranchLeft, top, kBranchRight - kBranchLeft, y_ - top - 2);
         y_ += kGap;
         return residualAdd("layer_mid", Value::LayerMid, o);
     }
 
     QRectF mlp() {
-        const QRectF norm = branchNorm("post_attention_layernorm", Module::PostAttentionNorm, Value::MlpNormOutput);
+        const QRectF norm = branchNorm("post_attention_layernorm", Module::PostAttentionNorm, Value::MlpNormOutput, f_.blockNorms.beforeMlp);
         const double left = kBranchLeft + 8, right = kBranchRight - 8, half = (right - left - 8) / 2;
         const QRectF input = add("mlp_input", DiagramPart::Stream, "mlp_input", "mlp's input", Value::MlpInput, std::nullopt,
                                  row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
@@ -221,11 +247,20 @@ private:
         const QString act = q(c_.hiddenAct);
         const QString bias = c_.mlpBias ? "biased" : "";
         QRectF neurons;
-        if (f_.mlp == MlpKind::Gated) {
-            const QRectF gate = box("gate_proj", Module::GateProj, bias, Value::NativeGateProjOutput, row(left, left + half));
-            const QRectF up = box("up_proj", Module::UpProj, bias, Value::NativeUpProjOutput, row(right - half, right));
-            down(input, gate, -1, gate.center().x());
-            down(input, up, -1, up.center().x());
+        if (f_.mlp != MlpKind::Plain) {
+            QRectF gate, up;
+            if (f_.mlp == MlpKind::GatedFused) {  // Phi-3: one gate_up_proj cut into halves; no value of its own
+                const QRectF fused = add("gate_up_proj", DiagramPart::Operation, q(f_.moduleLabel(Module::GateUpProj)),
+                                         "fused · [gate | up]", std::nullopt, Module::GateUpProj, row(left, right));
+                down(input, fused);
+                gate = QRectF(left, fused.top(), half, fused.height());
+                up = QRectF(right - half, fused.top(), half, fused.height());
+            } else {
+                gate = box("gate_proj", Module::GateProj, bias, Value::NativeGateProjOutput, row(left, left + half));
+                up = box("up_proj", Module::UpProj, bias, Value::NativeUpProjOutput, row(right - half, right));
+                down(input, gate, -1, gate.center().x());
+                down(input, up, -1, up.center().x());
+            }
             y_ += kBoxHeight + kGap;
             const QRectF a = box("act_fn", Module::ActFn, act, Value::MlpActivation, row(left, left + half));
             down(gate, a);
@@ -250,6 +285,7 @@ private:
         QRectF last = box("down_proj", Module::DownProj, bias, Value::MlpOutput, row(left, right));
         down(neurons, last);
         y_ += kBoxHeight + kGap;
+        if (f_.blockNorms.afterMlp) last = postNorm("mlp_output_norm", Module::MlpOutputNorm, last, left, right);
         if (!f_.moduleLabel(Module::LayerDropout).empty()) {
             const QRectF d = add("dropout", DiagramPart::Operation, q(f_.moduleLabel(Module::LayerDropout)), "identity in eval",
                                  std::nullopt, Module::LayerDropout, row(left, right));

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+//
+// Mistral (MistralForCausalLM).
+//
+// Llama's tree and block; the attention of every layer sees only the last sliding_window keys when the config sets
+// one (transformers picks the sliding mask for the whole model from config.sliding_window, whatever layer_types says).
+#include "families/families.h"
+
+namespace nnscope {
+
+Family mistralFamily() {
+    Family f = llamaFamily();
+    f.modelType = "mistral";
+    f.architectures = {"MistralForCausalLM"};
+    f.title = "Mistral";
+    f.classPrefix = "Mistral";
+    f.summary = "Llama's block whose attention, when sliding_window is set, sees only the last sliding_window tokens.";
+    f.quirks = {"Sliding-window attention", "Grouped-query attention", "Gated MLP"};
+    f.description =
+        "Mistral (MistralForCausalLM).\n\nLlama's tree: model.{embed_tokens, layers[i].{input_layernorm, self_attn, "
+        "post_attention_layernorm, mlp}, norm} and lm_head. With sliding_window set, query i of every layer attends to the "
+        "keys j with i − sliding_window < j ≤ i.";
+    f.notes = {
+        {"The contributions are the modules' outputs",
+         "attention_output is self_attn's output and mlp_output the MLP's, so layers[i].input + attention_output + mlp_output "
+         "== layer_output.",
+         {"contribution_identity", "projection_biases"}},
+        {"Sliding-window attention",
+         "When config.json sets sliding_window (4096 on Mistral-7B v0.1; null on later releases), every layer masks the keys "
+         "more than sliding_window − 1 tokens back: attention_scores holds finfo.min there and attention_probabilities zero.",
+         {"pattern_softmax", "gqa_scores"}},
+        {"The readout", "logits is lm_head's output with nothing applied.", {"lens_equals_logits", "tied_head"}},
+        {"What loads as this family", "MistralForCausalLM checkpoints (model_type mistral) load as mistral.", {"loads_as"}},
+    };
+    f.configDefaults.update({{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                             {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                             {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
+                             {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}});
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        readLlamaLikeConfig(j, file, fam, c);
+        c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+        c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
+    };
+    return f;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+//
+// Phi-3 (Phi3ForCausalLM).
+//
+// Llama's tree and block with two fused projections: self_attn.qkv_proj, whose output is [q | k | v] (all query heads,
+// then the key heads, then the value heads), and mlp.gate_up_proj, whose output is [gate | up]; the MLP is then
+// down_proj(act(gate) * up). The long-context checkpoints stretch the rotary with longrope: short_factor up to
+// original_max_position_embeddings tokens, long_factor past them, cos and sin scaled by sqrt(1 + ln(factor) / ln(original)).
+// A sliding window applies to every layer when the config sets one.
+#include "families/families.h"
+
+namespace nnscope {
+
+Family phi3Family() {
+    Family f = llamaFamily();
+    f.modelType = "phi3";
+    f.architectures = {"Phi3ForCausalLM"};
+    f.title = "Phi-3";
+    f.classPrefix = "Phi3";
+    f.summary = "Llama's block with a fused qkv_proj ([q | k | v]) and a fused gate_up_proj ([gate | up]); longrope "
+                "stretches the rotary on the long-context checkpoints.";
+    f.quirks = {"Fused qkv", "Fused gate/up", "LongRoPE", "Grouped-query attention"};
+    f.description =
+        "Phi-3 (Phi3ForCausalLM).\n\nLlama's tree: model.{embed_tokens, layers[i].{input_layernorm, self_attn.{qkv_proj, o_proj}, "
+        "post_attention_layernorm, mlp.{gate_up_proj, down_proj}}, norm} and lm_head. qkv_proj's output is cut into all queries, "
+        "then keys, then values; gate_up_proj's into gate and up halves.";
+    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))",
+                       "gate, up = gate_up_proj(z).chunk(2)", "mlp(z) = down_proj(act_fn(gate) * up)"};
+    f.notes = {
+        {"The contributions are the modules' outputs",
+         "attention_output is self_attn's output and mlp_output the MLP's (the residual dropouts are the identity in eval), so "
+         "layers[i].input + attention_output + mlp_output == layer_output.",
+         {"contribution_identity", "projection_biases"}},
+        {"Two fused projections",
+         "qkv_proj's output is [q | k | v]: num_heads × head_dim query columns, then num_kv_heads × head_dim key columns, then "
+         "the value columns. gate_up_proj's output is [gate | up], each intermediate_size wide; mlp_activation is act(gate) "
+         "and mlp_neurons act(gate) · up. There is no separate gate_proj or up_proj output to read.",
+         {"gqa_scores", "pattern_softmax"}},
+        {"LongRoPE",
+         "With rope type longrope, the rotary frequencies are divided by short_factor while the pass covers at most "
+         "original_max_position_embeddings positions and by long_factor past that (the whole batch switches together, by its "
+         "largest position); cos and sin are scaled by sqrt(1 + ln(max / original) / ln(original)). The engine's rotary is checked "
+         "against transformers' on a longrope fixture in the tests; the page runs no separate check of it yet.",
+         {}},
+        {"The readout", "logits is lm_head's output with nothing applied.", {"lens_equals_logits", "tied_head"}},
+        {"What loads as this family", "Phi3ForCausalLM checkpoints (model_type phi3: Phi-3, Phi-3.5, Phi-4-mini) load as phi3.",
+         {"loads_as"}},
+    };
+    f.qkv = QkvLayout::FusedContiguous;
+    f.mlp = MlpKind::GatedFused;
+    f.weights.erase(Weight::QProj);
+    f.weights.erase(Weight::KProj);
+    f.weights.erase(Weight::VProj);
+    f.weights.erase(Weight::GateProj);
+    f.weights.erase(Weight::UpProj);
+    f.weights[Weight::QkvProj] = "model.layers.{i}.self_attn.qkv_proj.weight";
+    f.weights[Weight::QkvProjBias] = "model.layers.{i}.self_attn.qkv_proj.bias";
+    f.weights[Weight::GateUpProj] = "model.layers.{i}.mlp.gate_up_proj.weight";
+    f.weights[Weight::GateUpProjBias] = "model.layers.{i}.mlp.gate_up_proj.bias";
+    f.modules.erase(Module::QProj);
+    f.modules.erase(Module::KProj);
+    f.modules.erase(Module::VProj);
+    f.modules.erase(Module::GateProj);
+    f.modules.erase(Module::UpProj);
+    f.modules[Module::QkvProj] = "qkv_proj";
+    f.modules[Module::GateUpProj] = "gate_up_proj";
+    f.configDefaults.update({{"vocab_size", 32064}, {"hidden_size", 3072}, {"intermediate_size", 8192},
+                             {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
+                             {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 1},
+                             {"eos_token_id", 32000}, {"pad_token_id", 32000}});
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        readLlamaLikeConfig(j, file, fam, c);
+        c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+        c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
+    };
+    return f;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+//
+// Qwen3 (Qwen3ForCausalLM).
+//
+// Llama's tree and block plus a per-head RMSNorm of the queries and of the keys (q_norm, k_norm, one gain over
+// head_dim shared by every head) before the rotary, like Apertus. No biases unless attention_bias says so; head_dim is
+// explicit in the config and need not be hidden_size / num_attention_heads.
+#include "families/families.h"
+
+namespace nnscope {
+
+Family qwen3Family() {
+    Family f = llamaFamily();
+    f.modelType = "qwen3";
+    f.architectures = {"Qwen3ForCausalLM"};
+    f.title = "Qwen3";
+    f.classPrefix = "Qwen3";
+    f.summary = "Llama's block with an RMSNorm on each query and key head before the rotary, and an explicit head_dim.";
+    f.quirks = {"Query/key norms", "Grouped-query attention", "Gated MLP"};
+    f.description =
+        "Qwen3 (Qwen3ForCausalLM).\n\nLlama's tree: model.{embed_tokens, layers[i].{input_layernorm, self_attn, "
+        "post_attention_layernorm, mlp}, norm} and lm_head. self_attn norms each query and key head with q_norm and k_norm "
+        "(RMSNorm over head_dim) before the rotary; num_attention_heads × head_dim may differ from hidden_size.";
+    f.qkNorm = true;
+    f.qkNormKind = NormKind::RMSNorm;
+    f.notes = {
+        {"The contributions are the modules' outputs",
+         "attention_output is self_attn's output and mlp_output the MLP's, added with nothing in between, so "
+         "layers[i].input + attention_output + mlp_output == layer_output.",
+         {"contribution_identity", "projection_biases"}},
+        {"Queries and keys are normed per head",
+         "q_norm and k_norm are RMSNorms over head_dim, one gain shared by every head, applied to the projected queries and "
+         "keys before the rotary. attention_queries and attention_keys are read after both.",
+         {"gqa_scores", "pattern_softmax"}},
+        {"The readout", "logits is lm_head's output with nothing applied; the small checkpoints tie it to embed_tokens.",
+         {"lens_equals_logits", "tied_head"}},
+        {"What loads as this family", "Qwen3ForCausalLM checkpoints (model_type qwen3) load as qwen3.", {"loads_as"}},
+    };
+    f.weights[Weight::QNorm] = "model.layers.{i}.self_attn.q_norm.weight";
+    f.weights[Weight::KNorm] = "model.layers.{i}.self_attn.k_norm.weight";
+    f.modules[Module::QNorm] = "q_norm";
+    f.modules[Module::KNorm] = "k_norm";
+    f.configDefaults.update({{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+                             {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+                             {"head_dim", 128}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}});
+    return f;
+}
+
+}  // namespace nnscope
