@@ -99,8 +99,8 @@ std::vector<std::string> unreadWeightWarnings(const WeightStore& ws, const Model
     if (wrongEntries.size() == 1) warnings.push_back(first + " The model does not read it, so the checkpoint loads.");
     else if (!wrongEntries.empty())
         warnings.push_back(ws.dir() + "/model.safetensors.index.json: " + std::to_string(wrongEntries.size()) +
-                           " entries do not match the shards (" + listed(wrongEntries) + "; the first: " + first +
-                           ") The model does not read them, so the checkpoint loads.");
+                           " entries do not match the shards: " + listed(wrongEntries) + ". The first: " + first +
+                           " The model does not read them, so the checkpoint loads.");
     return warnings;
 }
 
