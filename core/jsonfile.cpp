@@ -28,7 +28,7 @@ const char* kindOf(mode_t mode) {
     if (S_ISCHR(mode)) return "a character device";
     if (S_ISBLK(mode)) return "a block device";
     if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
+    return "a special file";
 }
 
 /// Thrown from the parser callback when an object repeats a key; turned into an Error by parseJson.
@@ -66,8 +66,8 @@ int openRegularFile(const std::string& path, uint64_t maxBytes, uint64_t& size) 
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw Error(path + ": is " + kindOf(st.st_mode) + ", not a regular file; nnscope reads checkpoint files only from "
-                    "regular files (replace it with the real file).");
+        throw Error(path + ": could not be read: it is " + kindOf(st.st_mode) + ", not a regular file; nnscope reads "
+                    "checkpoint files only from regular files (replace it with the real file).");
     }
     size = static_cast<uint64_t>(st.st_size);
     if (maxBytes != 0 && size > maxBytes) {
