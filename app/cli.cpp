@@ -70,7 +70,9 @@ std::shared_ptr<const Model> loadModel(QCommandLineParser& p, const Common& c, b
     const int threads = p.value(c.threads).toInt(&ok);
     if (!ok || threads < 0) throw Error("--threads must be a non-negative integer.");
     configureThreads(threads);
-    return Model::load(s(p.value(c.model)), LoadOptions().withDtype(parseDtype(s(p.value(c.dtype)))).withTokenizer(tokenizer));
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(parseDtype(s(p.value(c.dtype)))).withTokenizer(tokenizer));
+    printLoadWarnings(*model);
+    return model;
 }
 
 nlohmann::json tokensJson(const Model& m, const std::vector<int64_t>& ids) {
@@ -346,6 +348,10 @@ QStringList interventionLines(const QStringList& edits, const QStringList& skips
     for (const QString& n : skips) lines << "skip " + n;
     for (const QString& spec : steers) lines << "steer " + spec;
     return lines;
+}
+
+void printLoadWarnings(const Model& model) {
+    for (const auto& w : model.warnings()) std::cerr << "nnscope: warning: " << w << std::endl;
 }
 
 bool isCliCommand(const QString& name) { return kCommands.contains(name); }

@@ -4,6 +4,8 @@
 
 namespace nnscope {
 
+class Model;
+
 /// The sub-commands the command line runs without a window.
 bool isCliCommand(const QString& name);
 /// Runs one command-line sub-command (DESIGN.md section 3); returns the process exit status.
@@ -16,6 +18,8 @@ int runTrainDemoCommand(const QStringList& arguments);
 int runFamilyCommand(const QStringList& arguments);
 /// --edit, --skip and --steer values as intervention lines (core/edit.h's addIntervention syntax), in that order:
 /// the edits as written, then "skip N", then "steer SPEC". `trace` and `gui` both take these options.
+/// Prints each of the model's load warnings (Model::warnings) on stderr once, as "nnscope: warning: ...".
+void printLoadWarnings(const Model& model);
 QStringList interventionLines(const QStringList& edits, const QStringList& skips, const QStringList& steers);
 
 }  // namespace nnscope

@@ -45,6 +45,10 @@ int runFamilyCommand(const QStringList& arguments) {
     if (!ok || n < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     configureThreads(n);
     const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(parseDtype(p.value(dtype).toStdString())));
+    printLoadWarnings(*loaded);
+    if (!loaded->tokenizer())  // the checks that need one fail; say once which file and why
+        std::cerr << "nnscope: warning: no tokenizer, so the checks run on fixed token ids and the BOS check fails: "
+                  << loaded->tokenizerError() << std::endl;
     const auto results = runFamilyChecks(*loaded, p.value(prompt).toStdString());
     const std::string page = familyPage(*loaded, results, fmt);
     if (p.isSet(out)) writeFileAtomically(p.value(out).toStdString(), page);
@@ -56,7 +60,8 @@ int runFamilyCommand(const QStringList& arguments) {
     std::cerr << std::endl;
     for (const auto& r : results)
         if (r.kind == CheckKind::Claim && !r.passed)
-            std::cerr << "  ✗ " << r.id << ": " << r.figure << (r.figure == "could not run" ? " (" + r.detail + ")" : std::string()) << std::endl;
+            std::cerr << "  ✗ " << r.id << ": " << r.figure
+                      << (r.figure == "could not run" || r.figure == "no tokenizer" ? " (" + r.detail + ")" : std::string()) << std::endl;
     return 0;
 }
 

@@ -533,7 +533,13 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
     addRecent(dir);
-    statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
+    if (model_->warnings().empty()) {
+        statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
+    } else {  // harmless but worth reading (unused tensors, index entries): kept in the bar until the next message
+        QStringList lines;
+        for (const auto& w : model_->warnings()) lines << QString::fromStdString(w);
+        statusBar()->showMessage(tr("Opened with a warning: %1").arg(lines.join(QStringLiteral("  ·  "))));
+    }
     updateActions();
     emit modelOpened(dir);
     // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.

@@ -2,10 +2,10 @@
 #include "config.h"
 
 #include "error.h"
+#include "jsonfile.h"
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -16,17 +16,9 @@ json readConfigJson(const std::string& dir) {
     const fs::path p = fs::path(dir) / "config.json";
     if (!fs::exists(p.parent_path()))
         throw Error(p.parent_path().string() + ": no such folder (a checkpoint folder holds config.json, the safetensors and a tokenizer).");
-    if (!fs::exists(p)) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
-    std::ifstream in(p);
-    if (!in) throw Error(p.string() + ": cannot be read.");
-    json j;
-    try {
-        j = json::parse(in);
-    } catch (const json::exception& e) {
-        throw Error(p.string() + ": not valid JSON (" + e.what() + ").");
-    }
-    if (!j.is_object()) throw Error(p.string() + ": not a JSON object.");
-    return j;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(p, ec))) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
+    return readJsonObjectFile(p.string(), kConfigMaxBytes);
 }
 
 namespace cfg {
@@ -38,11 +30,18 @@ static Error keyError(const std::string& file, const std::string& key, const std
 std::optional<int64_t> optInt(const json& j, const std::string& key, const std::string& file) {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
     const json& v = j[key];
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        throw keyError(file, key, "is too large (" + jsonExcerpt(v) + ").");
     if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))
-        return static_cast<int64_t>(v.get<double>());
-    if (v.is_array() && !v.empty() && v[0].is_number_integer()) return v[0].get<int64_t>();  // eos_token_id lists
-    throw keyError(file, key, "must be an integer, not " + v.dump() + ".");
+    // An integral float (64.0) is accepted; the range check keeps the conversion defined.
+    if (v.is_number_float()) {
+        const double d = v.get<double>();
+        if (std::isfinite(d) && std::fabs(d) < 9.0e18 && d == std::floor(d)) return static_cast<int64_t>(d);
+    }
+    if (v.is_array() && !v.empty() && v[0].is_number_integer() && !v[0].is_number_unsigned()) return v[0].get<int64_t>();  // eos_token_id lists
+    if (v.is_array() && !v.empty() && v[0].is_number_unsigned() && v[0].get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX))
+        return v[0].get<int64_t>();
+    throw keyError(file, key, "must be an integer, not " + jsonExcerpt(v) + ".");
 }
 
 int64_t getInt(const json& j, const std::string& key, const std::string& file) {
@@ -53,7 +52,7 @@ int64_t getInt(const json& j, const std::string& key, const std::string& file) {
 
 std::optional<double> optDouble(const json& j, const std::string& key, const std::string& file) {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    if (!j[key].is_number()) throw keyError(file, key, "must be a number, not " + j[key].dump() + ".");
+    if (!j[key].is_number()) throw keyError(file, key, "must be a number, not " + jsonExcerpt(j[key]) + ".");
     return j[key].get<double>();
 }
 
@@ -65,13 +64,13 @@ double getDouble(const json& j, const std::string& key, const std::string& file)
 
 bool getBool(const json& j, const std::string& key, bool fallback, const std::string& file) {
     if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_boolean()) throw keyError(file, key, "must be true or false, not " + j[key].dump() + ".");
+    if (!j[key].is_boolean()) throw keyError(file, key, "must be true or false, not " + jsonExcerpt(j[key]) + ".");
     return j[key].get<bool>();
 }
 
 std::string getString(const json& j, const std::string& key, const std::string& fallback, const std::string& file) {
     if (!j.contains(key) || j[key].is_null()) return fallback;
-    if (!j[key].is_string()) throw keyError(file, key, "must be a string, not " + j[key].dump() + ".");
+    if (!j[key].is_string()) throw keyError(file, key, "must be a string, not " + jsonExcerpt(j[key]) + ".");
     return j[key].get<std::string>();
 }
 
@@ -107,6 +106,10 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
     r.highFreqFactor = optDouble(params, "high_freq_factor", where);
     if (auto o = optInt(j, "original_max_position_embeddings", file)) r.originalMaxPositionEmbeddings = *o;
     else r.originalMaxPositionEmbeddings = optInt(params, "original_max_position_embeddings", where).value_or(maxPos);
+    if (!std::isfinite(r.theta) || r.theta <= 0)
+        throw Error(where + ": rope_theta must be a positive number (the base of the rotary frequencies).");
+    if (!std::isfinite(r.partialRotaryFactor) || r.partialRotaryFactor <= 0 || r.partialRotaryFactor > 1)
+        throw Error(where + ": partial_rotary_factor must lie in (0, 1] (the fraction of each head that rotates).");
     for (const auto& [key, out] : {std::pair<const char*, std::vector<double>*>{"short_factor", &r.shortFactor}, {"long_factor", &r.longFactor}}) {
         if (!params.contains(key) || params[key].is_null()) continue;
         if (!params[key].is_array()) throw keyError(where, key, "must be a list of numbers.");
@@ -116,7 +119,7 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
         }
     }
     if (type != "default" && type != "linear" && type != "yarn" && type != "llama3" && type != "longrope")
-        throw Error(where + ": rope type \"" + type + "\" is not supported (nnscope computes default, linear, yarn, llama3 and longrope).");
+        throw Error(where + ": rope type \"" + shortText(type, 60) + "\" is not supported (nnscope computes default, linear, yarn, llama3 and longrope).");
     if (type == "longrope" && (r.shortFactor.empty() || r.longFactor.empty()))
         throw Error(where + ": rope type longrope needs short_factor and long_factor.");
     if ((type == "linear" || type == "llama3") && !r.factor)
@@ -149,6 +152,25 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
         throw Error(file + ": num_attention_heads (" + std::to_string(c.numHeads) + ") must be a multiple of num_key_value_heads (" +
                     std::to_string(c.numKvHeads) + ").");
     if (c.headDim <= 0) throw keyError(file, "head_dim", "must be positive.");
+    // Sizes are multiplied (num_attention_heads * head_dim) and allocated from (the rotary tables): refuse absurd
+    // ones by name before anything is computed from them. The limits are far above every real model's.
+    const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
+        {"hidden_size", {c.hiddenSize, int64_t{1} << 20}},
+        {"intermediate_size", {c.intermediateSize, int64_t{1} << 22}},
+        {"num_hidden_layers", {c.numLayers, int64_t{1} << 14}},
+        {"num_attention_heads", {c.numHeads, int64_t{1} << 14}},
+        {"num_key_value_heads", {c.numKvHeads, int64_t{1} << 14}},
+        {"head_dim", {c.headDim, int64_t{1} << 16}},
+        {"vocab_size", {c.vocabSize, int64_t{1} << 24}},
+        {"max_position_embeddings", {c.maxPositionEmbeddings, int64_t{1} << 30}},
+    };
+    for (const auto& [key, valueAndLimit] : limits)
+        if (valueAndLimit.first > valueAndLimit.second)
+            throw keyError(file, key, "is " + std::to_string(valueAndLimit.first) + ", more than the " +
+                                          std::to_string(valueAndLimit.second) +
+                                          " nnscope accepts (far beyond any real model): the config is damaged.");
+    if (c.maxPositionEmbeddings <= 0) throw keyError(file, "max_position_embeddings", "must be positive.");
+    if (!std::isfinite(c.normEps) || c.normEps < 0) throw keyError(file, epsKey, "must be a finite number >= 0.");
     c.attentionScaling = 1.0 / std::sqrt(static_cast<double>(c.headDim));  // eager_attention_forward's head_dim ** -0.5
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
 }

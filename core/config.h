@@ -82,8 +82,9 @@ struct ModelConfig {
     int64_t rotaryDim() const { return static_cast<int64_t>(headDim * rope.partialRotaryFactor); }
 };
 
-/// Reads `dir/config.json` into JSON. Throws nnscope::Error naming the file when it is missing, not
-/// JSON, or not an object.
+/// Reads `dir/config.json` into JSON. Throws nnscope::Error naming the file when it is missing, not a regular
+/// file, larger than 16 MiB, not JSON (nested deeper than 64 levels, a key repeated: core/jsonfile.h), or not an
+/// object.
 nlohmann::json readConfigJson(const std::string& dir);
 
 /// Helpers for reading config keys with messages that name the key and the file.
@@ -95,12 +96,15 @@ std::optional<double> optDouble(const nlohmann::json& j, const std::string& key,
 bool getBool(const nlohmann::json& j, const std::string& key, bool fallback, const std::string& file);
 std::string getString(const nlohmann::json& j, const std::string& key, const std::string& fallback, const std::string& file);
 /// Fills the keys shared by every Llama-like family (sizes, eps from `epsKey`, act, tie, bos/eos,
-/// rope) into `c` from `j` (the raw config merged over the family defaults).
+/// rope) into `c` from `j` (the raw config merged over the family defaults). Throws nnscope::Error naming the key
+/// for a wrong type, a size that is not positive or beyond nnscope's limits (far above any real model's: they
+/// keep products such as num_attention_heads * head_dim and the rotary tables bounded), or a negative eps.
 void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
 /// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
 /// Throws nnscope::Error naming the key when it is malformed.
 std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);
-/// Resolves the rotary parameters from either config style (see RopeConfig).
+/// Resolves the rotary parameters from either config style (see RopeConfig). Throws nnscope::Error for an unknown
+/// rope type, missing parameters, rope_theta <= 0 or partial_rotary_factor outside (0, 1].
 RopeConfig readRope(const nlohmann::json& j, const std::string& file, int64_t maxPositionEmbeddings);
 }  // namespace cfg
 

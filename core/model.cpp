@@ -63,6 +63,47 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
     return torch::linear(x, w, b);
 }
 
+/// Warnings about tensors the files hold but the model never asked for (a config with fewer layers than stored, the
+/// wrong model_type, a stored lm_head beside tie_word_embeddings), and about index entries that do not match the
+/// shards for such tensors. Lists are cut to a few names and a count.
+std::vector<std::string> unreadWeightWarnings(const WeightStore& ws, const ModelConfig& c, const std::vector<std::string>& unusedNames) {
+    std::vector<std::string> warnings;
+    const std::vector<std::string>& unread = unusedNames;
+    std::set<std::string> read, files;
+    for (const auto& name : ws.names()) read.insert(name);
+    for (const auto& name : unread) {
+        read.erase(name);
+        files.insert(ws.fileOf(name));
+    }
+    constexpr size_t kShown = 6;
+    auto listed = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+        if (names.size() > kShown) out += " and " + std::to_string(names.size() - kShown) + " more";
+        return out;
+    };
+    if (!unread.empty()) {
+        const std::string where = files.size() == 1 ? *files.begin() : ws.dir() + " (" + std::to_string(files.size()) + " shards)";
+        warnings.push_back(where + ": " + std::to_string(unread.size()) + (unread.size() == 1 ? " tensor is" : " tensors are") +
+                           " stored but never read by the model (config.json: model_type " + c.modelType + ", num_hidden_layers " +
+                           std::to_string(c.numLayers) + (c.tieWordEmbeddings ? ", tie_word_embeddings true" : "") + "): " +
+                           listed(unread) + ". If that is unexpected, check num_hidden_layers and model_type.");
+    }
+    std::vector<std::string> wrongEntries;
+    std::string first;
+    for (const auto& [name, problem] : ws.indexProblems())
+        if (!read.count(name)) {
+            if (first.empty()) first = problem;
+            wrongEntries.push_back(name);
+        }
+    if (wrongEntries.size() == 1) warnings.push_back(first + " The model does not read it, so the checkpoint loads.");
+    else if (!wrongEntries.empty())
+        warnings.push_back(ws.dir() + "/model.safetensors.index.json: " + std::to_string(wrongEntries.size()) +
+                           " entries do not match the shards: " + listed(wrongEntries) + ". The first: " + first +
+                           " The model does not read them, so the checkpoint loads.");
+    return warnings;
+}
+
 }  // namespace
 
 torch::ScalarType parseDtype(const std::string& name) {
@@ -156,13 +197,9 @@ std::shared_ptr<Model> Model::build(const nlohmann::json& raw, const std::string
     m->config_ = resolveModelConfig(raw, configFile, &m->family_);
     const Family& fam = *m->family_;
     const ModelConfig& c = m->config_;
-    if (fam.positions == PositionKind::Rotary) {
-        if (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0)
-            throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
-                        " must be a positive even number.");
-        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
-        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings);
-    }
+    if (fam.positions == PositionKind::Rotary && (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0))
+        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
+                    " must be a positive even number.");
 
     m->store_ = std::move(store);
     const WeightStore& ws = *m->store_;
@@ -219,6 +256,13 @@ std::shared_ptr<Model> Model::build(const nlohmann::json& raw, const std::string
         for (const auto& suffix : fam.ignoredTensorSuffixes)
             ignored |= name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
         if (!ignored) m->unused_.push_back(name);
+    }
+    m->warnings_ = unreadWeightWarnings(ws, c, m->unused_);
+    // After the weights: their shapes have confirmed head_dim, so the tables' size comes from the files, not from a
+    // config that could ask for terabytes.
+    if (fam.positions == PositionKind::Rotary) {
+        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
+        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings);
     }
     return m;
 }

@@ -61,7 +61,8 @@ class Model {
 public:
     /// Opens the checkpoint folder `dir`: config.json (family found by model_type / architectures),
     /// the safetensors weights (every tensor checked against the shape the config implies), the tokenizer.
-    /// Throws nnscope::Error naming the file and the problem.
+    /// Nothing is allocated from config sizes before the weights' shapes have confirmed them.
+    /// Throws nnscope::Error naming the file and the problem; harmless findings go to warnings().
     static std::shared_ptr<const Model> load(const std::string& dir, const LoadOptions& options = {});
     /// A model from tensors in memory, named as a checkpoint of the family names them (e.g.
     /// "model.layers.0.self_attn.q_proj.weight"), with `config` as config.json would hold it. The same checks as a
@@ -78,6 +79,10 @@ public:
     /// The tokenizer, or nullptr when the folder has none (tokenizerError() says why).
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     const std::string& tokenizerError() const { return tokenizerError_; }
+    /// What load found wrong but harmless, one sentence each naming the file: stored tensors the model never reads
+    /// (fewer layers in config.json than stored, another model_type), index entries that do not match the shards
+    /// for such tensors. The command line prints them on stderr, the window in its status bar.
+    const std::vector<std::string>& warnings() const { return warnings_; }
     const WeightStore& weights() const { return *store_; }
     const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
     const torch::Tensor& embedTokens() const { return embed_; }
@@ -150,6 +155,7 @@ private:
     std::unique_ptr<WeightStore> store_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
+    std::vector<std::string> warnings_;
     torch::Tensor embed_, positionEmbed_, finalNorm_, finalNormBias_, lmHead_;
     bool tied_ = false;
     std::vector<LayerWeights> layers_;

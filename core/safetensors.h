@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,9 +16,11 @@ namespace nnscope {
 /// The format (huggingface/safetensors): an 8-byte little-endian header length N, N bytes of JSON
 /// mapping each tensor name to {dtype, shape, data_offsets:[begin, end]} (offsets relative to the byte
 /// after the header) plus an optional "__metadata__" object of strings, then the data.
-/// Every header is checked when the file is opened: the length fits in the file, the JSON parses, each
-/// dtype is known, each shape × dtype size equals its byte range, every range lies inside the file and no
-/// two ranges overlap. Any failure throws nnscope::Error naming the file (and the tensor).
+/// Every header is checked when the file is opened (parseSafetensorsHeader): the file is a regular file, the
+/// length is plausible, the JSON parses (nested at most kJsonMaxDepth levels, no tensor named twice, padded
+/// only with trailing spaces), each dtype is known, each shape × dtype size equals its byte range (products
+/// checked for overflow), and the byte ranges tile the data section exactly: no gap, no overlap, nothing
+/// left at the end. Any failure throws nnscope::Error naming the file (and the tensor or the byte range).
 class SafetensorsFile {
 public:
     struct Entry {
@@ -49,12 +53,29 @@ private:
     std::map<std::string, std::string> metadata_;
 };
 
+/// What a safetensors header holds, once checked.
+struct SafetensorsHeader {
+    std::map<std::string, SafetensorsFile::Entry> entries;
+    std::map<std::string, std::string> metadata;
+};
+
+/// Parses and checks the header of the safetensors file whose `size` bytes start at `bytes` (the whole file:
+/// the data section's size matters), as SafetensorsFile describes. `path` names the file in messages.
+/// Throws nnscope::Error naming the file, and the tensor or byte range at fault. (Separate from the mapping so
+/// that tests and the fuzzer can feed it bytes.)
+SafetensorsHeader parseSafetensorsHeader(const unsigned char* bytes, size_t size, const std::string& path);
+
 /// The weights of a checkpoint folder: `model.safetensors`, or the shards that
 /// `model.safetensors.index.json` lists. Pickled weights (pytorch_model.bin, *.pt, *.pth, *.ckpt) are
 /// refused: unpickling can run arbitrary code.
+///
+/// A sharded checkpoint's index is checked against the shards' headers: an index entry that names a tensor its
+/// shard does not hold (or that no shard holds) is recorded in indexProblems(); get() refuses such a tensor,
+/// and Model::load warns about the others (the model does not read them).
 class WeightStore {
 public:
-    /// Opens every weight file of `dir`. Throws nnscope::Error naming the file and the problem.
+    /// Opens every weight file of `dir`. Throws nnscope::Error naming the file and the problem (the index
+    /// unreadable, not JSON or nested too deep, a shard missing or not a regular file, a header refused).
     explicit WeightStore(const std::string& dir);
     /// Tensors already in memory (a model built in a test or by the demo trainer), named as a checkpoint names them;
     /// `label` stands for the folder in messages.
@@ -62,10 +83,17 @@ public:
 
     bool contains(const std::string& name) const { return where_.count(name) != 0; }
     /// The tensor `name` as stored (dtype of the file). Throws nnscope::Error naming the tensor and the
-    /// folder when it is missing.
+    /// folder when it is missing, and naming the index when its entry for `name` is wrong.
     torch::Tensor get(const std::string& name) const;
-    /// The tensor `name`, checked to have `shape` (throws nnscope::Error printing both shapes).
+    /// The tensor `name`, checked to have `shape` and a floating dtype (F32, F16, BF16, F64): a model weight.
+    /// Throws nnscope::Error printing both shapes, or naming the dtype.
     torch::Tensor get(const std::string& name, const std::vector<int64_t>& shape) const;
+    /// The names get() was asked for so far, found or not (Model::load compares them with names() to warn
+    /// about stored tensors the model never reads).
+    std::set<std::string> requested() const;
+    /// The entries of model.safetensors.index.json that do not match the shards: tensor name -> the problem,
+    /// a sentence naming the index, the shard and the tensor. Empty for an unsharded checkpoint.
+    const std::map<std::string, std::string>& indexProblems() const { return indexProblems_; }
     /// Every tensor name across the files.
     std::vector<std::string> names() const;
     /// The file that holds `name` (for messages).
@@ -77,6 +105,9 @@ private:
     std::vector<std::unique_ptr<SafetensorsFile>> files_;
     std::map<std::string, size_t> where_;
     std::map<std::string, torch::Tensor> memory_;  ///< in-memory tensors (the second constructor)
+    std::map<std::string, std::string> indexProblems_;
+    mutable std::mutex requestedMutex_;  // get() may run on several threads after load
+    mutable std::set<std::string> requested_;
 };
 
 /// Writes `tensors` (name → tensor, any of F32/F16/BF16/I64/I32/U8/BOOL) and string `metadata` to a

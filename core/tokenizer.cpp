@@ -5,6 +5,7 @@
 #include "tokenizer.h"
 
 #include "error.h"
+#include "jsonfile.h"
 #include "tokenizer_backends.h"
 
 #include <nlohmann/json.hpp>
@@ -26,26 +27,10 @@ namespace {
 using nlohmann::json;
 
 /// Reads the JSON object in `path`, or nullopt when there is no such file.
-/// Throws nnscope::Error naming the file when it cannot be read, is not JSON, or is not an object.
+/// Throws nnscope::Error naming the file when it is not a regular file, too large, unreadable, not JSON (or
+/// nested too deep), or not an object.
 std::optional<json> readJsonObject(const fs::path& path) {
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-        return std::nullopt;
-    if (!fs::is_regular_file(path, ec))
-        throw Error("The file " + path.string() + " is not a regular file, so it cannot be read as JSON.");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw Error("The file " + path.string() + " could not be opened: " + std::strerror(errno) + ".");
-    json value;
-    try {
-        value = json::parse(in);
-    } catch (const json::exception& e) {
-        throw Error("The file " + path.string() + " is not valid JSON: " + asSentenceEnd(e.what()));
-    }
-    if (!value.is_object())
-        throw Error("The file " + path.string() + " should hold a JSON object, but holds a JSON " +
-                    std::string(value.type_name()) + ".");
-    return value;
+    return readOptionalJsonObjectFile(path.string(), kConfigMaxBytes);
 }
 
 /// A special token's string under `key`: a string, or an object with "content" (AddedToken); nullopt
@@ -62,7 +47,7 @@ std::optional<std::string> tokenField(const json& object, const char* key, const
             return content->get<std::string>();
     }
     throw Error("In " + file.string() + ", \"" + key +
-                "\" should be a string, an object with a \"content\" string, or null, not " + it->dump() +
+                "\" should be a string, an object with a \"content\" string, or null, not " + jsonExcerpt(*it) +
                 ".");
 }
 
@@ -73,7 +58,7 @@ std::optional<bool> boolField(const json& object, const char* key, const fs::pat
         return std::nullopt;
     if (it->is_boolean())
         return it->get<bool>();
-    throw Error("In " + file.string() + ", \"" + key + "\" should be true or false, not " + it->dump() + ".");
+    throw Error("In " + file.string() + ", \"" + key + "\" should be true or false, not " + jsonExcerpt(*it) + ".");
 }
 
 /// A token id under `key`: an integer, or a list of integers (its first is taken, as for Llama 3.1's
@@ -93,7 +78,7 @@ std::optional<int64_t> idField(const json& object, const char* key, const fs::pa
         return id >= 0 ? std::optional<int64_t>(id) : std::nullopt;
     }
     throw Error("In " + file.string() + ", \"" + key + "\" should be a token id (an integer or a list of " +
-                "integers), not " + it->dump() + ".");
+                "integers), not " + jsonExcerpt(*it) + ".");
 }
 
 /// The GPT-2 byte-level alphabet: the character that stands for each byte value.

@@ -19,7 +19,9 @@ public:
     virtual ~Tokenizer() = default;
 
     /// Loads the tokenizer of the checkpoint folder `modelDir`.
-    /// Throws nnscope::Error naming the file when none is found or a file is unreadable or invalid.
+    /// Throws nnscope::Error naming the file when none is found or a file is unreadable or invalid: not a regular
+    /// file (a FIFO, a device), larger than its limit (tokenizer.json 512 MiB, tokenizer.model 64 MiB, the small
+    /// JSON files 16 MiB), JSON nested deeper than 64 levels or with a repeated key (core/jsonfile.h).
     static std::unique_ptr<Tokenizer> load(const std::string& modelDir);
 
     /// Token ids of `text` (UTF-8). With `addSpecialTokens`, BOS is prepended (and EOS appended) as the

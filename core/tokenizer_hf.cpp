@@ -3,6 +3,7 @@
 // core/hf_tokenizers. Encoding follows PreTrainedTokenizerFast: the file's post_processor adds the special
 // tokens, unless tokenizer_config.json sets add_bos_token / add_eos_token otherwise.
 #include "error.h"
+#include "jsonfile.h"
 #include "tokenizer_backends.h"
 
 #include "hf_tokenizers.h"
@@ -38,10 +39,13 @@ class HfTokenizer final : public Tokenizer {
 public:
     /// Loads `file`; throws nnscope::Error naming it when it is unreadable or not a tokenizer.json.
     HfTokenizer(const fs::path& file, const SpecialTokenSettings& settings) : file_(file.string()) {
+        // Checked here before the library reads it: a regular file of bounded size, nested no deeper than
+        // nnscope's JSON limit (the library's own recursion limit is its business, not a promise to us).
+        checkJsonDepth(readRegularFile(file_, kTokenizerJsonMaxBytes), file_);
         char* error = nullptr;
         handle_.reset(nns_hf_tokenizer_load(file_.c_str(), &error));
         if (!handle_)
-            throw Error(takeError(error, "The tokenizer file " + file_ + " could not be loaded."));
+            throw Error(shortText(takeError(error, "The tokenizer file " + file_ + " could not be loaded."), 600));
         vocabSize_ = static_cast<int64_t>(nns_hf_vocab_size(handle_.get()));
         if (vocabSize_ <= 0)
             throw Error("The tokenizer file " + file_ + " has an empty vocabulary.");

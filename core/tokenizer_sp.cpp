@@ -5,6 +5,7 @@
 // (add_eos_token, default false); decoding writes special tokens as their strings ("<s> Once ...</s>").
 // The piece table (id -> piece string) is read here from the model's protobuf bytes.
 #include "error.h"
+#include "jsonfile.h"
 #include "tokenizer_backends.h"
 
 #include "hf_tokenizers.h"
@@ -147,12 +148,7 @@ class SentencePieceTokenizer final : public Tokenizer {
 public:
     /// Loads `file`; throws nnscope::Error naming it when it is unreadable or not a SentencePiece model.
     SentencePieceTokenizer(const fs::path& file, const SpecialTokenSettings& settings) : file_(file.string()) {
-        std::ifstream in(file, std::ios::binary);
-        if (!in)
-            throw Error("The tokenizer file " + file_ + " could not be opened: " + std::strerror(errno) + ".");
-        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (in.bad())
-            throw Error("The tokenizer file " + file_ + " could not be read: " + std::strerror(errno) + ".");
+        const std::string bytes = readRegularFile(file_, kTokenizerModelMaxBytes);
         const std::string invalid = "The tokenizer file " + file_ + " is not a valid SentencePiece model: ";
         if (looksLikeTiktoken(bytes))
             throw Error("The tokenizer file " + file_ + " is a tiktoken BPE file (a base64 token and its rank "
@@ -166,7 +162,7 @@ public:
         char* error = nullptr;
         model_.reset(nns_sp_load(bytes.data(), bytes.size(), &error));
         if (!model_)
-            throw Error(invalid + takeError(error, "SentencePiece could not load it."));
+            throw Error(invalid + shortText(takeError(error, "SentencePiece could not load it."), 400));
         if (nns_sp_piece_count(model_.get()) != table->pieces.size())
             throw Error(invalid + "SentencePiece counts " + std::to_string(nns_sp_piece_count(model_.get())) +
                         " pieces where the file lists " + std::to_string(table->pieces.size()) + ".");

@@ -13,8 +13,11 @@
 
 #include <QtTest>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 using namespace nnscope;
 namespace fs = std::filesystem;
@@ -43,6 +46,50 @@ std::string safetensorsBytes(const std::string& header, const std::string& data)
 void copyFixture(const QString& dir) {
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
         fs::copy_file(test::fixture("tiny-llama") + "/" + f, dir.toStdString() + "/" + f);
+}
+
+/// The header JSON and the data section of a safetensors file's bytes.
+std::pair<nlohmann::json, std::string> splitSafetensors(const std::string& bytes) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+    return {nlohmann::json::parse(bytes.substr(8, n)), bytes.substr(8 + n)};
+}
+
+/// A safetensors file whose 8-byte length field says `length` whatever the header's real length.
+std::string withLength(std::string bytes, uint64_t length) {
+    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((length >> (8 * i)) & 0xff);
+    return bytes;
+}
+
+/// `depth` nested arrays, as JSON text.
+std::string nestedArrays(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+/// Rewrites the checkpoint in `dir` as two shards (block 1 in the second) with a model.safetensors.index.json;
+/// `editMap` may change the index's weight_map before it is written.
+void makeSharded(const std::string& dir, const std::function<void(nlohmann::json&)>& editMap = {}) {
+    const std::string st = dir + "/model.safetensors";
+    std::vector<std::pair<std::string, torch::Tensor>> first, second;
+    nlohmann::json map = nlohmann::json::object();
+    {
+        SafetensorsFile f(st);
+        for (const auto& [name, e] : f.entries()) {
+            const bool two = name.find("layers.1.") != std::string::npos;
+            (two ? second : first).emplace_back(name, f.tensor(name).clone());
+            map[name] = two ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+        }
+    }
+    writeSafetensors(dir + "/model-00001-of-00002.safetensors", first, {});
+    writeSafetensors(dir + "/model-00002-of-00002.safetensors", second, {});
+    fs::remove(st);
+    if (editMap) editMap(map);
+    writeAll(dir + "/model.safetensors.index.json", nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump());
+}
+
+/// Logits of `m` on a fixed row of ids (no tokenizer involved).
+torch::Tensor fixedLogits(const Model& m) {
+    c10::InferenceMode guard;
+    auto ids = torch::tensor({{1, 7, 42, 99, 5}}, torch::TensorOptions().dtype(torch::kInt64));
+    return m.forward(ids, {}, nullptr).to(torch::kFloat32).clone();
 }
 
 struct RunResult {
@@ -81,6 +128,35 @@ private slots:
         QTest::newRow("no config") << "no_config" << "config.json" << "missing";
         QTest::newRow("pickled weights") << "pickle" << "pytorch_model.bin" << "arbitrary code";
         QTest::newRow("invalid tokenizer.json") << "bad_tokenizer" << "tokenizer.json" << "";
+        // Issue 15: hostile and damaged checkpoints.
+        QTest::newRow("config.json nested 100000 deep") << "deep_config" << "config.json" << "nest deeper than 64";
+        QTest::newRow("safetensors header nested 100000 deep") << "deep_header" << "model.safetensors" << "nest deeper than 64";
+        QTest::newRow("tokenizer_config.json nested 100000 deep") << "deep_tokenizer_config" << "tokenizer_config.json" << "nest deeper than 64";
+        QTest::newRow("tokenizer.json nested 100000 deep") << "deep_tokenizer" << "tokenizer.json" << "nest deeper than 64";
+        QTest::newRow("index nested 100000 deep") << "deep_index" << "model.safetensors.index.json" << "nest deeper than 64";
+        QTest::newRow("header length one short (padded header)") << "short_padded" << "model.safetensors" << "belong to no tensor";
+        QTest::newRow("header length one short (unpadded header)") << "short_unpadded" << "model.safetensors" << "not valid JSON";
+        QTest::newRow("header length one long") << "long_by_one" << "model.safetensors" << "does not end with '}'";
+        QTest::newRow("header padded with newlines") << "pad_newline" << "model.safetensors" << "padded with other bytes";
+        QTest::newRow("gap between tensors") << "gap" << "model.safetensors" << "bytes [8, 12) of the data section, between tensors 'a' and 'b'";
+        QTest::newRow("bytes after the last tensor") << "leftover" << "model.safetensors" << "after the last tensor 'a'";
+        QTest::newRow("data before the first tensor") << "gap_first" << "model.safetensors" << "before the first tensor 'a'";
+        QTest::newRow("shape x dtype size wraps 64 bits") << "overflow_bytes" << "model.safetensors" << "tensor 'a': shape";
+        QTest::newRow("shape element count wraps 64 bits") << "overflow_numel" << "model.safetensors" << "more elements than 64 bits";
+        QTest::newRow("tensor named twice") << "duplicate" << "model.safetensors" << "tensor \"model.norm.weight\" appears twice";
+        QTest::newRow("model.safetensors is a text file") << "text_file" << "model.safetensors" << "implausible";
+        QTest::newRow("model.safetensors is /dev/zero") << "st_devzero" << "model.safetensors" << "not a regular file";
+        QTest::newRow("config.json is a FIFO") << "config_fifo" << "config.json" << "FIFO";
+        QTest::newRow("config.json is /dev/urandom") << "config_urandom" << "config.json" << "character device";
+        QTest::newRow("config.json of 17 MiB") << "config_huge" << "config.json" << "more than the 16 MiB";
+        QTest::newRow("tokenizer.json is a FIFO") << "tokenizer_fifo" << "tokenizer.json" << "FIFO";
+        QTest::newRow("tokenizer.model is /dev/urandom") << "sp_urandom" << "tokenizer.model" << "character device";
+        QTest::newRow("index places a needed tensor in the wrong shard") << "index_wrong_shard" << "model.safetensors.index.json" << "which does not hold it";
+        QTest::newRow("index lists a needed tensor no shard holds") << "index_no_shard" << "model.safetensors.index.json" << "no shard holds it";
+        QTest::newRow("head_dim of 2^40") << "head_dim_huge" << "config.json" << "\"head_dim\" is 1099511627776";
+        QTest::newRow("max_position_embeddings of 10^15") << "max_pos_huge" << "config.json" << "\"max_position_embeddings\" is";
+        QTest::newRow("head_dim that the weights contradict") << "head_dim_wrong" << "model.safetensors" << "config.json implies";
+        QTest::newRow("weight stored as an integer dtype") << "int_weight" << "model.norm.weight" << "floating type";
     }
     void brokenCheckpoint() {
         QFETCH(QString, breakage);
@@ -122,6 +198,89 @@ private slots:
             fs::remove(st);
             writeAll(dir + "/pytorch_model.bin", "PK\x03\x04 pickled");
         } else if (b == "bad_tokenizer") writeAll(dir + "/tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": 12}}");
+        else if (b == "deep_config") {
+            std::string text = readAll(dir + "/config.json");
+            writeAll(dir + "/config.json", "{\"x\": " + nestedArrays(100000) + "," + text.substr(text.find('{') + 1));
+        } else if (b == "deep_header") {
+            writeAll(st, safetensorsBytes("{\"x\": " + nestedArrays(100000) + "}", ""));
+        } else if (b == "deep_tokenizer_config") writeAll(dir + "/tokenizer_config.json", "{\"x\": " + nestedArrays(100000) + "}");
+        else if (b == "deep_tokenizer") writeAll(dir + "/tokenizer.json", "{\"x\": " + nestedArrays(100000) + "}");
+        else if (b == "deep_index") {
+            makeSharded(dir);
+            writeAll(dir + "/model.safetensors.index.json", "{\"weight_map\": " + nestedArrays(100000) + "}");
+        } else if (b == "short_padded") {
+            QVERIFY(bytes.substr(8, 2200).find("}  ") != std::string::npos);  // the fixture's header is padded
+            const auto [h, data] = splitSafetensors(bytes);
+            (void)h;
+            writeAll(st, withLength(bytes, bytes.size() - data.size() - 8 - 1));
+        } else if (b == "short_unpadded" || b == "long_by_one") {
+            const auto [h, data] = splitSafetensors(bytes);
+            const std::string compact = safetensorsBytes(h.dump(), data);
+            writeAll(st, withLength(compact, h.dump().size() + (b == "long_by_one" ? 1 : -1)));
+        } else if (b == "pad_newline") {
+            const auto [h, data] = splitSafetensors(bytes);
+            writeAll(st, safetensorsBytes(h.dump() + "\n\n\n", data));
+        } else if (b == "gap")
+            writeAll(st, safetensorsBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[12,20]}})",
+                                          std::string(20, '\0')));
+        else if (b == "leftover")
+            writeAll(st, safetensorsBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::string(12, '\0')));
+        else if (b == "gap_first")
+            writeAll(st, safetensorsBytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, '\0')));
+        else if (b == "overflow_bytes")  // 2^61 elements of 8 bytes: 2^64 bytes, 0 after wrapping
+            writeAll(st, safetensorsBytes(R"({"a":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}})", ""));
+        else if (b == "overflow_numel")
+            writeAll(st, safetensorsBytes(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", ""));
+        else if (b == "duplicate") {
+            const auto [h, data] = splitSafetensors(bytes);
+            std::string text = h.dump();
+            const std::string entry = "\"model.norm.weight\":" + h["model.norm.weight"].dump();
+            writeAll(st, safetensorsBytes(text.substr(0, text.size() - 1) + "," + entry + "}", data));
+        } else if (b == "text_file") writeAll(st, "This folder's weights are on the shared drive; ask Ann for the link.\n");
+        else if (b == "st_devzero") {
+            fs::remove(st);
+            fs::create_symlink("/dev/zero", st);
+        } else if (b == "config_fifo") {
+            fs::remove(dir + "/config.json");
+            QCOMPARE(mkfifo((dir + "/config.json").c_str(), 0600), 0);
+        } else if (b == "config_urandom") {
+            fs::remove(dir + "/config.json");
+            fs::create_symlink("/dev/urandom", dir + "/config.json");
+        } else if (b == "config_huge") {
+            std::string text = readAll(dir + "/config.json");
+            text.insert(text.find('{') + 1, "\"padding\": \"" + std::string(17 * 1024 * 1024, 'x') + "\",");
+            writeAll(dir + "/config.json", text);
+        } else if (b == "tokenizer_fifo") {
+            fs::remove(dir + "/tokenizer.json");
+            QCOMPARE(mkfifo((dir + "/tokenizer.json").c_str(), 0600), 0);
+        } else if (b == "sp_urandom") {
+            fs::remove(dir + "/tokenizer.json");
+            fs::create_symlink("/dev/urandom", dir + "/tokenizer.model");
+        } else if (b == "index_wrong_shard")
+            makeSharded(dir, [](nlohmann::json& map) { map["model.embed_tokens.weight"] = "model-00002-of-00002.safetensors"; });
+        else if (b == "index_no_shard") {
+            makeSharded(dir);
+            // Remove model.norm.weight from its shard; the index still lists it.
+            const std::string shard = dir + "/model-00001-of-00002.safetensors";
+            std::vector<std::pair<std::string, torch::Tensor>> kept;
+            {
+                SafetensorsFile f(shard);
+                for (const auto& [name, e] : f.entries())
+                    if (name != "model.norm.weight") kept.emplace_back(name, f.tensor(name).clone());
+            }
+            writeSafetensors(shard, kept, {});
+        } else if (b == "head_dim_huge" || b == "max_pos_huge" || b == "head_dim_wrong") {
+            auto config = nlohmann::json::parse(readAll(dir + "/config.json"));
+            if (b == "head_dim_huge") config["head_dim"] = int64_t{1} << 40;
+            else if (b == "max_pos_huge") config["max_position_embeddings"] = int64_t{1000000000000000};
+            else config["head_dim"] = 60000;
+            writeAll(dir + "/config.json", config.dump());
+        } else if (b == "int_weight") {
+            auto [h, data] = splitSafetensors(bytes);
+            auto& dtype = h["model.norm.weight"]["dtype"];
+            dtype = dtype == "F32" ? "I32" : "I16";  // an integer type of the same size
+            writeAll(st, safetensorsBytes(h.dump(), data));
+        }
 
         // The engine: nnscope::Error naming the file.
         bool threw = false;
@@ -142,6 +301,107 @@ private slots:
         QVERIFY2(r.err.contains(expectFile), qPrintable(r.err));
         QVERIFY(!QFile::exists(out));
         QVERIFY(!QFile::exists(out + ".part"));
+    }
+
+    /// Damage the model never reads: the checkpoint loads, and Model::warnings (and the CLI's stderr, once) say what.
+    void harmlessDamage_data() {
+        QTest::addColumn<QString>("damage");
+        QTest::addColumn<QString>("expectWarning");
+        QTest::addColumn<bool>("sameLogits");
+        QTest::newRow("config with fewer layers than stored")
+            << "fewer_layers" << "9 tensors are stored but never read by the model (config.json: model_type llama, num_hidden_layers 1)" << false;
+        QTest::newRow("index entry for a tensor no shard holds, unread")
+            << "index_extra" << "'model.layers.7.mlp.down_proj.weight' is placed in shard model-00001-of-00002.safetensors, but no shard holds it" << true;
+        QTest::newRow("stored tensor of another model type")
+            << "foreign_tensor" << "1 tensor is stored but never read by the model" << true;
+    }
+    void harmlessDamage() {
+        QFETCH(QString, damage);
+        QFETCH(QString, expectWarning);
+        QFETCH(bool, sameLogits);
+        QTemporaryDir tmp;
+        copyFixture(tmp.path());
+        const std::string dir = tmp.path().toStdString();
+        const std::string d = damage.toStdString();
+        if (d == "fewer_layers") {
+            auto config = nlohmann::json::parse(readAll(dir + "/config.json"));
+            config["num_hidden_layers"] = 1;
+            writeAll(dir + "/config.json", config.dump());
+        } else if (d == "index_extra") {
+            makeSharded(dir, [](nlohmann::json& map) { map["model.layers.7.mlp.down_proj.weight"] = "model-00001-of-00002.safetensors"; });
+        } else if (d == "foreign_tensor") {
+            const std::string st = dir + "/model.safetensors";
+            std::vector<std::pair<std::string, torch::Tensor>> tensors;
+            {
+                SafetensorsFile f(st);
+                for (const auto& [name, e] : f.entries()) tensors.emplace_back(name, f.tensor(name).clone());
+            }
+            tensors.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", torch::ones({8}));
+            writeSafetensors(st, tensors, {});
+        }
+        auto m = Model::load(dir);
+        QVERIFY(!m->warnings().empty());
+        const QString warnings = QString::fromStdString(m->warnings().front());
+        QVERIFY2(warnings.contains(expectWarning), qPrintable(warnings));
+        QVERIFY2(warnings.contains(tmp.path()), qPrintable(warnings));  // names the file
+        if (d == "fewer_layers") QVERIFY2(warnings.contains("and 3 more"), qPrintable(warnings));
+        if (sameLogits) {
+            auto reference = Model::load(test::fixture("tiny-llama"));
+            QVERIFY(reference->warnings().empty());
+            QVERIFY(torch::equal(fixedLogits(*m), fixedLogits(*reference)));
+        }
+        const auto r = runCli({"trace", "--model", tmp.path(), "--prompt", "Tom and Lily"});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(r.err.count("nnscope: warning:"), static_cast<int>(m->warnings().size()));
+        QVERIFY2(r.err.contains(expectWarning), qPrintable(r.err));
+    }
+
+    /// --out FILE: a symlink planted at FILE.part (the old fixed temporary name) or at FILE is not followed.
+    void outputDoesNotFollowSymlinks() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        const std::string victim = dir + "/victim.txt";
+        writeAll(victim, "precious");
+        const std::string out = dir + "/out.safetensors";
+        fs::create_symlink(victim, out + ".part");
+        const auto r = runCli({"trace", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--prompt", "Tom",
+                               "--save", "logits", "--out", QString::fromStdString(out)});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QCOMPARE(readAll(victim), std::string("precious"));
+        QVERIFY(fs::is_regular_file(fs::symlink_status(out)));
+        QVERIFY(SafetensorsFile(out).contains("logits"));
+        QCOMPARE(static_cast<int>(fs::status(out).permissions() & fs::perms::all), 0644);
+        // A symlink at FILE itself is replaced, not written through.
+        fs::remove(out);
+        fs::create_symlink(victim, out);
+        writeNpy(out, torch::ones({3}));
+        QCOMPARE(readAll(victim), std::string("precious"));
+        QVERIFY(fs::is_regular_file(fs::symlink_status(out)));
+        // Nothing else was left in the folder (no temporary file).
+        int entries = 0;
+        for (const auto& e : fs::directory_iterator(dir)) {
+            (void)e;
+            ++entries;
+        }
+        QCOMPARE(entries, 3);  // victim.txt, out.safetensors.part (the planted link), out.safetensors
+        // A write that fails (the folder is gone) says so and leaves nothing.
+        try {
+            writeFileAtomically(dir + "/no-such-folder/x.safetensors", "x");
+            QFAIL("wrote into a missing folder");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("no-such-folder/x.safetensors"), e.what());
+        }
+    }
+
+    /// `nnscope family` with a broken tokenizer names the file and the reason, not just "no tokenizer".
+    void familyNamesTheBrokenTokenizer() {
+        QTemporaryDir tmp;
+        copyFixture(tmp.path());
+        writeAll(tmp.path().toStdString() + "/tokenizer.json", "{\"x\": " + nestedArrays(1000) + "}");
+        const auto r = runCli({"family", "--model", tmp.path()});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains(tmp.path() + "/tokenizer.json"), qPrintable(r.err));
+        QVERIFY2(r.err.contains("nest deeper than 64"), qPrintable(r.err));
     }
 
     void promptThatTokenizesToNothing() {

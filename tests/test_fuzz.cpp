@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+// Deterministic, bounded fuzzing of the checkpoint loaders (issue 15): a few hundred mutations, from fixed seeds, of
+// tiny-llama's safetensors header and length field, its config.json and tokenizer.json, a sharded index, and a
+// SentencePiece tokenizer.model. For every case: no crash, no hang (each load runs under a time budget), and either a
+// clean nnscope::Error whose message is a short single line, or a model whose logits on fixed ids are finite, and
+// equal to the unmutated model's when the mutation changed nothing the model reads.
+// The broken files live in a temporary folder; nothing is written to the repository.
+#include "core/error.h"
+#include "core/jsonfile.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/tokenizer.h"
+#include "testutil.h"
+
+#include <QTemporaryDir>
+#include "testsuite.h"
+
+#include <QtTest>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <random>
+
+using namespace nnscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kBudget = std::chrono::seconds(20);  // per load; a real load of these files takes milliseconds
+
+std::string readAll(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void writeAll(const std::string& path, const std::string& data) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << data;
+}
+
+uint64_t lengthField(const std::string& bytes) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+    return n;
+}
+
+void setLengthField(std::string& bytes, uint64_t n) {
+    for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+}
+
+/// Applies one to three random edits to bytes [from, to) of `s` (the range moves with insertions and deletions);
+/// returns the change in length.
+long mutate(std::string& s, size_t from, size_t to, std::mt19937& rng) {
+    static const std::string interesting = std::string("{}[]\":,0123456789-+.eE \\\n\tnulltruefalse") + '\0' + "\xff\xc3";
+    long delta = 0;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < edits && to > from; ++k) {
+        const size_t at = from + rng() % (to - from);
+        switch (rng() % 6) {
+            case 0: s[at] = static_cast<char>(s[at] ^ (1 << (rng() % 8))); break;
+            case 1: s[at] = static_cast<char>(rng() & 0xff); break;
+            case 2: s[at] = interesting[rng() % interesting.size()]; break;
+            case 3:
+                s.erase(at, 1);
+                --to;
+                --delta;
+                break;
+            case 4:
+                s.insert(at, 1, interesting[rng() % interesting.size()]);
+                ++to;
+                ++delta;
+                break;
+            default: {
+                const size_t len = std::min<size_t>(1 + rng() % 16, to - at);
+                const size_t where = from + rng() % (to - from);
+                s.insert(where, s.substr(at, len));
+                to += len;
+                delta += static_cast<long>(len);
+            }
+        }
+    }
+    return delta;
+}
+
+/// What one load gave.
+struct Outcome {
+    bool loaded = false;
+    std::string error;         ///< nnscope::Error's message from load (or from the forward pass)
+    std::string foreignError;  ///< any other exception: a bug (the engine must speak in nnscope::Error)
+    std::string tokenizerError;
+    torch::Tensor logits;      ///< on kIds, float32, when the forward pass ran
+    bool forwardRefused = false;
+};
+
+torch::Tensor fixedIds() { return torch::tensor({{1, 7, 42, 99, 5, 250}}, torch::TensorOptions().dtype(torch::kInt64)); }
+
+/// Runs `work` on its own thread and waits at most kBudget: a hang is reported (and ends the program, since a stuck
+/// thread cannot be stopped) instead of stalling ctest until its timeout.
+template <typename F>
+Outcome withBudget(const std::string& label, F work) {
+    auto task = std::make_shared<std::packaged_task<Outcome()>>([work] {
+        Outcome o;
+        try {
+            work(o);
+        } catch (const Error& e) {
+            o.error = e.what();
+        } catch (const c10::Error& e) {
+            o.foreignError = std::string("c10::Error: ") + e.what_without_backtrace();
+        } catch (const std::exception& e) {
+            o.foreignError = std::string("std::exception: ") + e.what();
+        }
+        return o;
+    });
+    auto result = task->get_future();
+    std::thread([task] { (*task)(); }).detach();
+    if (result.wait_for(kBudget) != std::future_status::ready) {
+        std::fprintf(stderr, "HANG: %s did not finish within %lld s\n", label.c_str(), static_cast<long long>(kBudget.count()));
+        std::fflush(stderr);
+        std::_Exit(3);
+    }
+    return result.get();
+}
+
+Outcome loadAndRun(const std::string& dir, const std::string& label, bool tokenizer) {
+    return withBudget(label, [dir, tokenizer](Outcome& o) {
+        auto m = Model::load(dir, LoadOptions().withTokenizer(tokenizer));
+        o.loaded = true;
+        o.tokenizerError = m->tokenizer() ? std::string() : m->tokenizerError();
+        if (m->tokenizer()) {
+            try {
+                m->tokenizer()->encode("Tom and Lily went to the park.", true);
+            } catch (const Error&) {
+            }
+        }
+        try {
+            c10::InferenceMode guard;
+            o.logits = m->forward(fixedIds(), {}, nullptr).to(torch::kFloat32).clone();
+        } catch (const Error& e) {
+            o.forwardRefused = true;
+            o.error = e.what();
+        }
+    });
+}
+
+/// A message a user can read: not empty, short, one line, no raw control bytes from the file.
+bool cleanMessage(const std::string& m, std::string& why) {
+    if (m.empty()) why = "empty message";
+    else if (m.size() >= 2000) why = "message of " + std::to_string(m.size()) + " characters";
+    else
+        for (unsigned char c : m)
+            if (c < 0x20 || c == 0x7f) {
+                why = "control byte in the message";
+                break;
+            }
+    return why.empty();
+}
+
+}  // namespace
+
+class TestFuzz : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir tmp_;
+    std::string pristine_;  ///< tiny-llama's files, as the fixture has them
+    std::string sharded_;   ///< the same weights in two shards with an index
+    torch::Tensor reference_;
+    int cases_ = 0, loaded_ = 0, refused_ = 0;
+
+    /// A fresh copy of `from` for one case.
+    std::string caseDir(const std::string& from) {
+        const std::string dir = tmp_.path().toStdString() + "/case-" + std::to_string(cases_++);
+        fs::create_directory(dir);
+        for (const auto& e : fs::directory_iterator(from)) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+        return dir;
+    }
+
+    /// The checks every case shares. `same`: the mutation left what the model reads unchanged, so a model that loads
+    /// must compute the reference logits; `mustLoad`: the files mean exactly what the originals mean (a refusal is a bug).
+    void verify(const Outcome& o, const std::string& label, bool same, bool mustLoad = false) {
+        QVERIFY2(o.foreignError.empty(), (label + ": " + o.foreignError).c_str());
+        std::string why;
+        if (!o.loaded || o.forwardRefused) {
+            ++refused_;
+            QVERIFY2(cleanMessage(o.error, why), (label + ": " + why + ": " + o.error.substr(0, 300)).c_str());
+            QVERIFY2(!mustLoad, (label + ": refused a checkpoint that means the same: " + o.error).c_str());
+            return;
+        }
+        ++loaded_;
+        if (!o.tokenizerError.empty())
+            QVERIFY2(cleanMessage(o.tokenizerError, why), (label + ": tokenizer: " + why + ": " + o.tokenizerError.substr(0, 300)).c_str());
+        QVERIFY2(o.logits.defined() && torch::isfinite(o.logits).all().item<bool>(), (label + ": non-finite logits").c_str());
+        if (same) QVERIFY2(torch::equal(o.logits, reference_), (label + ": the logits changed though what is read did not").c_str());
+    }
+
+private slots:
+    void initTestCase() {
+        QVERIFY(tmp_.isValid());
+        torch::set_num_threads(1);  // bitwise-equal logits across runs
+        pristine_ = tmp_.path().toStdString() + "/pristine";
+        fs::create_directory(pristine_);
+        for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+            fs::copy_file(test::fixture("tiny-llama") + "/" + f, pristine_ + "/" + f);
+        sharded_ = tmp_.path().toStdString() + "/sharded";
+        fs::create_directory(sharded_);
+        for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+            fs::copy_file(pristine_ + "/" + f, sharded_ + "/" + f);
+        std::vector<std::pair<std::string, torch::Tensor>> first, second;
+        nlohmann::json map = nlohmann::json::object();
+        {
+            SafetensorsFile f(pristine_ + "/model.safetensors");
+            for (const auto& [name, e] : f.entries()) {
+                const bool two = name.find("layers.1.") != std::string::npos || name == "lm_head.weight";
+                (two ? second : first).emplace_back(name, f.tensor(name).clone());
+                map[name] = two ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+            }
+        }
+        writeSafetensors(sharded_ + "/model-00001-of-00002.safetensors", first, {});
+        writeSafetensors(sharded_ + "/model-00002-of-00002.safetensors", second, {});
+        writeAll(sharded_ + "/model.safetensors.index.json",
+                 nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(2));
+        const Outcome o = loadAndRun(pristine_, "pristine", true);
+        QVERIFY2(o.loaded && o.logits.defined(), o.error.c_str());
+        reference_ = o.logits;
+        verify(loadAndRun(sharded_, "sharded", true), "sharded", true, true);
+    }
+
+    void safetensorsHeader() {
+        std::mt19937 rng(15001);
+        const std::string bytes = readAll(pristine_ + "/model.safetensors");
+        const uint64_t n = lengthField(bytes);
+        const SafetensorsHeader original = parseSafetensorsHeader(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), "original");
+        for (int i = 0; i < 400; ++i) {
+            std::string b = bytes;
+            const long delta = mutate(b, 8, 8 + n, rng);
+            if (delta != 0 && rng() % 2) setLengthField(b, static_cast<uint64_t>(static_cast<long>(n) + delta));
+            const std::string dir = caseDir(pristine_);
+            writeAll(dir + "/model.safetensors", b);
+            const std::string label = "safetensors header mutation " + std::to_string(i);
+            const Outcome o = loadAndRun(dir, label, false);
+            bool same = false;
+            if (o.loaded) {  // the same tensors at the same places of the data section?
+                const SafetensorsHeader h = parseSafetensorsHeader(reinterpret_cast<const unsigned char*>(b.data()), b.size(), label);
+                const size_t start = 8 + lengthField(b), start0 = 8 + n;
+                same = h.entries.size() == original.entries.size();
+                for (auto a = h.entries.begin(), z = original.entries.begin(); same && a != h.entries.end(); ++a, ++z)
+                    same = a->first == z->first && a->second.dtype == z->second.dtype && a->second.shape == z->second.shape &&
+                           a->second.begin - start == z->second.begin - start0;
+            }
+            verify(o, label, same);
+            fs::remove_all(dir);
+        }
+    }
+
+    void safetensorsLengthField() {
+        std::mt19937 rng(15002);
+        const std::string bytes = readAll(pristine_ + "/model.safetensors");
+        const uint64_t n = lengthField(bytes);
+        for (int i = 0; i < 64; ++i) {
+            std::string b = bytes;
+            switch (i % 4) {
+                case 0: setLengthField(b, n + 1 + rng() % 64); break;
+                case 1: setLengthField(b, n - 1 - rng() % 64); break;
+                case 2: setLengthField(b, (static_cast<uint64_t>(rng()) << 32) | rng()); break;
+                default: b[rng() % 8] = static_cast<char>(rng() & 0xff);
+            }
+            const std::string dir = caseDir(pristine_);
+            writeAll(dir + "/model.safetensors", b);
+            const std::string label = "length field mutation " + std::to_string(i);
+            verify(loadAndRun(dir, label, false), label, lengthField(b) == n, lengthField(b) == n);
+            fs::remove_all(dir);
+        }
+    }
+
+    void configJson() {
+        std::mt19937 rng(15003);
+        const std::string text = readAll(pristine_ + "/config.json");
+        const nlohmann::json original = nlohmann::json::parse(text);
+        for (int i = 0; i < 300; ++i) {
+            std::string t = text;
+            mutate(t, 0, t.size(), rng);
+            const std::string dir = caseDir(pristine_);
+            writeAll(dir + "/config.json", t);
+            const std::string label = "config.json mutation " + std::to_string(i);
+            const Outcome o = loadAndRun(dir, label, false);
+            bool same = false;
+            try {
+                same = nlohmann::json::parse(t) == original;
+            } catch (const nlohmann::json::exception&) {
+            }
+            verify(o, label, same, same);
+            fs::remove_all(dir);
+        }
+    }
+
+    void tokenizerJson() {
+        std::mt19937 rng(15004);
+        const std::string text = readAll(pristine_ + "/tokenizer.json");
+        for (int i = 0; i < 100; ++i) {
+            std::string t = text;
+            mutate(t, 0, t.size(), rng);
+            const std::string dir = caseDir(pristine_);
+            writeAll(dir + "/tokenizer.json", t);
+            const std::string label = "tokenizer.json mutation " + std::to_string(i);
+            // The forward pass does not read the tokenizer: the logits on fixed ids never change.
+            verify(loadAndRun(dir, label, true), label, true);
+            fs::remove_all(dir);
+        }
+    }
+
+    void shardedIndex() {
+        std::mt19937 rng(15005);
+        const std::string text = readAll(sharded_ + "/model.safetensors.index.json");
+        for (int i = 0; i < 100; ++i) {
+            std::string t = text;
+            mutate(t, 0, t.size(), rng);
+            const std::string dir = caseDir(sharded_);
+            writeAll(dir + "/model.safetensors.index.json", t);
+            const std::string label = "index mutation " + std::to_string(i);
+            // The tensors come from the shards, whatever the index says: a model that loads computes the same logits.
+            verify(loadAndRun(dir, label, false), label, true);
+            fs::remove_all(dir);
+        }
+    }
+
+    void tokenizerModel() {
+        const std::string source = test::sharedModels() + "/stories260K-llama/tokenizer.model";
+        if (!fs::exists(source)) QSKIP("no stories260K-llama/tokenizer.model in the shared models");
+        std::mt19937 rng(15006);
+        const std::string bytes = readAll(source);
+        for (int i = 0; i < 150; ++i) {
+            std::string b = bytes;
+            mutate(b, 0, b.size(), rng);
+            const std::string dir = tmp_.path().toStdString() + "/sp-" + std::to_string(i);
+            fs::create_directory(dir);
+            writeAll(dir + "/tokenizer.model", b);
+            const std::string label = "tokenizer.model mutation " + std::to_string(i);
+            const Outcome o = withBudget(label, [dir](Outcome& out) {
+                auto tok = Tokenizer::load(dir);
+                out.loaded = true;
+                try {
+                    const auto ids = tok->encode("Once upon a time, Tom and Lily", true);
+                    tok->decode(ids, false);
+                    for (int64_t id = 0; id < std::min<int64_t>(tok->vocabSize(), 600); ++id) tok->tokenLabel(id);
+                } catch (const Error&) {
+                }
+            });
+            QVERIFY2(o.foreignError.empty(), (label + ": " + o.foreignError).c_str());
+            std::string why;
+            if (!o.loaded) QVERIFY2(cleanMessage(o.error, why), (label + ": " + why + ": " + o.error.substr(0, 300)).c_str());
+            fs::remove_all(dir);
+        }
+    }
+
+    void cleanupTestCase() {
+        std::printf("fuzz: %d cases, %d loaded, %d refused with a clean message\n", cases_, loaded_, refused_);
+    }
+};
+
+NNSCOPE_TEST_SUITE(TestFuzz, "test_fuzz")
+#include "test_fuzz.moc"
