@@ -61,6 +61,8 @@
 namespace nnscope {
 
 namespace {
+/// The prompt box's text on a machine with no saved prompts.
+const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
 const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
@@ -442,7 +444,7 @@ void MainWindow::readSettings() {
     lensTopK_ = std::clamp(settings.value("options/lensTopK", 5).toInt(), 1, 20);
     neurons_->setTopK(std::clamp(settings.value("options/neuronTopK", 10).toInt(), 1, 100));
     lastExportDir_ = settings.value("export/lastDir", QDir::homePath()).toString();
-    tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{"Once upon a time, there was a little girl named Lily."}).toStringList());
+    tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{kGenericPrompt}).toStringList());
     views_->setCurrentIndex(std::clamp(settings.value("view/current", 1).toInt(), 0, 3));
     worker_->setThreads(threads_);
     updateRecentMenu();
@@ -546,7 +548,9 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     const QString demo = demoModelDir();
     if (!sameModel && !demo.isEmpty() && QDir(dir).canonicalPath() == demo) {
         diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));
-        if (start_.prompts.isEmpty() && tracePanel_->prompts().join(QString()).trimmed().isEmpty()) {
+        // an empty box, or the generic prompt of a fresh machine's settings, gives way to the demo's own sentence
+        const QString typed = tracePanel_->prompts().join(QString()).trimmed();
+        if (start_.prompts.isEmpty() && (typed.isEmpty() || typed == kGenericPrompt)) {
             tracePanel_->setPrompts({demoPrompt()});
             if (start_.view.isEmpty()) start_.view = "attention";
             start_.prompts = tracePanel_->prompts();

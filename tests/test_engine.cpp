@@ -3,6 +3,8 @@
 // llama2.c reference, the invariants on every block, the two layouts of one model, left-padded batches.
 #include "core/error.h"
 #include "core/model.h"
+#include "core/safetensors.h"
+#include "core/weights.h"
 #include "core/trace.h"
 #include "manifest.h"
 #include "testutil.h"
@@ -48,6 +50,46 @@ class TestEngine : public QObject {
     std::shared_ptr<const Model> llama_, ernie_;
 
 private slots:
+    /// A model built from tensors in memory (the schema's names, a config as JSON) runs the same forward as the folder:
+    /// the logits equal Model::load's exactly, on a family with fused weights and one with learned positions; a missing
+    /// tensor and a wrong shape are refused by name.
+    void modelFromTensors_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-llama", "tiny-gpt2", "tiny-phi3", "tiny-gemma2"}) QTest::newRow(f) << QString(f);
+    }
+    void modelFromTensors() {
+        QFETCH(QString, fixture);
+        const std::string dir = test::fixture(fixture.toStdString());
+        auto folder = Model::load(dir, LoadOptions().withTokenizer(false));
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+        SafetensorsFile file(dir + "/model.safetensors");
+        std::map<std::string, torch::Tensor> tensors;
+        for (const auto& [name, entry] : file.entries()) tensors[name] = file.tensor(name).clone();
+        auto memory = Model::fromTensors(config, tensors, LoadOptions(), "two-block test model");
+        QCOMPARE(memory->config().numLayers, folder->config().numLayers);
+        c10::InferenceMode g;
+        auto ids = torch::tensor({{1, 17, 42, 99, 5, 7}}, torch::kInt64);
+        QVERIFY(torch::equal(memory->forward(ids, {}, nullptr), folder->forward(ids, {}, nullptr)));
+        // every tensor the schema names is required, with its shape
+        const auto schema = weightSchema(memory->family(), memory->config());
+        auto missing = tensors;
+        missing.erase(schema.back().name);
+        try {
+            Model::fromTensors(config, missing, LoadOptions(), "two-block test model");
+            QFAIL("a model without one of its tensors was built");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find(schema.back().name) != std::string::npos, e.what());
+        }
+        auto wrong = tensors;
+        wrong[schema.front().name] = torch::zeros({3, 3});
+        try {
+            Model::fromTensors(config, wrong, LoadOptions(), "two-block test model");
+            QFAIL("a tensor of the wrong shape was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find(schema.front().name) != std::string::npos, e.what());
+        }
+    }
+
     void initTestCase() {
         configureThreads(0);
         llama_ = Model::load(test::sharedModels() + "/stories260K-llama");
