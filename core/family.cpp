@@ -63,6 +63,13 @@ std::string Family::readAt(Value v) const {
     return s;
 }
 
+std::string Family::contributionIdentity() const {
+    const std::string a = blockNorms.afterAttention ? moduleName(Module::AttentionOutputNorm) + "(self_attn.attention_output)"
+                                                    : "self_attn.attention_output";
+    const std::string m = blockNorms.afterMlp ? moduleName(Module::MlpOutputNorm) + "(mlp.mlp_output)" : "mlp.mlp_output";
+    return "layers[i].input + " + a + " + " + m + " == layer_output";
+}
+
 bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const {
     auto no = [&](const std::string& why) {
         if (whyNot) *whyNot = why;

@@ -128,6 +128,9 @@ struct Family {
     std::string nativeValuePath(Value v, int layer) const;
     /// "read at" text with module names substituted.
     std::string readAt(Value v) const;
+    /// What the block adds to the stream, as an identity: "layers[i].input + self_attn.attention_output +
+    /// mlp.mlp_output == layer_output", or with the branch-output norms where the family has them (Gemma, OLMo 2).
+    std::string contributionIdentity() const;
     /// Whether a checkpoint of this family with config `c` computes value `v` (e.g. no q_proj on a fused family, no
     /// q_layernorm under qk_layernorm false), with the reason.
     bool hasValue(Value v, const ModelConfig& c, std::string* whyNot = nullptr) const;

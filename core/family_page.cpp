@@ -148,7 +148,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
     add(Block::Paragraph, "One block of the stack, in the order it runs (generated from families/" + f.modelType + ".cpp and config.json):");
     add(Block::Steps).items = blockSteps(f, c);
     {
-        Block& id = add(Block::Identity, "layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output");
+        Block& id = add(Block::Identity, f.contributionIdentity());
         resultsFor({"contribution_identity"}, id);
         id.missing.clear();  // the identity line shows its check only where a note names it
     }

@@ -70,7 +70,7 @@ void DiagramPanel::setModel(ModelPtr model) {
     header_->setText(QString("<b>%1</b> · %2<br>%3").arg(QString::fromStdString(f.title).toHtmlEscaped(),
                                                          QString::fromStdString(model->config().architectures.front()).toHtmlEscaped(),
                                                          chips.join(" ")));
-    identity_->setText(tr("<b>identity</b> <tt>layers[i].input + self_attn.attention_output + mlp.mlp_output == layer_output</tt>"));
+    identity_->setText(tr("<b>identity</b> <tt>%1</tt>").arg(QString::fromStdString(f.contributionIdentity()).toHtmlEscaped()));
     QStringList lines;
     for (const auto& line : f.blockFormulas) lines << QString::fromStdString(line);
     formulas_->setText(lines.join('\n'));
