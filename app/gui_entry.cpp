@@ -17,6 +17,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 namespace nnscope {
@@ -132,21 +133,23 @@ int runGui(int& argc, char** argv) {
 
     MainWindow window(options);
     window.show();
+    // The screenshot's handlers live as long as the event loop: the connections below call them after this block ends
+    // (AddressSanitizer found them called out of scope when they were locals of the block).
+    std::function<void(const QString&)> fail = [&](const QString& why) {
+        std::cerr << "nnscope gui: " << why.toStdString() << std::endl;
+        QApplication::exit(1);
+    };
+    std::function<void()> shoot = [&] {
+        QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
+            const QString error = window.saveScreenshot(screenshotPath);
+            if (!error.isEmpty()) return fail(error);
+            std::cout << screenshotPath.toStdString() << std::endl;
+            QApplication::exit(0);
+        });
+    };
     if (screenshot) {
-        auto fail = [&](const QString& why) {
-            std::cerr << "nnscope gui: " << why.toStdString() << std::endl;
-            QApplication::exit(1);
-        };
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
         QObject::connect(&window, &MainWindow::startOptionRefused, &window, [&](const QString& message) { fail(message); });
-        auto shoot = [&] {
-            QTimer::singleShot(400, &window, [&] {  // let the views lay out and draw once
-                const QString error = window.saveScreenshot(screenshotPath);
-                if (!error.isEmpty()) return fail(error);
-                std::cout << screenshotPath.toStdString() << std::endl;
-                QApplication::exit(0);
-            });
-        };
         if (patching && options.prompts.isEmpty()) {  // a patching run and no trace: shoot when the grid is there
             QObject::connect(&window, &MainWindow::patchEnded, &window, [&] {
                 if (!window.patchingView()->result()) return fail(window.patchingView()->statusLabel()->text());

@@ -25,6 +25,9 @@ std::string trim(std::string s) {
 
 std::vector<torch::indexing::TensorIndex> toTorch(const std::vector<IndexItem>& index) {
     std::vector<torch::indexing::TensorIndex> out;
+    // No reallocation: libtorch 1.13's TensorIndex move constructor copies a bool it leaves uninitialised for slices
+    // (UndefinedBehaviorSanitizer: "load of value 190 ... for type 'bool'").
+    out.reserve(index.size());
     for (const auto& it : index) {
         switch (it.kind) {
             case IndexItem::Integer: out.emplace_back(*it.start); break;

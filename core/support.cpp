@@ -36,7 +36,7 @@ std::string pythonFloat(double v) {
 
 std::string hostClass(const Family& f, Host host) {
     switch (host) {
-        case Host::Model: return f.classPrefix + "ForCausalLM";
+        case Host::Model: return f.architectures.front();  // LlamaForCausalLM, GPT2LMHeadModel, ...
         case Host::Layer: return f.classPrefix + "DecoderLayer";
         case Host::Attention: return f.classPrefix + "Attention";
         case Host::Mlp: return f.classPrefix + "MLP";
@@ -150,13 +150,14 @@ std::string printout(const Family& f, const ModelConfig& c) {
     o << "  " << mod(Module::LmHead) << linearRepr(H, c.vocabSize, false) << "\n";
     o << "  (generator): Generator(\n    (streamer): Streamer()\n  )\n";
     o << "  " << mod(Module::EmbedTokens) << "Embedding(" << c.vocabSize << ", " << H
-      << (c.padTokenId ? ", padding_idx=" + std::to_string(*c.padTokenId) : std::string()) << ")\n";
+      << (c.padTokenId ? ", padding_idx=" + std::to_string(*c.padTokenId) : std::string()) << ")\n";    if (f.positions == PositionKind::Learned)
+        o << "  " << mod(Module::PositionEmbeddings) << "Embedding(" << c.maxPositionEmbeddings << ", " << H << ")\n";
     o << "  (layers): ModuleList(\n";
     o << "    (0-" << c.numLayers - 1 << "): " << c.numLayers << " x " << hostClass(f, Host::Layer) << "(\n";
     const std::string a = "        ";
     o << "      " << mod(Module::SelfAttn) << hostClass(f, Host::Attention) << "(\n";
-    if (f.qkv == QkvLayout::FusedPerHead) {
-        o << a << mod(Module::QkvProj) << linearRepr(H, 3 * QW, c.attentionBias) << "\n";
+    if (f.qkv != QkvLayout::Separate) {
+        o << a << mod(Module::QkvProj) << linearRepr(H, QW + 2 * KW, c.attentionBias) << "\n";
     } else {
         o << a << mod(Module::QProj) << linearRepr(H, QW, c.attentionBias) << "\n";
         o << a << mod(Module::KProj) << linearRepr(H, KW, c.attentionBias) << "\n";
@@ -174,15 +175,21 @@ std::string printout(const Family& f, const ModelConfig& c) {
         if (valueInfo(v).host == Host::Attention) o << valueLine(a, v);
     o << "      )\n";
     o << "      " << mod(Module::Mlp) << hostClass(f, Host::Mlp) << "(\n";
-    if (f.mlp == MlpKind::Gated) o << a << mod(Module::GateProj) << linearRepr(H, I, c.mlpBias) << "\n";
-    o << a << mod(Module::UpProj) << linearRepr(H, I, c.mlpBias) << "\n";
+    if (f.mlp == MlpKind::GatedFused) {
+        o << a << mod(Module::GateUpProj) << linearRepr(H, 2 * I, c.mlpBias) << "\n";
+    } else {
+        if (f.mlp == MlpKind::Gated) o << a << mod(Module::GateProj) << linearRepr(H, I, c.mlpBias) << "\n";
+        o << a << mod(Module::UpProj) << linearRepr(H, I, c.mlpBias) << "\n";
+    }
     o << a << mod(Module::DownProj) << linearRepr(I, H, c.mlpBias) << "\n";
     o << a << mod(Module::ActFn) << activationRepr(c.hiddenAct) << "\n";
     for (Value v : standardValues())
         if (valueInfo(v).host == Host::Mlp) o << valueLine(a, v);
     o << "      )\n";
-    o << "      " << mod(Module::InputNorm) << normRepr(H, f.norm) << "\n";
-    o << "      " << mod(Module::PostAttentionNorm) << normRepr(H, f.norm) << "\n";
+    if (f.blockNorms.beforeAttention) o << "      " << mod(Module::InputNorm) << normRepr(H, f.norm) << "\n";
+    if (f.blockNorms.afterAttention) o << "      " << mod(Module::AttentionOutputNorm) << normRepr(H, f.norm) << "\n";
+    if (f.blockNorms.beforeMlp) o << "      " << mod(Module::PostAttentionNorm) << normRepr(H, f.norm) << "\n";
+    if (f.blockNorms.afterMlp) o << "      " << mod(Module::MlpOutputNorm) << normRepr(H, f.norm) << "\n";
     if (!f.moduleLabel(Module::LayerDropout).empty())
         o << "      " << mod(Module::LayerDropout) << "Dropout(p=" << pythonFloat(c.raw.value("hidden_dropout", 0.0))
           << ", inplace=False)\n";

@@ -677,6 +677,8 @@ void TestGui::brokenCheckpointShowsError_data() {
     QTest::newRow("config.json is not JSON") << "bad-json" << "config.json";
     QTest::newRow("unknown family") << "unknown-family" << "families/";
     QTest::newRow("truncated weights") << "truncated-weights" << "model.safetensors";
+    QTest::newRow("config nested 100,000 deep") << "deep-json" << "config.json";
+    QTest::newRow("header length one short") << "shifted-header" << "model.safetensors";
 }
 
 void TestGui::brokenCheckpointShowsError() {
@@ -696,6 +698,19 @@ void TestGui::brokenCheckpointShowsError() {
     if (broken == "truncated-weights") {
         QFile f(folder.filePath("model.safetensors"));
         QVERIFY(f.resize(f.size() / 2));
+    }
+    if (broken == "deep-json")
+        write("config.json", R"({"model_type": "llama", "x": )" + QByteArray(100000, '[') + QByteArray(100000, ']') + "}");
+    if (broken == "shifted-header") {  // the 8-byte length one less than the header: every tensor would read one byte off
+        QFile f(folder.filePath("model.safetensors"));
+        QVERIFY(f.open(QIODevice::ReadWrite));
+        QByteArray len = f.read(8);
+        quint64 n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(len[i]);
+        --n;
+        for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+        QVERIFY(f.seek(0));
+        QCOMPARE(f.write(len), qint64(8));
     }
 
     auto w = openWindow(modelDir("stories260K-llama"));

@@ -5,6 +5,8 @@
 #include "core/family.h"
 #include "core/model.h"
 #include "core/support.h"
+#include "core/weights.h"
+#include "manifest.h"
 #include "testutil.h"
 
 #include "testsuite.h"
@@ -83,6 +85,24 @@ class TestSupport : public QObject {
     std::vector<Seed> seeds_;
 
 private slots:
+    /// Every fixture family's printout names every module that owns a weight (from the weight schema, so a fused or
+    /// renamed module is printed under its own name) and no line lacks its module's name.
+    void printoutNamesEveryModule_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : test::fixtureNames(test::fixturesDir() + "/models")) QTest::newRow(f.c_str()) << QString::fromStdString(f);
+    }
+    void printoutNamesEveryModule() {
+        QFETCH(QString, fixture);
+        auto m = Model::load(test::fixture(fixture.toStdString()), LoadOptions().withTokenizer(false));
+        const std::string text = printout(*m);
+        QVERIFY2(text.find("(): ") == std::string::npos, text.c_str());
+        QVERIFY2(text.rfind(m->config().architectures.front() + "(", 0) == 0, text.c_str());
+        for (const WeightSpec& w : weightSchema(m->family(), m->config()))
+            if (w.role != Weight::ActAlphaP && w.role != Weight::ActAlphaN && w.role != Weight::ActBeta && w.role != Weight::ActEps)
+                QVERIFY2(text.find("(" + m->family().moduleLabel(w.module) + "): ") != std::string::npos,
+                         (w.name + " has no module line in:\n" + text).c_str());
+    }
+
     void initTestCase() {
         seeds_ = loadSeeds();
         QCOMPARE(seeds_.size(), size_t(4));
