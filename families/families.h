@@ -17,4 +17,8 @@ Family olmo2Family();
 Family gptNeoxFamily();
 Family gpt2Family();
 Family phi3Family();
+
+/// Reads a Llama-like config whose sliding_window, when set, applies to every layer (Mistral, Phi-3: transformers picks
+/// the sliding mask for the whole model from config.sliding_window). Throws nnscope::Error naming the key.
+void readLlamaLikeSlidingConfig(const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c);
 }  // namespace nnscope

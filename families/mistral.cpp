@@ -36,12 +36,14 @@ Family mistralFamily() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
                              {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
                              {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}});
-    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        readLlamaLikeConfig(j, file, fam, c);
-        c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
-        c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
-    };
+    f.readConfig = readLlamaLikeSlidingConfig;
     return f;
+}
+
+void readLlamaLikeSlidingConfig(const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+    readLlamaLikeConfig(j, file, fam, c);
+    c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+    c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
 }
 
 }  // namespace nnscope

@@ -68,11 +68,7 @@ Family phi3Family() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
                              {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 1},
                              {"eos_token_id", 32000}, {"pad_token_id", 32000}});
-    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        readLlamaLikeConfig(j, file, fam, c);
-        c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
-        c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
-    };
+    f.readConfig = readLlamaLikeSlidingConfig;  // Mistral's rule: sliding_window, when set, on every layer
     return f;
 }
 
