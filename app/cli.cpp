@@ -3,7 +3,9 @@
 
 #include "core/error.h"
 #include "core/edit.h"
+#include "core/attribution.h"
 #include "core/export.h"
+#include "core/generate.h"
 #include "core/patching.h"
 #include "core/safetensors.h"
 #include "core/model.h"
@@ -16,13 +18,15 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <optional>
+#include <random>
 #include <iostream>
 #include <sstream>
 
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -35,7 +39,10 @@ void printUsage() {
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
               << "                [--site layer_output|attention_output|mlp_output|head:H] [--json] [--csv FILE]\n"
-              << "  nnscope generate --model DIR --prompt TEXT --max-new-tokens N [--json]\n"
+              << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
+              << "                direct logit attribution: which block, head and neuron wrote the token\n"
+              << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
+              << "                [--top-p P] [--seed N] [--edit ...]... [--skip N]... [--steer ...]... [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
               << "  nnscope support --model DIR [--json]\n"
               << "  nnscope print --model DIR\n"
@@ -102,6 +109,17 @@ std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringLi
 
 /// A token given as text (must be one token) or as #ID.
 int64_t tokenArgument(const Model& m, const QString& text, const std::string& what) { return parseTokenArgument(m, s(text), what); }
+
+/// The --edit / --skip / --steer options trace and generate share.
+struct InterventionOptions {
+    QCommandLineOption edit{"edit", "An edit applied during the pass, PATH[INDEX] OP VALUE (see docs/INTERVENTIONS.md), e.g. "
+                                    "'layers.1.self_attn.attention_queries[:, 1] *= 2'; repeatable, applied in order. Positions count "
+                                    "from each prompt's first token (-1: its last; `new`: generated tokens).", "EDIT"};
+    QCommandLineOption skip{"skip", "Skip block N (its output is its input); repeatable or comma-separated.", "N"};
+    QCommandLineOption steer{"steer", "Steering: 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' adds FACTOR x the vector to layer_output "
+                                      "of each block in LAYERS (comma-separated) at POSITIONS (default all).", "SPEC"};
+    QStringList lines(const QCommandLineParser& p) const { return interventionLines(p.values(edit), p.values(skip), p.values(steer)); }
+};
 
 int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption clean("clean", "The clean prompt.", "TEXT");
@@ -179,12 +197,8 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption save("save", "Value path to keep, with * wildcards, or 'all'; repeatable.", "PATTERN");
     QCommandLineOption out("out", "Write the saved values to FILE (.safetensors, or .npy for one value).", "FILE");
     QCommandLineOption topk("top-k", "How many next tokens to print per prompt.", "K", "5");
-    QCommandLineOption edit("edit", "An edit applied during the pass, PATH[INDEX] OP VALUE (see docs/INTERVENTIONS.md), e.g. "
-                                    "'layers.1.self_attn.attention_queries[:, 1] *= 2'; repeatable, applied in order.", "EDIT");
-    QCommandLineOption skip("skip", "Skip block N (its output is its input); repeatable or comma-separated.", "N");
-    QCommandLineOption steer("steer", "Steering: 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' adds FACTOR x the vector to layer_output "
-                                      "of each block in LAYERS (comma-separated) at POSITIONS (default all).", "SPEC");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, edit, skip, steer});
+    InterventionOptions iv;
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, iv.edit, iv.skip, iv.steer});
     p.process(args);
     rejectStray(p);
     if (!p.isSet(prompt)) throw Error("trace needs at least one --prompt.");
@@ -201,7 +215,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     for (const auto& pat : p.values(save))
         for (const auto& key : matchValues(*model, s(pat)))
             if (std::find(opts.save.begin(), opts.save.end(), key) == opts.save.end()) opts.save.push_back(key);
-    const QStringList lines = interventionLines(p.values(edit), p.values(skip), p.values(steer));
+    const QStringList lines = iv.lines(p);
     auto edits = interventionsFromLines(*model, lines);
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
@@ -275,27 +289,171 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
 
 int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption prompt("prompt", "The prompt (empty: BOS alone).", "TEXT", "");
-    QCommandLineOption maxNew("max-new-tokens", "How many tokens to add.", "N", "32");
-    QCommandLineOption noEos("ignore-eos", "Keep going past the EOS token.");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, maxNew, noEos});
+    QCommandLineOption maxNew("max-new-tokens", "How many tokens to add (default: generation_config.json's max_new_tokens, else 32).", "N");
+    QCommandLineOption noEos("ignore-eos", "Keep going past the end-of-sequence ids.");
+    QCommandLineOption sample("sample", "Sample (temperature, top-k, top-p) instead of taking the most probable token.");
+    QCommandLineOption greedy("greedy", "Take the most probable token even where generation_config.json sets do_sample.");
+    QCommandLineOption temperature("temperature", "Sampling temperature (> 0; generation_config.json's, else 1).", "T");
+    QCommandLineOption topK("top-k", "Sample among the K most probable tokens (0: all; generation_config.json's, else 50).", "K");
+    QCommandLineOption topP("top-p", "Sample among the fewest tokens whose probability reaches P (generation_config.json's, else 1).", "P");
+    QCommandLineOption seed("seed", "The sampler's seed (the same seed gives the same text; default: a random one, printed).", "N");
+    QCommandLineOption compare("compare", "With interventions, also generate without them and print both.");
+    InterventionOptions iv;
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, maxNew, noEos, sample, greedy, temperature, topK, topP, seed, compare,
+                  iv.edit, iv.skip, iv.steer});
     p.process(args);
     rejectStray(p);
-    bool ok = false;
-    const int n = p.value(maxNew).toInt(&ok);
-    if (!ok || n < 0) throw Error("--max-new-tokens must be a non-negative integer.");
+    if (p.isSet(sample) && p.isSet(greedy)) throw Error("--sample and --greedy exclude each other.");
     auto model = loadModel(p, c);
+    GenerateOptions o = generationDefaults(*model);
+    bool ok = false;
+    if (p.isSet(maxNew)) {
+        o.maxNewTokens = p.value(maxNew).toInt(&ok);
+        if (!ok || o.maxNewTokens < 0) throw Error("--max-new-tokens must be a non-negative integer.");
+    }
+    o.stopAtEos = !p.isSet(noEos);
+    if (p.isSet(sample)) o.sample = true;
+    if (p.isSet(greedy)) o.sample = false;
+    if (p.isSet(temperature)) {
+        o.temperature = p.value(temperature).toDouble(&ok);
+        if (!ok || !(o.temperature > 0)) throw Error("--temperature must be a positive number.");
+        o.sample = o.sample || !p.isSet(greedy);
+    }
+    if (p.isSet(topK)) {
+        o.topK = p.value(topK).toLongLong(&ok);
+        if (!ok || o.topK < 0) throw Error("--top-k must be a non-negative integer.");
+        o.sample = o.sample || !p.isSet(greedy);
+    }
+    if (p.isSet(topP)) {
+        o.topP = p.value(topP).toDouble(&ok);
+        if (!ok || !(o.topP > 0 && o.topP <= 1)) throw Error("--top-p must be in (0, 1].");
+        o.sample = o.sample || !p.isSet(greedy);
+    }
+    if (p.isSet(seed)) {
+        o.seed = p.value(seed).toULongLong(&ok);
+        if (!ok) throw Error("--seed must be a non-negative integer.");
+    } else {
+        o.seed = std::random_device{}();
+    }
+    const QStringList lines = iv.lines(p);
+    auto edits = interventionsFromLines(*model, lines);
     Batch batch = encodeBatch(*model, {s(p.value(prompt))});
-    const int64_t context = model->config().maxPositionEmbeddings;
-    if (context > 0 && static_cast<int64_t>(batch.ids[0].size()) + n > context)
-        throw Error("the prompt's " + std::to_string(batch.ids[0].size()) + " tokens + --max-new-tokens " + std::to_string(n) +
-                    " exceed max_position_embeddings " + std::to_string(context) + " of " + model->dir() +
-                    "/config.json (the model was not trained on longer contexts).");
-    auto ids = generateGreedy(*model, batch.ids[0], n, !p.isSet(noEos));
-    const std::string text = model->tokenizer()->decode(ids, true);
+    GenerateOptions plain = o;
+    if (!edits->empty()) o.intervention = edits;
+    const Generation g = generate(*model, batch.ids[0], o);
+    std::optional<Generation> baseline;
+    if (p.isSet(compare) && o.intervention) baseline = generate(*model, batch.ids[0], plain);
+    const std::string text = model->tokenizer()->decode(g.ids, true);
     if (p.isSet(c.json)) {
-        std::cout << nlohmann::json{{"ids", ids}, {"text", text}}.dump() << std::endl;
+        nlohmann::json j{{"ids", g.ids}, {"text", text}, {"prompt_tokens", g.promptLength}, {"stop", g.stopReason},
+                         {"sampled", o.sample}, {"eos_token_ids", o.eosTokenIds}};
+        if (o.sample) j.update({{"seed", o.seed}, {"temperature", o.temperature}, {"top_k", o.topK}, {"top_p", o.topP}});
+        j["interventions"] = nlohmann::json::array();
+        for (const auto& line : lines) j["interventions"].push_back(s(line));
+        if (baseline) j["unedited"] = {{"ids", baseline->ids}, {"text", model->tokenizer()->decode(baseline->ids, true)}, {"stop", baseline->stopReason}};
+        std::cout << j.dump() << std::endl;
+        return 0;
+    }
+    if (baseline) {
+        std::cout << "unedited: " << model->tokenizer()->decode(baseline->ids, true) << "\nedited:   " << text << std::endl;
     } else {
         std::cout << text << std::endl;
+    }
+    if (o.sample) std::cerr << "nnscope: sampled with seed " << o.seed << " (temperature " << o.temperature << ", top-k " << o.topK
+                            << ", top-p " << o.topP << "); --seed " << o.seed << " gives this text again." << std::endl;
+    return 0;
+}
+
+int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption prompt("prompt", "The prompt.", "TEXT");
+    QCommandLineOption target("target", "The token whose logit is decomposed (text of one token, or #ID).", "TOKEN");
+    QCommandLineOption wrong("wrong", "Decompose logit(target) - logit(wrong) instead.", "TOKEN");
+    QCommandLineOption position("position", "The prompt position whose next-token logit is decomposed (default -1: the last).", "P", "-1");
+    QCommandLineOption neurons("neurons", "How many neurons (largest |share| over every block) to list.", "K", "10");
+    QCommandLineOption tokens("tokens", "For each block's attention and MLP, the K tokens it promotes and suppresses.", "K", "0");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, target, wrong, position, neurons, tokens});
+    p.process(args);
+    rejectStray(p);
+    if (!p.isSet(prompt) || !p.isSet(target)) throw Error("attribute needs --prompt and --target.");
+    bool ok = false;
+    const int64_t pos = p.value(position).toLongLong(&ok);
+    if (!ok) throw Error("--position must be an integer (negative counts from the prompt's last token).");
+    const int k = p.value(neurons).toInt(&ok);
+    if (!ok || k < 0) throw Error("--neurons must be a non-negative integer.");
+    const int kTokens = p.value(tokens).toInt(&ok);
+    if (!ok || kTokens < 0) throw Error("--tokens must be a non-negative integer.");
+    auto model = loadModel(p, c);
+    const int64_t targetId = tokenArgument(*model, p.value(target), "--target");
+    std::optional<int64_t> wrongId;
+    if (p.isSet(wrong)) wrongId = tokenArgument(*model, p.value(wrong), "--wrong");
+    TraceOptions opts;
+    opts.save = attributionValueKeys(*model);
+    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const TraceResult result = trace(*model, batch, opts);
+    const LogitAttribution a = directLogitAttribution(*model, result, 0, pos, targetId, wrongId, k);
+    auto label = [&](int64_t id) { return model->tokenizer() ? model->tokenizer()->tokenLabel(id) : "#" + std::to_string(id); };
+    auto effects = [&](const std::vector<TokenEffect>& list) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& e : list) out.push_back({{"id", e.id}, {"token", label(e.id)}, {"logit", e.logit}});
+        return out;
+    };
+    if (p.isSet(c.json)) {
+        nlohmann::json j{{"target", label(targetId)}, {"target_id", targetId}, {"position", a.position},
+                         {"token_at_position", label(batch.ids[0][static_cast<size_t>(a.position)])}, {"logit", a.logit},
+                         {"total", a.total}, {"note", a.note}};
+        if (wrongId) j.update({{"wrong", label(*wrongId)}, {"wrong_id", *wrongId}});
+        j["components"] = nlohmann::json::array();
+        for (const auto& comp : a.components) {
+            nlohmann::json cj{{"name", comp.name}, {"value", comp.value}};
+            if (kTokens > 0 && (comp.kind == AttributionComponent::Kind::Attention || comp.kind == AttributionComponent::Kind::Mlp ||
+                                comp.kind == AttributionComponent::Kind::Embed)) {
+                const int row = comp.kind == AttributionComponent::Kind::Embed ? 0
+                                : 1 + 2 * comp.layer + (comp.kind == AttributionComponent::Kind::Mlp ? 1 : 0);
+                auto [up, down] = promotedTokens(*model, a, a.streamTerms.index({row}), kTokens);
+                cj["promotes"] = effects(up);
+                cj["suppresses"] = effects(down);
+            }
+            j["components"].push_back(cj);
+        }
+        for (const auto& comp : a.topNeurons) {
+            nlohmann::json cj{{"name", comp.name}, {"value", comp.value}};
+            if (kTokens > 0) {
+                auto [up, down] = promotedTokens(*model, a, neuronStreamVector(*model, result, a, 0, comp.layer, comp.index), kTokens);
+                cj["promotes"] = effects(up);
+                cj["suppresses"] = effects(down);
+            }
+            j["components"].push_back(cj);
+        }
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    std::printf("%s at position %lld (after \"%s\"): %.6g\n",
+                wrongId ? ("logit(\"" + label(targetId) + "\") - logit(\"" + label(*wrongId) + "\")").c_str()
+                        : ("logit(\"" + label(targetId) + "\")").c_str(),
+                static_cast<long long>(a.position), label(batch.ids[0][static_cast<size_t>(a.position)]).c_str(), a.logit);
+    std::printf("components add up to %.6g. %s\n\n", a.total, a.note.c_str());
+    for (const auto& comp : a.components) {
+        if (comp.kind == AttributionComponent::Kind::Head) continue;
+        std::printf("  %-40s %12.5g", comp.name.c_str(), comp.value);
+        if (comp.kind == AttributionComponent::Kind::Attention) {
+            const torch::Tensor h = a.heads.index({comp.layer});
+            const int64_t best = h.abs().argmax().item<int64_t>();
+            std::printf("   (head %lld: %.4g)", static_cast<long long>(best), h[best].item<double>());
+        }
+        if (kTokens > 0 && comp.kind != AttributionComponent::Kind::Bias) {
+            const int row = comp.kind == AttributionComponent::Kind::Embed ? 0
+                            : 1 + 2 * comp.layer + (comp.kind == AttributionComponent::Kind::Mlp ? 1 : 0);
+            auto [up, down] = promotedTokens(*model, a, a.streamTerms.index({row}), kTokens);
+            std::printf("   +");
+            for (const auto& e : up) std::printf(" %s", label(e.id).c_str());
+            std::printf("   -");
+            for (const auto& e : down) std::printf(" %s", label(e.id).c_str());
+        }
+        std::printf("\n");
+    }
+    if (!a.topNeurons.empty()) {
+        std::printf("\ntop neurons:\n");
+        for (const auto& comp : a.topNeurons) std::printf("  %-40s %12.5g\n", comp.name.c_str(), comp.value);
     }
     return 0;
 }
@@ -381,6 +539,7 @@ int runCli(const QStringList& arguments) {
         if (command == "train-demo") return runTrainDemoCommand(args);
         if (command == "family") return runFamilyCommand(args);
         if (command == "patch") return cmdPatch(p, c, args);
+        if (command == "attribute") return cmdAttribute(p, c, args);
     } catch (const Error& e) {
         return fail(e.what());
     } catch (const c10::Error& e) {

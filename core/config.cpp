@@ -142,7 +142,8 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     c.hiddenAct = getString(j, "hidden_act", "silu", file);
     c.tieWordEmbeddings = getBool(j, "tie_word_embeddings", false, file);
     c.bosTokenId = optInt(j, "bos_token_id", file);
-    c.eosTokenId = optInt(j, "eos_token_id", file);
+    c.eosTokenIds = optIntList(j, "eos_token_id", file);
+    if (!c.eosTokenIds.empty()) c.eosTokenId = c.eosTokenIds.front();
     c.padTokenId = optInt(j, "pad_token_id", file);
     c.dtype = getString(j, "dtype", getString(j, "torch_dtype", "float32", file), file);
     c.rope = readRope(j, file, c.maxPositionEmbeddings);
@@ -173,6 +174,40 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     if (!std::isfinite(c.normEps) || c.normEps < 0) throw keyError(file, epsKey, "must be a finite number >= 0.");
     c.attentionScaling = 1.0 / std::sqrt(static_cast<double>(c.headDim));  // eager_attention_forward's head_dim ** -0.5
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
+}
+
+std::vector<int64_t> optIntList(const json& j, const std::string& key, const std::string& file) {
+    std::vector<int64_t> out;
+    if (!j.contains(key) || j[key].is_null()) return out;
+    const json& v = j[key];
+    auto one = [&](const json& x) {
+        if (x.is_number_integer() && !(x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) &&
+            x.get<int64_t>() >= 0)
+            return x.get<int64_t>();
+        throw keyError(file, key, "must be a token id or a list of token ids, not " + jsonExcerpt(v) + ".");
+    };
+    if (v.is_array()) {
+        for (const json& x : v) out.push_back(one(x));
+    } else {
+        out.push_back(one(v));
+    }
+    return out;
+}
+
+GenerationConfig readGenerationConfig(const json& j, const std::string& file) {
+    GenerationConfig g;
+    g.present = true;
+    g.eosTokenIds = optIntList(j, "eos_token_id", file);
+    g.doSample = getBool(j, "do_sample", false, file);
+    g.temperature = optDouble(j, "temperature", file).value_or(1.0);
+    g.topK = optInt(j, "top_k", file).value_or(50);
+    g.topP = optDouble(j, "top_p", file).value_or(1.0);
+    g.maxNewTokens = optInt(j, "max_new_tokens", file);
+    if (!std::isfinite(g.temperature) || g.temperature <= 0) throw keyError(file, "temperature", "must be a positive number.");
+    if (g.topK < 0) throw keyError(file, "top_k", "must be >= 0.");
+    if (!std::isfinite(g.topP) || g.topP <= 0 || g.topP > 1) throw keyError(file, "top_p", "must be in (0, 1].");
+    if (g.maxNewTokens && *g.maxNewTokens < 0) throw keyError(file, "max_new_tokens", "must be >= 0.");
+    return g;
 }
 
 std::vector<bool> readLayerTypes(const json& j, const std::string& file, int64_t numLayers) {

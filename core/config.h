@@ -27,6 +27,17 @@ struct RopeConfig {
     std::string sourceStyle;  ///< "rope_parameters", "rope_scaling" or "rope_theta" (which keys were read)
 };
 
+/// generation_config.json, as transformers' GenerationConfig reads it (its defaults where a key is absent).
+struct GenerationConfig {
+    bool present = false;                  ///< the folder has a generation_config.json
+    std::vector<int64_t> eosTokenIds;      ///< eos_token_id (one id or a list); empty: config.json's ids apply
+    bool doSample = false;                 ///< do_sample: sample instead of taking the argmax
+    double temperature = 1.0;              ///< temperature: logits are divided by it before sampling
+    int64_t topK = 50;                     ///< top_k: keep the k most probable tokens (0: all)
+    double topP = 1.0;                     ///< top_p: keep the smallest set whose probability reaches p (1: all)
+    std::optional<int64_t> maxNewTokens;   ///< max_new_tokens
+};
+
 /// The resolved configuration the forward pass reads (step two of reading config.json: step one is the raw
 /// JSON, kept in `raw`, with the family's documented defaults filled in for missing keys).
 struct ModelConfig {
@@ -48,7 +59,11 @@ struct ModelConfig {
     bool oProjBias = false;          ///< o_proj carries a bias
     bool mlpBias = false;            ///< MLP projections carry biases
     bool qkNorm = false;             ///< per-head norms of queries and keys
-    std::optional<int64_t> bosTokenId, eosTokenId, padTokenId;
+    std::optional<int64_t> bosTokenId, eosTokenId, padTokenId;  ///< eosTokenId: the first of eosTokenIds
+    /// Every id config.json gives as eos_token_id (one id or a list, e.g. Llama 3's [128001, 128008, 128009]).
+    std::vector<int64_t> eosTokenIds;
+    /// generation_config.json's defaults where the folder has one (Model::load reads it).
+    GenerationConfig generation;
     std::string dtype;               ///< torch_dtype / dtype the checkpoint was saved in ("float32", "bfloat16", ...)
     RopeConfig rope;
     /// The rotary of sliding-window layers where it differs from `rope` (Gemma 3's rope_local_base_freq).
@@ -103,6 +118,12 @@ void readCommon(const nlohmann::json& j, const std::string& file, const std::str
 /// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
 /// Throws nnscope::Error naming the key when it is malformed.
 std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);
+/// An id or a list of ids (eos_token_id): empty when the key is absent or null. Throws nnscope::Error naming the
+/// key for anything else (a negative id, a string).
+std::vector<int64_t> optIntList(const nlohmann::json& j, const std::string& key, const std::string& file);
+/// Reads generation_config.json's object `j` (named `file` in messages): eos_token_id, do_sample, temperature, top_k,
+/// top_p, max_new_tokens. Throws nnscope::Error naming the key and the file for a wrong type or range.
+GenerationConfig readGenerationConfig(const nlohmann::json& j, const std::string& file);
 /// Resolves the rotary parameters from either config style (see RopeConfig). Throws nnscope::Error for an unknown
 /// rope type, missing parameters, rope_theta <= 0 or partial_rotary_factor outside (0, 1].
 RopeConfig readRope(const nlohmann::json& j, const std::string& file, int64_t maxPositionEmbeddings);

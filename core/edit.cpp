@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 namespace nnscope {
@@ -32,10 +33,65 @@ std::vector<torch::indexing::TensorIndex> toTorch(const std::vector<IndexItem>& 
         switch (it.kind) {
             case IndexItem::Integer: out.emplace_back(*it.start); break;
             case IndexItem::Ellipsis: out.emplace_back(torch::indexing::Ellipsis); break;
+            case IndexItem::New:  // without PassPositions there are no generated positions: an empty selection
+                out.emplace_back(torch::indexing::Slice(std::numeric_limits<int64_t>::max(), c10::nullopt));
+                break;
             case IndexItem::Slice:
                 out.emplace_back(torch::indexing::Slice(it.start ? c10::optional<int64_t>(*it.start) : c10::nullopt,
                                                         it.stop ? c10::optional<int64_t>(*it.stop) : c10::nullopt));
                 break;
+        }
+    }
+    return out;
+}
+
+bool isPositionAxis(const char* name) {
+    const std::string n = name;
+    return n == "seq" || n == "query" || n == "key";
+}
+
+/// The value axis each index item selects on (-1 for "..." and for items past the value's axes): items before "..."
+/// count from the first axis, items after it from the last.
+std::vector<int> indexAxes(const std::vector<IndexItem>& index, size_t numAxes) {
+    std::vector<int> out(index.size(), -1);
+    size_t ellipsis = index.size();
+    for (size_t k = 0; k < index.size(); ++k)
+        if (index[k].kind == IndexItem::Ellipsis) {
+            ellipsis = k;
+            break;
+        }
+    for (size_t k = 0; k < ellipsis; ++k)
+        if (k < numAxes) out[k] = static_cast<int>(k);
+    for (size_t k = ellipsis + 1; k < index.size(); ++k) {
+        const int64_t fromEnd = static_cast<int64_t>(index.size() - k);
+        const int64_t axis = static_cast<int64_t>(numAxes) - fromEnd;
+        if (axis >= 0) out[k] = static_cast<int>(axis);
+    }
+    return out;
+}
+
+/// The index with every position item counted from a row whose prompt starts at `pad` and has `length` tokens (see
+/// PassPositions). `*empty` is set when a `new` item selects nothing (no generated positions in a pass of `seq`).
+std::vector<IndexItem> promptRelative(const std::vector<IndexItem>& index, const std::vector<int>& axes, const ValueInfo& info,
+                                      int64_t pad, int64_t length, int64_t seq, bool* empty) {
+    std::vector<IndexItem> out = index;
+    auto at = [&](int64_t v) { return v >= 0 ? pad + v : pad + length + v; };
+    for (size_t k = 0; k < out.size(); ++k) {
+        if (axes[k] < 0 || !isPositionAxis(info.axes[static_cast<size_t>(axes[k])])) continue;
+        IndexItem& it = out[k];
+        switch (it.kind) {
+            case IndexItem::Integer: it.start = at(*it.start); break;
+            case IndexItem::Slice:
+                if (it.start) it.start = at(*it.start);  // ':' stays the whole axis (padding included: it is masked anyway)
+                if (it.stop) it.stop = at(*it.stop);
+                break;
+            case IndexItem::New:
+                it.kind = IndexItem::Slice;
+                it.start = pad + length;
+                it.stop.reset();
+                if (pad + length >= seq) *empty = true;
+                break;
+            case IndexItem::Ellipsis: break;
         }
     }
     return out;
@@ -66,6 +122,8 @@ std::vector<IndexItem> parseIndex(const std::string& text, const std::string& ed
         IndexItem it;
         if (item == "...") {
             it.kind = IndexItem::Ellipsis;
+        } else if (item == "new") {
+            it.kind = IndexItem::New;
         } else if (item.find(':') != std::string::npos) {
             it.kind = IndexItem::Slice;
             const std::string a = trim(item.substr(0, item.find(':'))), b = trim(item.substr(item.find(':') + 1));
@@ -119,6 +177,13 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
     }
     e.key = parseValuePath(model, path);
     const ValueInfo& info = valueInfo(e.key.value);
+    {
+        const std::vector<int> axes = indexAxes(e.index, info.axes.size());
+        for (size_t k = 0; k < e.index.size(); ++k)
+            if (e.index[k].kind == IndexItem::New && (axes[k] < 0 || !isPositionAxis(info.axes[static_cast<size_t>(axes[k])])))
+                throw Error("edit '" + text + "': 'new' selects generated positions; it goes on an axis named seq, query or key of " +
+                            path + " (" + layoutString(info) + ").");
+    }
     if (info.readOnly)
         throw Error("edit '" + text + "': " + path + " is read-only (" + info.description + ")" +
                     (e.key.value == Value::NextTokenProbs ? "; edit the logits instead." : "; it describes the pass, nothing reads it."));
@@ -168,11 +233,26 @@ std::string Edit::describe(const Model& model) const {
     return text;
 }
 
-torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path) {
-    const auto idx = toTorch(e.index);
+namespace {
+
+/// The mean of `t` over its batch and position (seq, query) axes, expanded back to t's shape: mean-ablation's operand.
+torch::Tensor passMean(const Edit& e, const torch::Tensor& t) {
+    const ValueInfo& info = valueInfo(e.key.value);
+    std::vector<int64_t> dims;
+    for (size_t a = 0; a < info.axes.size() && a < static_cast<size_t>(t.dim()); ++a) {
+        const std::string n = info.axes[a];
+        if (n == "batch" || n == "seq" || n == "query") dims.push_back(static_cast<int64_t>(a));
+    }
+    return t.to(torch::kFloat32).mean(dims, /*keepdim=*/true).expand_as(t).to(t.scalar_type());
+}
+
+/// applyEdit with the index given apart (`index`) and, for a `mean` operand, the pass mean of t's shape.
+torch::Tensor applyEditIndexed(const Edit& e, const std::vector<IndexItem>& index, const torch::Tensor& t, const std::string& path,
+                               const torch::Tensor& mean) {
+    const auto idx = toTorch(index);
     torch::Tensor sel;
     try {
-        sel = e.index.empty() ? t : t.index(idx);
+        sel = index.empty() ? t : t.index(idx);
     } catch (const c10::Error& err) {
         throw Error("edit '" + e.text + "': the index does not fit " + path + " of shape " + shapeStr(t) + " (" +
                     err.what_without_backtrace() + ").");
@@ -185,14 +265,8 @@ torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string
         case Edit::Operand::Tensor: operand = (e.tensor * e.scalar).to(sel.scalar_type()); break;
         case Edit::Operand::Mean: {
             // mean over the batch and position axes of the whole value, then the same selection
-            const ValueInfo& info = valueInfo(e.key.value);
-            std::vector<int64_t> dims;
-            for (size_t a = 0; a < info.axes.size() && a < static_cast<size_t>(t.dim()); ++a) {
-                const std::string n = info.axes[a];
-                if (n == "batch" || n == "seq" || n == "query") dims.push_back(static_cast<int64_t>(a));
-            }
-            auto m = t.to(torch::kFloat32).mean(dims, /*keepdim=*/true).expand_as(t).to(t.scalar_type());
-            operand = e.index.empty() ? m : m.index(idx);
+            const torch::Tensor m = mean.defined() ? mean : passMean(e, t);
+            operand = index.empty() ? m : m.index(idx);
             break;
         }
     }
@@ -213,9 +287,76 @@ torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string
         throw Error("edit '" + e.text + "': the operand of shape " + shapeStr(operand) + " does not broadcast to the selection " +
                     shapeStr(sel) + " of " + path + ".");
     }
-    if (e.index.empty()) return updated.to(t.scalar_type());
+    if (index.empty()) return updated.to(t.scalar_type());
     torch::Tensor out = t.clone();  // never write into the pass's own tensor: it may be shared or read-only
     out.index_put_(idx, updated.to(t.scalar_type()));
+    return out;
+}
+
+}  // namespace
+
+torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path) {
+    return applyEditIndexed(e, e.index, t, path, torch::Tensor());
+}
+
+PassPositions PassPositions::ofPrompts(const std::vector<int64_t>& lengths, int64_t seq) {
+    PassPositions p;
+    for (int64_t n : lengths) {
+        p.padding.push_back(seq - n);
+        p.promptLength.push_back(n);
+    }
+    return p;
+}
+
+torch::Tensor applyEditAt(const Edit& e, const torch::Tensor& t, const std::string& path, const PassPositions& positionsIn) {
+    const ValueInfo& info = valueInfo(e.key.value);
+    const std::vector<int> axes = indexAxes(e.index, info.axes.size());
+    bool positional = false;
+    for (size_t k = 0; k < e.index.size(); ++k)
+        positional |= axes[k] >= 0 && isPositionAxis(info.axes[static_cast<size_t>(axes[k])]) && e.index[k].kind != IndexItem::Ellipsis;
+    if (!positional || t.dim() == 0 || info.axes.empty() || std::string(info.axes[0]) != "batch") return applyEdit(e, t, path);
+    const int64_t rows = t.size(0);
+    // the position axis's length (every position axis of a value spans the same tokens)
+    int64_t seq = 0;
+    for (size_t a = 0; a < info.axes.size() && static_cast<int64_t>(a) < t.dim(); ++a)
+        if (isPositionAxis(info.axes[a])) seq = t.size(static_cast<int64_t>(a));
+    PassPositions positions = positionsIn;
+    if (static_cast<int64_t>(positions.padding.size()) != rows) positions = PassPositions::ofPrompts(std::vector<int64_t>(static_cast<size_t>(rows), seq), seq);
+    // rows selected by the batch item
+    std::vector<bool> selected(static_cast<size_t>(rows), true);
+    if (!e.index.empty() && axes[0] == 0) {
+        const IndexItem& b = e.index[0];
+        auto norm = [&](int64_t v) { return v < 0 ? v + rows : v; };
+        for (int64_t r = 0; r < rows; ++r) {
+            if (b.kind == IndexItem::Integer) selected[static_cast<size_t>(r)] = norm(*b.start) == r;
+            else if (b.kind == IndexItem::Slice)
+                selected[static_cast<size_t>(r)] = r >= (b.start ? norm(*b.start) : 0) && r < (b.stop ? norm(*b.stop) : rows);
+        }
+        if (b.kind == IndexItem::Integer && (norm(*b.start) < 0 || norm(*b.start) >= rows))
+            throw Error("edit '" + e.text + "': row " + std::to_string(*b.start) + " is outside the batch of " + std::to_string(rows) +
+                        " prompt(s) of " + path + ".");
+    }
+    // rows whose prompts sit alike share one translated index
+    std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups;
+    for (int64_t r = 0; r < rows; ++r)
+        if (selected[static_cast<size_t>(r)]) groups[{positions.padding[static_cast<size_t>(r)], positions.promptLength[static_cast<size_t>(r)]}].push_back(r);
+    const torch::Tensor mean = e.operand == Edit::Operand::Mean ? passMean(e, t) : torch::Tensor();
+    if (groups.size() == 1 && static_cast<int64_t>(groups.begin()->second.size()) == rows) {
+        bool empty = false;
+        auto index = promptRelative(e.index, axes, info, groups.begin()->first.first, groups.begin()->first.second, seq, &empty);
+        return empty ? t : applyEditIndexed(e, index, t, path, mean);
+    }
+    torch::Tensor out = t.clone();
+    for (const auto& [where, members] : groups) {
+        bool empty = false;
+        auto index = promptRelative(e.index, axes, info, where.first, where.second, seq, &empty);
+        if (empty) continue;
+        if (!index.empty() && axes[0] == 0) index[0] = IndexItem{};  // the rows are chosen here
+        const torch::Tensor rowIds = torch::tensor(members, torch::kInt64);
+        const torch::Tensor part = applyEditIndexed(e, index, t.index_select(0, rowIds), path,
+                                                    mean.defined() ? mean.index_select(0, rowIds) : torch::Tensor());
+        out.index_copy_(0, rowIds, part);
+    }
     return out;
 }
 
@@ -270,7 +411,7 @@ void EditList::apply(Value v, int layer, torch::Tensor& t) const {
     if (skipped && v == Value::LayerInput) skippedInputs_[layer] = t;
     for (const auto& e : edits_)
         if (e.key.value == v && e.key.layer == layer)
-            t = applyEdit(e, t, std::string(valueInfo(v).name) + (layer >= 0 ? " of block " + std::to_string(layer) : ""));
+            t = applyEditAt(e, t, std::string(valueInfo(v).name) + (layer >= 0 ? " of block " + std::to_string(layer) : ""), positions_);
     if (skipped && v == Value::LayerOutput) t = skippedInputs_.at(layer);
 }
 

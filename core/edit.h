@@ -14,6 +14,16 @@ namespace nnscope {
 
 class Model;
 
+/// Where each row's own prompt sits in a pass, so that the positions an edit names are the prompt's own: position 0 is
+/// the prompt's first real token (after any left padding), -1 its last (not the last generated token), and `new` every
+/// position after the prompt (the tokens generation adds). One entry per row of the batch.
+struct PassPositions {
+    std::vector<int64_t> padding;       ///< left-padding tokens before the row's first real token
+    std::vector<int64_t> promptLength;  ///< the row's prompt tokens (the rest of the row, if any, was generated)
+    /// The positions of a batch whose rows are whole prompts: padding = seq - length, promptLength = length.
+    static PassPositions ofPrompts(const std::vector<int64_t>& lengths, int64_t seq);
+};
+
 /// Changes values during a forward pass (nnsight semantics: an edit to a value changes what the rest of the
 /// pass computes from it). Applied by the trace before the value is saved, so a saved value shows the edit.
 class Intervention {
@@ -23,14 +33,16 @@ public:
     virtual void apply(Value v, int layer, torch::Tensor& t) const = 0;
     /// Whether any edit targets this value (fast path: most values are untouched).
     virtual bool touches(Value v, int layer) const = 0;
-    /// Called once when a pass starts (state such as a skipped block's input is reset).
-    virtual void begin() const {}
+    /// Called once when a pass starts, with where each row's prompt sits (state such as a skipped block's input is
+    /// reset).
+    virtual void begin(const PassPositions& positions) const { (void)positions; }
 };
 
 /// One item of an index: an integer (negative counts from the end), a slice start:stop (either may be
-/// absent), or "..." (every remaining axis).
+/// absent), "..." (every remaining axis), or `new` (on a position axis: every position after the prompt, the tokens
+/// generation adds; nothing in a plain trace).
 struct IndexItem {
-    enum Kind { Integer, Slice, Ellipsis } kind = Slice;
+    enum Kind { Integer, Slice, Ellipsis, New } kind = Slice;
     std::optional<int64_t> start, stop;  ///< Integer uses start
 };
 
@@ -41,6 +53,8 @@ struct IndexItem {
 ///   OP       `=` (set), `+=` (add), `-=`, `*=` (scale), `/=`
 ///   OPERAND  a number, `@file.npy` (a tensor, broadcast to the selection), `N * @file.npy`, or `mean`
 ///            (the selection's mean over the batch and seq/query axes of this pass: mean-ablation).
+/// Positions (axes seq, query, key) are the prompt's own in every row of a left-padded batch: 0 is the row's first
+/// real token, -1 its prompt's last; `new` selects the generated positions (PassPositions).
 /// Examples: `layers.1.self_attn.attention_queries[:, 1] *= 2`, `layers.3.layer_output[0, -1] += 4 * @v.npy`,
 /// `layers.0.mlp.mlp_neurons[:, :, 5] = 0`, `layers.2.self_attn.attention_head_outputs[:, :, 3] = mean`.
 struct Edit {
@@ -71,7 +85,8 @@ public:
     void skipLayer(int layer) { skipped_.push_back(layer); }
     /// Replaces `key`'s value at `index` with `source` (already indexed the same way): activation patching.
     void patch(const ValueKey& key, std::vector<IndexItem> index, torch::Tensor source);
-    /// Steering: add factor × vector to layer_output of `layer` at `positions` (all positions when empty).
+    /// Steering: add factor × vector to layer_output of `layer` at `positions` (all positions when empty; each counts
+    /// from the prompt as PassPositions says, so a batch steers each prompt at its own position).
     void steer(int layer, const torch::Tensor& vector, double factor, const std::vector<int64_t>& positions = {});
 
     bool empty() const { return edits_.empty() && skipped_.empty(); }
@@ -80,12 +95,16 @@ public:
 
     void apply(Value v, int layer, torch::Tensor& t) const override;
     bool touches(Value v, int layer) const override;
-    void begin() const override { skippedInputs_.clear(); }
+    void begin(const PassPositions& positions) const override {
+        skippedInputs_.clear();
+        positions_ = positions;
+    }
 
 private:
     std::vector<Edit> edits_;
     std::vector<int> skipped_;
     mutable std::map<int, torch::Tensor> skippedInputs_;
+    mutable PassPositions positions_;
 };
 
 /// Adds one intervention written as text to `list`, the syntax the window's Interventions list and the command line
@@ -106,8 +125,13 @@ std::string headAblationEdit(const Model& model, int layer, int head, bool mean)
 /// reads) set to 0 or to its mean. Throws nnscope::Error when the block or neuron is out of range.
 std::string neuronAblationEdit(const Model& model, int layer, int64_t neuron, bool mean);
 
-/// Applies one edit to `t` out of place. Throws nnscope::Error when the index does not fit the value's shape
-/// or the operand does not broadcast to the selection (both shapes are printed).
+/// Applies one edit to `t` out of place, with the index's positions as written (counted on the tensor's own axes).
+/// Throws nnscope::Error when the index does not fit the value's shape or the operand does not broadcast to the
+/// selection (both shapes are printed).
 torch::Tensor applyEdit(const Edit& e, const torch::Tensor& t, const std::string& path);
+/// Applies one edit to `t` [batch, ...] with its positions counted from each row's prompt (PassPositions): rows whose
+/// prompts sit alike are edited together, the others row by row. `mean` operands average over the whole pass first.
+/// An empty `positions` means the rows are the prompts, unpadded. Throws as applyEdit.
+torch::Tensor applyEditAt(const Edit& e, const torch::Tensor& t, const std::string& path, const PassPositions& positions);
 
 }  // namespace nnscope

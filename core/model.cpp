@@ -7,6 +7,7 @@
 #include "model.h"
 
 #include "error.h"
+#include "jsonfile.h"
 #include "weights.h"
 
 #include <torch/torch.h>
@@ -166,6 +167,8 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
     resolveModelConfig(raw, dir + "/config.json");  // config errors (an unknown family) before any weight file is opened
     auto m = build(raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
     m->dir_ = dir;
+    const std::string generationFile = dir + "/generation_config.json";
+    if (auto g = readOptionalJsonObjectFile(generationFile, kConfigMaxBytes)) m->config_.generation = cfg::readGenerationConfig(*g, generationFile);
     if (options.loadTokenizer) {
         try {
             m->tokenizer_ = Tokenizer::load(dir);
@@ -529,7 +532,7 @@ torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
     return hiddenStates;
 }
 
-torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache) const {
+torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache, bool lastOnly) const {
     if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(0) != 1 || inputIdsIn.size(1) == 0)
         throw Error("a cached pass takes one row of input_ids [1, seq], got " +
                     (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
@@ -552,7 +555,7 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
     torch::Tensor sliding;
     if (config_.slidingWindow > 0)
         sliding = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
-    auto logits = decode(embed(inputIds), positions, mask, sliding, nullptr, &cache);
+    auto logits = decode(embed(inputIds), positions, mask, sliding, nullptr, &cache, lastOnly);
     cache.length = total;
     return logits;
 }
@@ -573,7 +576,7 @@ std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& ro
 }
 
 torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
-                            const torch::Tensor& slidingMask, Taps* taps, KvCache* cache) const {
+                            const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly) const {
     const Family& f = *family_;
     const BlockNorms& bn = f.blockNorms;
     BlockInputs full{{}, {}, fullMask}, sliding{{}, {}, slidingMask};
@@ -629,6 +632,7 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
         tapValue(taps, Value::LayerOutput, i, hiddenStates);
     }
     if (taps && !taps->beforeLayer(static_cast<int>(config_.numLayers))) throw Cancelled{};
+    if (lastOnly) hiddenStates = hiddenStates.narrow(1, hiddenStates.size(1) - 1, 1);
     hiddenStates = finalNorm(hiddenStates);
     tapValue(taps, Value::FinalNormOutput, -1, hiddenStates);
     auto logits = torch::linear(hiddenStates, lmHead_);

@@ -89,6 +89,9 @@ public:
     /// GPT-2's learned position embeddings (wpe), [max_position_embeddings, hidden_size]; undefined elsewhere.
     const torch::Tensor& positionEmbeddings() const { return positionEmbed_; }
     const torch::Tensor& lmHead() const { return lmHead_; }
+    /// The final norm's weight [hidden_size] and bias (undefined where the family's norm has none), compute dtype.
+    const torch::Tensor& finalNormWeight() const { return finalNorm_; }
+    const torch::Tensor& finalNormBias() const { return finalNormBias_; }
     /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
     bool headTied() const { return tied_; }
     const RopeTables& rope() const { return rope_; }
@@ -104,8 +107,10 @@ public:
     /// The same pass for one unpadded row continuing what `cache` holds: inputIds int64 [1, seq] sit at positions
     /// cache.length ... cache.length + seq - 1, attend to the cached tokens and themselves, and are appended to the
     /// cache. Returns the logits [1, seq, vocab_size] of the new tokens (equal to the full pass's last seq rows, up
-    /// to float rounding). Throws nnscope::Error on a batch of more than one row or a cache of another model.
-    torch::Tensor forwardCached(const torch::Tensor& inputIds, KvCache& cache) const;
+    /// to float rounding). With `lastOnly` only the last new token's logits are computed ([1, 1, vocab_size]): what
+    /// generation reads, without the vocab_size x hidden_size product for every prompt token. Throws nnscope::Error on
+    /// a batch of more than one row or a cache of another model.
+    torch::Tensor forwardCached(const torch::Tensor& inputIds, KvCache& cache, bool lastOnly = false) const;
 
     /// The logit lens: lm_head(norm(hidden)), hidden [..., hidden_size] -> [..., vocab_size] (compute dtype). No final
     /// logit soft-capping (Gemma 2), as nnterp's project_on_vocab.
@@ -142,7 +147,7 @@ private:
     /// The decoder from the embeddings to the logits (shared by forward and forwardCached). `fullMask`, `slidingMask`:
     /// the additive masks of full and sliding-window layers (the latter undefined when no layer slides).
     torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
-                         const torch::Tensor& slidingMask, Taps* taps, KvCache* cache) const;
+                         const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly = false) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
     /// embed_tokens' output [b, s, hidden_size] (Gemma's scale included).
     torch::Tensor embed(const torch::Tensor& inputIds) const;

@@ -2,6 +2,7 @@
 #include "trace.h"
 
 #include "edit.h"
+#include "generate.h"
 #include "error.h"
 
 #include <torch/torch.h>
@@ -277,7 +278,16 @@ TraceResult trace(const Model& model, const Batch& batch, const TraceOptions& op
     TraceResult result;
     result.batch = batch;
     TraceTaps taps(model, options);
-    if (options.intervention) options.intervention->begin();
+    if (options.intervention) {
+        const int64_t seq = batch.inputIds.size(1);
+        PassPositions positions;
+        for (size_t r = 0; r < batch.ids.size(); ++r) {
+            const int64_t length = static_cast<int64_t>(batch.ids[r].size());
+            positions.padding.push_back(seq - length);
+            positions.promptLength.push_back(r < options.promptLengths.size() ? std::min(options.promptLengths[r], length) : length);
+        }
+        options.intervention->begin(positions);
+    }
     model.forward(batch.inputIds, batch.attentionMask, &taps);
     const ValueKey probsKey{Value::NextTokenProbs, -1};
     result.nextTokenProbs = taps.saved_.at(probsKey);
@@ -306,22 +316,16 @@ std::vector<std::vector<TokenProb>> topK(const Model& model, const torch::Tensor
 
 std::vector<int64_t> generateGreedy(const Model& model, const std::vector<int64_t>& ids, int maxNewTokens, bool stopAtEos,
                                     const std::atomic<bool>* cancel) {
-    c10::InferenceMode guard;
+    GenerateOptions o;
+    o.maxNewTokens = maxNewTokens;
+    o.stopAtEos = stopAtEos;
+    o.eosTokenIds = stopTokenIds(model);
+    o.cancel = cancel;
+    o.sample = false;
     if (ids.empty()) throw Error("generate needs at least one token to start from.");
-    std::vector<int64_t> out = ids;
-    const auto eos = model.config().eosTokenId;
-    // The prompt once, then one token per step against the key/value cache (transformers' generate with use_cache).
-    KvCache cache;
-    torch::Tensor input = torch::tensor(out, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
-    for (int step = 0; step < maxNewTokens; ++step) {
-        if (cancel && cancel->load()) throw Cancelled{};
-        const torch::Tensor logits = model.forwardCached(input, cache);
-        const int64_t next = logits.index({0, -1}).argmax().item<int64_t>();
-        out.push_back(next);
-        if (stopAtEos && eos && next == *eos) break;
-        input = torch::tensor({next}, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);
-    }
-    return out;
+    const int64_t context = model.config().maxPositionEmbeddings;  // callers before generate() stopped at the context
+    if (context > 0) o.maxNewTokens = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(maxNewTokens, context - static_cast<int64_t>(ids.size()))));
+    return generate(model, ids, o).ids;
 }
 
 int64_t parseTokenArgument(const Model& m, const std::string& text, const std::string& what) {

@@ -57,6 +57,9 @@ struct TraceOptions {
     std::shared_ptr<const Intervention> intervention;  ///< edits applied during the pass (may be null)
     std::function<void(int done, int total)> progress;  ///< called before each block (done = blocks finished)
     const std::atomic<bool>* cancel = nullptr;       ///< when set to true, the pass stops within one block
+    /// Per row, how many of its tokens are the prompt (the rest were generated): the positions interventions name
+    /// count from the prompt (PassPositions). Empty: every row is all prompt.
+    std::vector<int64_t> promptLengths;
 };
 
 /// The result of one trace: the saved values and the next-token distribution.
@@ -81,8 +84,9 @@ struct TokenProb {
 /// The k most probable next tokens of each row of probs [batch, vocab].
 std::vector<std::vector<TokenProb>> topK(const Model& model, const torch::Tensor& probs, int k);
 
-/// Greedy decoding (argmax, no sampling) of up to `maxNewTokens` tokens after `ids`; stops early at EOS when
-/// `stopAtEos`. Returns the prompt's ids followed by the new ones.
+/// Greedy decoding (argmax, no sampling) of up to `maxNewTokens` tokens after `ids` (fewer where the context ends);
+/// stops early at any end-of-sequence id (stopTokenIds, core/generate.h) when `stopAtEos`. Returns the prompt's ids
+/// followed by the new ones. generate() (core/generate.h) samples and applies interventions too.
 std::vector<int64_t> generateGreedy(const Model& model, const std::vector<int64_t>& ids, int maxNewTokens, bool stopAtEos = true,
                                     const std::atomic<bool>* cancel = nullptr);
 

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: MIT
+// Direct logit attribution, generation (eos lists, generation_config.json, sampling, interventions at every step) and
+// intervention positions counted from each prompt of a batch. Every value is checked against a computation made
+// here from the weights and the pass's own values, not against the function under test.
+#include "core/attribution.h"
+#include "core/edit.h"
+#include "core/error.h"
+#include "core/generate.h"
+#include "core/model.h"
+#include "core/safetensors.h"
+#include "core/trace.h"
+#include "testutil.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include "testsuite.h"
+
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace nnscope;
+using namespace torch::indexing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<int64_t> goldenIds(const std::string& fixture) {
+    SafetensorsFile golden(test::fixture(fixture) + "/golden_float32.safetensors");
+    const torch::Tensor ids = golden.tensor("single.input_ids");
+    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+}
+
+/// A copy of fixture `name` in `dir` (weights and tokenizer linked) with config.json's keys replaced by `patch` and
+/// `generation` as its generation_config.json (none when null).
+std::string patchedFixture(const QTemporaryDir& dir, const std::string& name, const nlohmann::json& patch,
+                           const nlohmann::json& generation = nullptr) {
+    const fs::path src = test::fixture(name), dst = dir.path().toStdString() + "/" + name;
+    fs::create_directories(dst);
+    for (const auto& e : fs::directory_iterator(src))
+        if (e.path().filename() != "config.json" && e.path().filename() != "generation_config.json") fs::create_symlink(e.path(), dst / e.path().filename());
+    nlohmann::json config = nlohmann::json::parse(std::ifstream(src / "config.json"));
+    config.update(patch);
+    std::ofstream(dst / "config.json") << config.dump(2);
+    if (!generation.is_null()) std::ofstream(dst / "generation_config.json") << generation.dump(2);
+    return dst.string();
+}
+
+/// The next token of each step by full passes (trace, argmax of the last logits), the intervention applied to each.
+std::vector<int64_t> greedyByFullPasses(const Model& m, std::vector<int64_t> ids, int steps, std::shared_ptr<const Intervention> iv) {
+    const int64_t promptLength = static_cast<int64_t>(ids.size());
+    for (int s = 0; s < steps; ++s) {
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        o.intervention = iv;
+        o.promptLengths = {promptLength};
+        ids.push_back(trace(m, batchFromIds({ids}), o).value({Value::Logits, -1}).index({0, -1}).argmax().item<int64_t>());
+    }
+    return ids;
+}
+
+}  // namespace
+
+class TestAttribution : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { configureThreads(0); }
+
+    // ---- direct logit attribution ----
+
+    void componentsAddUpToTheLogit_data() {
+        QTest::addColumn<QString>("fixture");
+        // RMSNorm (llama, qwen3 with q/k norms), LayerNorm with biases (gpt2, gpt-neox parallel residual, persimmon),
+        // branch norms and a soft cap (gemma2), branch norms without the +1 (olmo2)
+        for (const char* f : {"tiny-llama", "tiny-qwen3", "tiny-gpt2", "tiny-gpt-neox", "tiny-persimmon", "tiny-gemma2", "tiny-olmo2", "tiny-phi3"})
+            QTest::newRow(f) << f;
+    }
+    void componentsAddUpToTheLogit() {
+        QFETCH(QString, fixture);
+        auto m = Model::load(test::fixture(fixture.toStdString()));
+        const auto ids = goldenIds(fixture.toStdString());
+        TraceOptions o;
+        o.save = attributionValueKeys(*m);
+        o.save.push_back({Value::LmHeadOutput, -1});
+        const TraceResult r = trace(*m, batchFromIds({ids}), o);
+        const int64_t position = static_cast<int64_t>(ids.size()) - 2;
+        const torch::Tensor lmOut = r.value({Value::LmHeadOutput, -1}).index({0, position}).to(torch::kFloat32);
+        const int64_t target = lmOut.argmax().item<int64_t>(), wrong = lmOut.argmin().item<int64_t>();
+        for (bool withWrong : {false, true}) {
+            const LogitAttribution a = directLogitAttribution(*m, r, 0, position, target, withWrong ? std::optional<int64_t>(wrong) : std::nullopt, 5);
+            // the logit is the pass's own lm_head output (before Gemma 2's soft cap)
+            const double expected = lmOut[target].item<double>() - (withWrong ? lmOut[wrong].item<double>() : 0.0);
+            QVERIFY2(std::abs(a.logit - expected) < 1e-4 * (1 + std::abs(expected)),
+                     qPrintable(QString("logit %1 vs lm_head_output %2").arg(a.logit).arg(expected)));
+            // embed + blocks + final norm bias == logit
+            double top = 0;
+            std::map<int, double> attnBiases, mlpBiases;  // per block: the biases on each branch (o_proj, branch norm; down_proj)
+            const std::string attnNorm = m->family().moduleName(Module::AttentionOutputNorm) + ".bias";
+            for (const auto& c : a.components) {
+                using K = AttributionComponent::Kind;
+                if (c.kind == K::Embed || c.kind == K::Attention || c.kind == K::Mlp || (c.kind == K::Bias && c.layer < 0)) top += c.value;
+                if (c.kind != K::Bias || c.layer < 0) continue;
+                const bool attnSide = c.name.find(".self_attn.") != std::string::npos ||
+                                      (m->family().blockNorms.afterAttention && c.name.size() > attnNorm.size() &&
+                                       c.name.compare(c.name.size() - attnNorm.size(), attnNorm.size(), attnNorm) == 0);
+                (attnSide ? attnBiases : mlpBiases)[c.layer] += c.value;
+            }
+            QVERIFY2(std::abs(top - a.logit) < 1e-4 * (1 + std::abs(a.logit)),
+                     qPrintable(QString("components sum %1, logit %2").arg(top).arg(a.logit)));
+            QCOMPARE(a.total, top);
+            for (int i = 0; i < m->config().numLayers; ++i) {
+                const double attn = a.attention[i].item<double>(), mlp = a.mlp[i].item<double>();
+                const double heads = a.heads[i].sum().item<double>() + attnBiases[i];
+                QVERIFY2(std::abs(heads - attn) < 1e-4 * (1 + std::abs(attn)),
+                         qPrintable(QString("block %1: heads + biases %2, attention_output %3").arg(i).arg(heads).arg(attn)));
+                const double neurons = a.neurons[i].sum().item<double>() + mlpBiases[i];
+                QVERIFY2(std::abs(neurons - mlp) < 1e-4 * (1 + std::abs(mlp)),
+                         qPrintable(QString("block %1: neurons + bias %2, mlp_output %3").arg(i).arg(neurons).arg(mlp)));
+            }
+            QCOMPARE(static_cast<int>(a.topNeurons.size()), 5);
+            QVERIFY(std::abs(a.topNeurons[0].value) >= std::abs(a.topNeurons[4].value));
+        }
+    }
+
+    /// One head's share computed here from the weights: the head's output through its o_proj columns, the final norm
+    /// with the real pass's scale, the unembedding row. RMSNorm (llama) and LayerNorm with biases (gpt2).
+    void headShareFromTheWeights_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::newRow("tiny-llama") << "tiny-llama";
+        QTest::newRow("tiny-gpt2") << "tiny-gpt2";
+    }
+    void headShareFromTheWeights() {
+        QFETCH(QString, fixture);
+        auto m = Model::load(test::fixture(fixture.toStdString()));
+        const auto ids = goldenIds(fixture.toStdString());
+        TraceOptions o;
+        o.save = attributionValueKeys(*m);
+        const TraceResult r = trace(*m, batchFromIds({ids}), o);
+        const int64_t target = 7;
+        const LogitAttribution a = directLogitAttribution(*m, r, 0, -1, target);
+        const int layer = 1, head = 1;
+        const int64_t hd = m->config().headDim, H = m->config().hiddenSize;
+        const torch::Tensor z = r.value({Value::AttentionHeadOutputs, layer}).index({0, -1, head}).to(torch::kFloat32);
+        const torch::Tensor wo = m->layer(layer).oProj.to(torch::kFloat32).index({Slice(), Slice(head * hd, (head + 1) * hd)});
+        const torch::Tensor written = torch::matmul(wo, z);  // [hidden]: what the head adds to the stream
+        const torch::Tensor x = r.value({Value::LayerOutput, static_cast<int>(m->config().numLayers) - 1}).index({0, -1}).to(torch::kFloat32);
+        const torch::Tensor w = m->finalNormWeight().to(torch::kFloat32);
+        torch::Tensor normedHead;
+        if (m->family().norm == NormKind::LayerNorm) {
+            const double sd = std::sqrt(((x - x.mean()).pow(2).mean() + m->config().normEps).item<double>());
+            normedHead = (written - written.mean()) / sd * w;
+        } else {
+            const double rms = std::sqrt((x.pow(2).mean() + m->config().normEps).item<double>());
+            normedHead = written / rms * w;
+        }
+        const double expected = torch::dot(normedHead, m->lmHead().index({target}).to(torch::kFloat32)).item<double>();
+        QVERIFY2(std::abs(a.heads[layer][head].item<double>() - expected) < 1e-5 * (1 + std::abs(expected)),
+                 qPrintable(QString("head share %1, from the weights %2").arg(a.heads[layer][head].item<double>()).arg(expected)));
+        QCOMPARE(a.streamTerms.size(1), H);
+        // the embedding's share: the stream entering block 0 through the same frozen norm
+        const torch::Tensor e = r.value({Value::LayerInput, 0}).index({0, -1}).to(torch::kFloat32);
+        QVERIFY(std::abs(a.components.front().value -
+                         torch::dot(a.finalGain * (a.centered ? e - e.mean() : e), m->lmHead().index({target}).to(torch::kFloat32)).item<double>()) < 1e-4);
+    }
+
+    /// The demo model copies repeated words with an induction head in block 1: on a repeated sentence block 1's
+    /// attention writes most of the repeated word's logit, and the tokens it promotes include that word.
+    void demoInductionHeadWritesTheRepeatedWord() {
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        const Batch b = encodeBatch(*m, {"the cat sat on the mat . the cat"});
+        TraceOptions o;
+        o.save = attributionValueKeys(*m);
+        const TraceResult r = trace(*m, b, o);
+        const int64_t sat = parseTokenArgument(*m, " sat", "target");
+        const LogitAttribution a = directLogitAttribution(*m, r, 0, -1, sat);
+        QVERIFY2(a.attention[1].item<double>() > 0.6 * a.logit,
+                 qPrintable(QString("block 1 attention %1 of logit %2").arg(a.attention[1].item<double>()).arg(a.logit)));
+        for (const auto& c : a.components)
+            if (c.kind != AttributionComponent::Kind::Head && c.name != "layers.1.attention_output") QVERIFY(c.value < a.attention[1].item<double>());
+        const auto [up, down] = promotedTokens(*m, a, a.streamTerms.index({3}), 5);
+        bool found = false;
+        for (const auto& t : up) found |= t.id == sat;
+        QVERIFY2(found, "block 1's attention does not promote ' sat'");
+        QVERIFY(up.front().logit > down.front().logit);
+    }
+
+    void attributionRefusals() {
+        auto m = Model::load(test::fixture("tiny-llama"));
+        TraceOptions o;
+        o.save = attributionValueKeys(*m);
+        const TraceResult r = trace(*m, batchFromIds({{1, 5, 9}}), o);
+        QVERIFY_EXCEPTION_THROWN(directLogitAttribution(*m, r, 0, 3, 1), Error);
+        QVERIFY_EXCEPTION_THROWN(directLogitAttribution(*m, r, 0, -4, 1), Error);
+        QVERIFY_EXCEPTION_THROWN(directLogitAttribution(*m, r, 0, 0, m->config().vocabSize), Error);
+        QVERIFY_EXCEPTION_THROWN(directLogitAttribution(*m, r, 1, 0, 1), Error);
+        const TraceResult bare = trace(*m, batchFromIds({{1, 5, 9}}), TraceOptions());
+        try {
+            directLogitAttribution(*m, bare, 0, 0, 1);
+            QFAIL("no error without the saved values");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("was not saved") != std::string::npos, e.what());
+        }
+    }
+
+    /// `nnscope attribute --json`: the embed and block-level components add up to the logit; the heads of a block plus
+    /// o_proj's bias add up to its attention_output; names as documented; the same numbers as the engine.
+    void attributeCommand() {
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"attribute", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat sat on the mat . the cat", "--target",
+                                 " sat", "--wrong", " mat", "--json", "--tokens", "3"});
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        double blocks = 0;
+        std::map<int, double> heads, attention;
+        int neurons = 0;
+        for (const auto& c : j["components"]) {
+            const std::string name = c["name"];
+            const double v = c["value"];
+            int layer = -1, index = -1;
+            char rest[64] = {0};
+            if (name == "embed") blocks += v;
+            else if (std::sscanf(name.c_str(), "layers.%d.self_attn.head.%d", &layer, &index) == 2) heads[layer] += v;
+            else if (std::sscanf(name.c_str(), "layers.%d.mlp.neuron.%d", &layer, &index) == 2) ++neurons;
+            else if (std::sscanf(name.c_str(), "layers.%d.%63s", &layer, rest) == 2) {
+                const std::string what = rest;
+                QVERIFY2(what == "attention_output" || what == "mlp_output", name.c_str());
+                blocks += v;
+                if (what == "attention_output") attention[layer] = v;
+                QVERIFY(c.contains("promotes") && c["promotes"].size() == 3);
+            } else QFAIL(("unexpected component " + name).c_str());
+        }
+        QCOMPARE(neurons, 10);
+        const double logit = j["logit"];
+        QVERIFY2(std::abs(blocks - logit) < 1e-4 * (1 + std::abs(logit)), qPrintable(QString("%1 vs %2").arg(blocks).arg(logit)));
+        for (const auto& [layer, v] : attention) QVERIFY(std::abs(heads[layer] - v) < 1e-4 * (1 + std::abs(v)));  // no o_proj bias
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        TraceOptions o;
+        o.save = attributionValueKeys(*m);
+        const LogitAttribution a = directLogitAttribution(*m, trace(*m, encodeBatch(*m, {"the cat sat on the mat . the cat"}), o), 0, -1,
+                                                          parseTokenArgument(*m, " sat", "t"), parseTokenArgument(*m, " mat", "w"));
+        QVERIFY(std::abs(a.logit - logit) < 1e-5 * (1 + std::abs(logit)));
+        QProcess bad;
+        bad.start(NNSCOPE_BINARY, {"attribute", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat", "--target", " sat", "--position", "5"});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 1);
+        QVERIFY(bad.readAllStandardError().contains("outside the prompt"));
+    }
+
+    /// `nnscope generate`: a seed gives the same sampled text twice; --compare prints the unedited text beside the
+    /// edited one, and the unedited one equals plain greedy generation.
+    void generateCommand() {
+        auto run = [](QStringList extra) {
+            QProcess p;
+            p.start(NNSCOPE_BINARY, QStringList{"generate", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat sat on the mat . the cat",
+                                                "--max-new-tokens", "8", "--json"} + extra);
+            p.waitForFinished(60000);
+            if (p.exitCode() != 0) return nlohmann::json{{"error", p.readAllStandardError().toStdString()}};
+            return nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        };
+        const auto a = run({"--sample", "--temperature", "1.5", "--seed", "11"}), b = run({"--sample", "--temperature", "1.5", "--seed", "11"});
+        QVERIFY2(!a.contains("error"), a.dump().c_str());
+        QCOMPARE(a["ids"], b["ids"]);
+        QCOMPARE(a["seed"], nlohmann::json(11));
+        const auto greedy = run({});
+        const auto edited = run({"--edit", "layers.1.self_attn.attention_head_outputs[:, :, 3] = 0", "--compare"});
+        QVERIFY2(!edited.contains("error"), edited.dump().c_str());
+        QCOMPARE(edited["unedited"]["ids"], greedy["ids"]);
+        QCOMPARE(edited["interventions"].size(), size_t(1));
+        QVERIFY(run({"--sample", "--greedy"}).contains("error"));
+        QVERIFY(run({"--top-p", "0"}).contains("error"));
+    }
+
+    // ---- generation ----
+
+    void greedyEqualsFullPasses() {
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const auto prompt = goldenIds("tiny-llama");
+        GenerateOptions o;
+        o.maxNewTokens = 6;
+        o.stopAtEos = false;
+        const Generation g = generate(*m, prompt, o);
+        QCOMPARE(g.ids, greedyByFullPasses(*m, prompt, 6, nullptr));
+        QCOMPARE(g.promptLength, static_cast<int64_t>(prompt.size()));
+        QCOMPARE(QString::fromStdString(g.stopReason), QString("max_new_tokens"));
+    }
+
+    /// eos_token_id may be a list: generation stops on any of its ids (transformers' stopping criteria), the one in
+    /// generation_config.json first.
+    void stopsOnEveryEosId() {
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const auto prompt = goldenIds("tiny-llama");
+        GenerateOptions free;
+        free.maxNewTokens = 6;
+        free.stopAtEos = false;
+        const auto ids = generate(*m, prompt, free).ids;
+        const int64_t third = ids[prompt.size() + 2];
+        QTemporaryDir dir;
+        std::vector<int64_t> notGenerated;
+        for (int64_t id = 0; id < m->config().vocabSize && notGenerated.empty(); ++id)
+            if (std::find(ids.begin(), ids.end(), id) == ids.end()) notGenerated.push_back(id);
+        auto listed = Model::load(patchedFixture(dir, "tiny-llama", {{"eos_token_id", {notGenerated[0], third}}}));
+        QCOMPARE(listed->config().eosTokenIds, (std::vector<int64_t>{notGenerated[0], third}));
+        QCOMPARE(stopTokenIds(*listed), (std::vector<int64_t>{notGenerated[0], third}));
+        const Generation g = generate(*listed, prompt, generationDefaults(*listed));
+        QCOMPARE(g.stopReason, std::string("eos"));
+        QCOMPARE(g.ids.size(), prompt.size() + 3);
+        QCOMPARE(g.ids.back(), third);
+        // generateGreedy (the window's path) stops there too
+        QCOMPARE(generateGreedy(*listed, prompt, 6).size(), prompt.size() + 3);
+        // generation_config.json's eos list and defaults win over config.json's
+        QTemporaryDir dir2;
+        auto withGen = Model::load(patchedFixture(dir2, "tiny-llama", {{"eos_token_id", notGenerated[0]}},
+                                                  {{"eos_token_id", {third}}, {"do_sample", true}, {"temperature", 0.7},
+                                                   {"top_k", 20}, {"top_p", 0.9}, {"max_new_tokens", 5}}));
+        const GenerateOptions d = generationDefaults(*withGen);
+        QCOMPARE(d.eosTokenIds, std::vector<int64_t>{third});
+        QVERIFY(d.sample);
+        QCOMPARE(d.temperature, 0.7);
+        QCOMPARE(d.topK, int64_t{20});
+        QCOMPARE(d.topP, 0.9);
+        QCOMPARE(d.maxNewTokens, 5);
+        QTemporaryDir dir3;
+        QVERIFY_EXCEPTION_THROWN(Model::load(patchedFixture(dir3, "tiny-llama", nlohmann::json::object(), {{"top_p", 2}})), Error);
+    }
+
+    /// Sampling follows transformers' warpers: the same seed gives the same tokens; draws follow softmax(logits / T);
+    /// top-k and top-p keep only what they should.
+    void samplingFollowsTheWarpers() {
+        const torch::Tensor logits = torch::tensor({2.0f, 1.0f, 0.0f, -1.0f});
+        at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1234);
+        GenerateOptions o;
+        o.sample = true;
+        o.temperature = 2.0;
+        std::vector<double> counts(4, 0);
+        const int n = 4000;
+        for (int i = 0; i < n; ++i) counts[static_cast<size_t>(chooseNextToken(logits, o, gen))] += 1.0 / n;
+        const torch::Tensor expected = (logits / 2.0).softmax(-1);
+        for (int j = 0; j < 4; ++j)
+            QVERIFY2(std::abs(counts[static_cast<size_t>(j)] - expected[j].item<double>()) < 0.03,
+                     qPrintable(QString("token %1: drawn %2, softmax %3").arg(j).arg(counts[static_cast<size_t>(j)]).arg(expected[j].item<double>())));
+        o.temperature = 1.0;
+        o.topK = 2;
+        for (int i = 0; i < 300; ++i) QVERIFY(chooseNextToken(logits, o, gen) < 2);
+        o.topK = 0;
+        o.topP = 0.5;  // probabilities 0.64, 0.24, 0.09, 0.03: only the first reaches 0.5
+        for (int i = 0; i < 300; ++i) QCOMPARE(chooseNextToken(logits, o, gen), int64_t{0});
+        o.topP = 0.8;  // the first two (0.64 + 0.24 >= 0.8)
+        for (int i = 0; i < 300; ++i) QVERIFY(chooseNextToken(logits, o, gen) < 2);
+
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const auto prompt = goldenIds("tiny-llama");
+        GenerateOptions s;
+        s.sample = true;
+        s.maxNewTokens = 8;
+        s.stopAtEos = false;
+        s.seed = 7;
+        const auto first = generate(*m, prompt, s).ids, again = generate(*m, prompt, s).ids;
+        QCOMPARE(first, again);
+        bool differs = false;
+        for (uint64_t seed = 8; seed < 16 && !differs; ++seed) {
+            s.seed = seed;
+            differs = generate(*m, prompt, s).ids != first;
+        }
+        QVERIFY2(differs, "eight other seeds all gave the same sampled text");
+    }
+
+    /// A steered generation equals generating step by step with the steering applied to each full pass; positions
+    /// count from the prompt (-1 is the prompt's last token, `new` the generated ones).
+    void interventionsApplyAtEveryStep_data() {
+        QTest::addColumn<QString>("edit");
+        QTest::addColumn<QString>("sameAs");  // the same edit written with absolute positions, or empty
+        QTest::newRow("every position") << "layers.0.layer_output += 3" << "";
+        QTest::newRow("prompt's last") << "layers.0.layer_output[:, -1] += 8" << "layers.0.layer_output[:, PLAST] += 8";
+        QTest::newRow("prompt's first") << "layers.0.layer_output[:, 0] += 10" << "";
+        QTest::newRow("new tokens") << "layers.0.layer_output[:, new] *= -1" << "";
+        QTest::newRow("skip") << "skip 1" << "";
+    }
+    void interventionsApplyAtEveryStep() {
+        QFETCH(QString, edit);
+        QFETCH(QString, sameAs);
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const auto prompt = goldenIds("tiny-llama");
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, *m, edit.toStdString());
+        GenerateOptions o;
+        o.maxNewTokens = 6;
+        o.stopAtEos = false;
+        o.intervention = list;
+        const Generation g = generate(*m, prompt, o);
+        QCOMPARE(g.ids, greedyByFullPasses(*m, prompt, 6, list));
+        GenerateOptions plain = o;
+        plain.intervention = nullptr;
+        QVERIFY2(generate(*m, prompt, plain).ids != g.ids, "the intervention changed nothing: the test cannot tell");
+        if (!sameAs.isEmpty()) {
+            // written with the prompt's absolute last position, the edit is the same at every step
+            auto absolute = std::make_shared<EditList>();
+            addIntervention(*absolute, *m, sameAs.replace("PLAST", QString::number(prompt.size() - 1)).toStdString());
+            o.intervention = absolute;
+            QCOMPARE(generate(*m, prompt, o).ids, g.ids);
+        }
+    }
+
+    // ---- positions in a batch ----
+
+    /// Each row of a left-padded batch with an intervention equals that prompt run alone with it (edits, steering at
+    /// a position, skipped blocks); before, position 0 of the shorter prompt was its padding.
+    void batchRowsEqualPromptsAlone_data() {
+        QTest::addColumn<QString>("edit");    // applied to the batch of two prompts
+        QTest::addColumn<QString>("alone0");  // the same edit for prompt 0 run alone ("" = none)
+        QTest::addColumn<QString>("alone1");  // and for prompt 1
+        QTest::newRow("edit at 0") << "layers.0.layer_output[:, 0] += 5" << "layers.0.layer_output[:, 0] += 5"
+                                   << "layers.0.layer_output[:, 0] += 5";
+        QTest::newRow("edit at 1 of row 1") << "layers.0.mlp.mlp_neurons[1, 1] = 0" << "" << "layers.0.mlp.mlp_neurons[0, 1] = 0";
+        QTest::newRow("edit at -1") << "layers.1.self_attn.attention_head_outputs[:, -1, 1] = 0"
+                                    << "layers.1.self_attn.attention_head_outputs[:, -1, 1] = 0"
+                                    << "layers.1.self_attn.attention_head_outputs[:, -1, 1] = 0";
+        QTest::newRow("slice 1:3") << "layers.0.layer_output[:, 1:3] *= 2" << "layers.0.layer_output[:, 1:3] *= 2"
+                                   << "layers.0.layer_output[:, 1:3] *= 2";
+        QTest::newRow("pattern query 1") << "layers.0.self_attn.attention_probabilities[:, :, 1] *= 0.5"
+                                         << "layers.0.self_attn.attention_probabilities[:, :, 1] *= 0.5"
+                                         << "layers.0.self_attn.attention_probabilities[:, :, 1] *= 0.5";
+        QTest::newRow("skip") << "skip 0" << "skip 0" << "skip 0";
+    }
+    void batchRowsEqualPromptsAlone() {
+        QFETCH(QString, edit);
+        QFETCH(QString, alone0);
+        QFETCH(QString, alone1);
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const std::vector<std::vector<int64_t>> prompts{{1, 12, 40, 7, 99, 23}, {1, 55, 8}};
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, *m, edit.toStdString());
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        o.intervention = list;
+        const torch::Tensor batch = trace(*m, batchFromIds(prompts, 0), o).value({Value::Logits, -1});
+        for (size_t r = 0; r < prompts.size(); ++r) {
+            const QString text = r == 0 ? alone0 : alone1;
+            auto alone = std::make_shared<EditList>();
+            if (!text.isEmpty()) addIntervention(*alone, *m, text.toStdString());
+            TraceOptions a = o;
+            a.intervention = alone;
+            const torch::Tensor single = trace(*m, batchFromIds({prompts[r]}), a).value({Value::Logits, -1});
+            const int64_t n = static_cast<int64_t>(prompts[r].size());
+            const torch::Tensor row = batch.index({static_cast<int64_t>(r), Slice(batch.size(1) - n, None)});
+            const auto c = test::compare(row, single.index({0}), 1e-4, 1e-5);
+            QVERIFY2(c.ok, qPrintable(QString("row %1: ").arg(r) + QString::fromStdString(c.message)));
+        }
+        // the edit changed something in the batch (the test can fail)
+        TraceOptions none = o;
+        none.intervention = nullptr;
+        QVERIFY(!torch::allclose(batch, trace(*m, batchFromIds(prompts, 0), none).value({Value::Logits, -1})));
+    }
+
+    /// Steering at position 0 of a two-prompt batch lands on each prompt's first token, as when each runs alone.
+    void steeringPositionsArePerPrompt() {
+        auto m = Model::load(test::fixture("tiny-llama"));
+        const std::vector<std::vector<int64_t>> prompts{{1, 12, 40, 7, 99}, {1, 55}};
+        const torch::Tensor v = torch::randn({m->config().hiddenSize}, torch::Generator(at::make_generator<at::CPUGeneratorImpl>(3)));
+        for (int64_t position : {int64_t{0}, int64_t{-1}, int64_t{1}}) {
+            auto list = std::make_shared<EditList>();
+            list->steer(0, v, 4.0, {position});
+            TraceOptions o;
+            o.save = {{Value::LayerOutput, 1}};
+            o.intervention = list;
+            const torch::Tensor batch = trace(*m, batchFromIds(prompts, 0), o).value({Value::LayerOutput, 1});
+            for (size_t r = 0; r < prompts.size(); ++r) {
+                const torch::Tensor single = trace(*m, batchFromIds({prompts[r]}), o).value({Value::LayerOutput, 1});
+                const int64_t n = static_cast<int64_t>(prompts[r].size());
+                const auto c = test::compare(batch.index({static_cast<int64_t>(r), Slice(batch.size(1) - n, None)}), single.index({0}), 1e-4, 1e-5);
+                QVERIFY2(c.ok, qPrintable(QString("steer at %1, row %2: ").arg(position).arg(r) + QString::fromStdString(c.message)));
+            }
+        }
+    }
+};
+
+NNSCOPE_TEST_SUITE(TestAttribution, "test_attribution")
+#include "test_attribution.moc"
