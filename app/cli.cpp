@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <random>
@@ -38,7 +39,8 @@ void printUsage() {
               << "                [--dtype float32|bfloat16] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
-              << "                [--site layer_output|attention_output|mlp_output|head:H] [--json] [--csv FILE]\n"
+              << "                [--site layer_output|attention_output|mlp_output|head:H] [--method exact|attribution|both]\n"
+              << "                [--json] [--csv FILE]\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
@@ -130,7 +132,10 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption site("site", "What is patched: layer_output (default), attention_output, mlp_output or head:H.", "SITE",
                             "layer_output");
     QCommandLineOption csv("csv", "Also write the grid as CSV to FILE.", "FILE");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv});
+    QCommandLineOption method("method", "exact (default: one patched run per block and position), attribution (the first-order "
+                                        "estimate from one backward pass: attribution patching) or both (with their correlation).",
+                              "M", "exact");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv, method});
     p.process(args);
     rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
@@ -150,7 +155,12 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     }
     o.site = parsePatchSite(s(p.value(site)), &o.head);
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
-    const PatchingResult r = activationPatching(*model, b.ids[0], b.ids[1], o);
+    const QString how = p.value(method);
+    if (how != "exact" && how != "attribution" && how != "both") throw Error("--method must be exact, attribution or both, not '" + s(how) + "'.");
+    std::optional<PatchingResult> estimate;
+    if (how != "exact") estimate = attributionPatching(*model, b.ids[0], b.ids[1], o);
+    const PatchingResult r = how == "attribution" ? *estimate : activationPatching(*model, b.ids[0], b.ids[1], o);
+    const double correlation = how == "both" ? gridCorrelation(r.grid, estimate->grid) : std::nan("");
     const std::string answerLabel = model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.answer) : "#" + std::to_string(o.metric.answer);
     const std::string wrongLabel = o.metric.wrong < 0 ? std::string()
                                    : model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.wrong)
@@ -175,19 +185,32 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
         nlohmann::json j{{"site", r.site}, {"metric", s(kind)}, {"answer", {{"id", o.metric.answer}, {"token", answerLabel}}},
                          {"clean", r.clean}, {"corrupted", r.corrupted}, {"tokens", r.tokens}, {"grid", r.grid}};
         if (o.metric.wrong >= 0) j["wrong"] = {{"id", o.metric.wrong}, {"token", wrongLabel}};
+        j["method"] = s(how);
+        if (how == "both") {
+            j["attribution_grid"] = estimate->grid;
+            j["correlation"] = std::isnan(correlation) ? nlohmann::json(nullptr) : nlohmann::json(correlation);
+        }
         std::cout << j.dump(2) << std::endl;
         return 0;
     }
     std::printf("%s: clean %.6g   corrupted %.6g   (%s patched from the clean run at each block and position)\n",
                 kind == "prob" ? ("p(\"" + answerLabel + "\")").c_str() : ("logit(\"" + answerLabel + "\") - logit(\"" + wrongLabel + "\")").c_str(),
                 r.clean, r.corrupted, r.site.c_str());
-    std::printf("block");
-    for (const auto& t : r.tokens) std::printf(" %10.10s", t.c_str());
-    std::printf("\n");
-    for (size_t i = 0; i < r.grid.size(); ++i) {
-        std::printf("%5zu", i);
-        for (double v : r.grid[i]) std::printf(" %10.4g", v);
+    auto printGrid = [&](const PatchingResult& g) {
+        std::printf("block");
+        for (const auto& t : g.tokens) std::printf(" %10.10s", t.c_str());
         std::printf("\n");
+        for (size_t i = 0; i < g.grid.size(); ++i) {
+            std::printf("%5zu", i);
+            for (double v : g.grid[i]) std::printf(" %10.4g", v);
+            std::printf("\n");
+        }
+    };
+    if (how == "attribution") std::printf("attribution patching (first-order estimate from one backward pass):\n");
+    printGrid(r);
+    if (how == "both") {
+        std::printf("\nattribution patching (first-order estimate from one backward pass), correlation with the exact grid %.4f:\n", correlation);
+        printGrid(*estimate);
     }
     return 0;
 }

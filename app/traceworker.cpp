@@ -196,7 +196,13 @@ void TraceWorker::runPatch(const Job& job) {
         PatchingOptions options = job.patching;
         options.cancel = &cancel_;
         options.progress = [&](int done, int total) { emit patchProgress(job.id, done, total); };
-        auto result = std::make_shared<const PatchingResult>(activationPatching(*job.model, job.clean, job.corrupted, options));
+        // attribution patching first (one backward pass), then the exact grid, which the progress bar counts
+        PatchingOptions quiet = options;
+        quiet.progress = nullptr;
+        std::vector<std::vector<double>> estimate = attributionPatching(*job.model, job.clean, job.corrupted, quiet).grid;
+        PatchingResult exact = activationPatching(*job.model, job.clean, job.corrupted, options);
+        exact.estimate = std::move(estimate);
+        auto result = std::make_shared<const PatchingResult>(std::move(exact));
         if (cancel_) throw Cancelled{};
         emit patchFinished(job.id, std::move(result));
     } catch (const Cancelled&) {

@@ -39,6 +39,8 @@ struct PatchingResult {
     double clean = 0, corrupted = 0;
     std::vector<std::string> tokens;        ///< the corrupted prompt's token labels (x axis)
     std::string site;                       ///< the patched value's path template, e.g. "layers.{i}.layer_output"
+    /// Attribution patching's estimate of `grid` ([num_layers][seq]; empty unless computed: the window computes both).
+    std::vector<std::vector<double>> estimate;
 };
 
 /// Activation patching (Meng et al. 2022; Heimersheim & Nanda 2024): runs `clean` and `corrupted` (same token
@@ -50,5 +52,18 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
 
 /// The metric of a run's logits [1, seq, vocab] at the last position.
 double patchMetricValue(const PatchMetric& metric, const torch::Tensor& logits);
+
+/// Attribution patching (Nanda 2023, "Attribution Patching: Activation Patching At Industrial Scale"; Syed, Rager
+/// and Conmy 2023): the first-order estimate of activationPatching's grid from one clean pass, one corrupted pass
+/// and one backward pass of the corrupted run (libtorch autograd through the same forward):
+///   grid[i][p] ~= corrupted + sum over the site's features of dmetric/da(corrupted)[i, p] * (a_clean - a_corrupted)[i, p]
+/// for the same sites (PatchSite) and metric. Exact where the metric is linear in the site's value; compare it with
+/// the exact grid (gridCorrelation). Throws as activationPatching.
+PatchingResult attributionPatching(const Model& model, const std::vector<int64_t>& clean, const std::vector<int64_t>& corrupted,
+                                   const PatchingOptions& options);
+
+/// Pearson's correlation of two grids of the same shape, over every cell (NaN when either is constant). Throws
+/// nnscope::Error when the shapes differ.
+double gridCorrelation(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b);
 
 }  // namespace nnscope

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/generate.h"
 #include "core/model.h"
+#include "core/patching.h"
 #include "core/safetensors.h"
 #include "core/trace.h"
 #include "testutil.h"
@@ -271,6 +272,79 @@ private slots:
         QCOMPARE(edited["interventions"].size(), size_t(1));
         QVERIFY(run({"--sample", "--greedy"}).contains("error"));
         QVERIFY(run({"--top-p", "0"}).contains("error"));
+    }
+
+    // ---- attribution patching ----
+
+    /// The attribution-patching estimate equals the derivative of the metric along (clean - corrupted) at each site,
+    /// computed here by central finite differences through patched full passes; with a logit difference and a
+    /// probability; for block outputs, MLP outputs and one head.
+    void attributionPatchingEqualsFiniteDifferences_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("site");
+        QTest::addColumn<bool>("probability");
+        QTest::newRow("llama layer_output") << "tiny-llama" << "layer_output" << false;
+        QTest::newRow("llama head:1 prob") << "tiny-llama" << "head:1" << true;
+        QTest::newRow("gpt2 mlp_output") << "tiny-gpt2" << "mlp_output" << false;
+        QTest::newRow("gemma2 attention_output") << "tiny-gemma2" << "attention_output" << false;
+    }
+    void attributionPatchingEqualsFiniteDifferences() {
+        QFETCH(QString, fixture);
+        QFETCH(QString, site);
+        QFETCH(bool, probability);
+        auto m = Model::load(test::fixture(fixture.toStdString()));
+        const std::vector<int64_t> clean = goldenIds(fixture.toStdString());
+        std::vector<int64_t> corrupted = clean;
+        corrupted[1] = (corrupted[1] + 3) % m->config().vocabSize;
+        corrupted[2] = (corrupted[2] + 5) % m->config().vocabSize;
+        PatchingOptions o;
+        o.site = parsePatchSite(site.toStdString(), &o.head);
+        o.metric.kind = probability ? PatchMetric::Kind::TargetProbability : PatchMetric::Kind::LogitDifference;
+        o.metric.answer = 3;
+        o.metric.wrong = probability ? -1 : 4;
+        const PatchingResult est = attributionPatching(*m, clean, corrupted, o);
+        const Value value = o.site == PatchSite::LayerOutput ? Value::LayerOutput
+                            : o.site == PatchSite::MlpOutput ? Value::MlpOutput
+                            : o.site == PatchSite::AttentionOutput ? Value::AttentionOutput : Value::AttentionHeadOutputs;
+        TraceOptions save;
+        for (int i = 0; i < m->config().numLayers; ++i) save.save.push_back({value, i});
+        save.save.push_back({Value::Logits, -1});
+        const TraceResult c = trace(*m, batchFromIds({clean}), save), k = trace(*m, batchFromIds({corrupted}), save);
+        QVERIFY(std::abs(est.corrupted - patchMetricValue(o.metric, k.value({Value::Logits, -1}))) < 1e-6);
+        QVERIFY(std::abs(est.clean - patchMetricValue(o.metric, c.value({Value::Logits, -1}))) < 1e-6);
+        const double eps = 1e-2;
+        int nonzero = 0;
+        for (int i = 0; i < m->config().numLayers; ++i)
+            for (int64_t p : {int64_t{1}, int64_t{2}, static_cast<int64_t>(clean.size()) - 1}) {
+                std::vector<torch::indexing::TensorIndex> at{Slice(), p};
+                if (value == Value::AttentionHeadOutputs) at.emplace_back(static_cast<int64_t>(o.head));
+                const torch::Tensor a = k.value({value, i}).index(at).to(torch::kFloat32), d = c.value({value, i}).index(at).to(torch::kFloat32) - a;
+                auto metricWith = [&](double step) {
+                    IndexItem all, pos, head;
+                    pos.kind = head.kind = IndexItem::Integer;
+                    pos.start = p;
+                    head.start = o.head;
+                    std::vector<IndexItem> index{all, pos};
+                    if (value == Value::AttentionHeadOutputs) index.push_back(head);
+                    auto edits = std::make_shared<EditList>();
+                    edits->patch({value, i}, index, a + step * d);
+                    TraceOptions run;
+                    run.save = {{Value::Logits, -1}};
+                    run.intervention = edits;
+                    return patchMetricValue(o.metric, trace(*m, batchFromIds({corrupted}), run).value({Value::Logits, -1}));
+                };
+                const double fd = (metricWith(eps) - metricWith(-eps)) / (2 * eps);
+                const double first = est.grid[static_cast<size_t>(i)][static_cast<size_t>(p)] - est.corrupted;
+                nonzero += std::abs(fd) > 1e-4;
+                QVERIFY2(std::abs(fd - first) < 2e-3 * (1 + std::abs(fd)) + 1e-5,
+                         qPrintable(QString("block %1 position %2: estimate %3, finite differences %4").arg(i).arg(p).arg(first).arg(fd)));
+            }
+        QVERIFY2(nonzero > 0, "every derivative is zero: the test cannot tell");
+        // the exact grid and the estimate are compared by their correlation
+        const double r = gridCorrelation(activationPatching(*m, clean, corrupted, o).grid, est.grid);
+        QVERIFY(std::isnan(r) || (r >= -1.0 - 1e-9 && r <= 1.0 + 1e-9));
+        QCOMPARE(gridCorrelation({{1, 2}, {3, 4}}, {{2, 4}, {6, 8}}), 1.0);
+        QCOMPARE(gridCorrelation({{1, 2}}, {{2, 1}}), -1.0);
     }
 
     // ---- generation ----

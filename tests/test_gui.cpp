@@ -1115,6 +1115,17 @@ void TestGui::patchingView() {
     pv->setNormalized(true);
     QVERIFY(std::fabs(pv->matrixModel()->value(layers - 1, len - 1) - 1.0) <= 1e-5);
     QVERIFY(std::fabs(pv->matrixModel()->value(0, 0)) <= 1e-5);  // patching <s> changes nothing
+    // Beside it, attribution patching's estimate of the same grid and the correlation of the two.
+    const PatchingResult est = attributionPatching(m, b.ids[0], b.ids[1], o);
+    QCOMPARE(got.estimate, est.grid);
+    QVERIFY(pv->estimateHeatmap()->isVisibleTo(pv));
+    QCOMPARE(pv->estimateModel()->rowCount(), layers);
+    pv->setNormalized(false);
+    for (int i = 0; i < layers; ++i)
+        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->estimateModel()->value(i, p) - est.grid[i][p]) <= 1e-5);
+    QVERIFY2(pv->statusLabel()->text().contains(QString::number(gridCorrelation(ref.grid, est.grid), 'f', 3)),
+             qPrintable(pv->statusLabel()->text()));
+    pv->setNormalized(true);
     const QString png = tmp_.filePath("patching.png");
     QCOMPARE(w->exportPlotTo(png), QString());
     QCOMPARE(QImage(png).text("view.clean"), r.clean);

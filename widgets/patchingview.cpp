@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -12,6 +14,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -54,6 +57,14 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     heatmap_->setSymmetricRange(true);
     heatmap_->setMinCellSize(QSize(34, 22));
     heatmap_->setModel(model_);
+    estimateModel_ = new MatrixModel(this);
+    estimateHeatmap_ = new HeatmapPlot(content);
+    estimateHeatmap_->setGradient(signedGradient());
+    estimateHeatmap_->setSymmetricRange(true);
+    estimateHeatmap_->setMinCellSize(QSize(34, 22));
+    estimateHeatmap_->setModel(estimateModel_);
+    estimateHeatmap_->setToolTip(tr("Attribution patching: the first-order estimate of each cell from one backward pass "
+                                    "(Nanda 2023; Syed, Rager and Conmy 2023)"));
 
     auto* form = new QFormLayout;
     form->addRow(tr("Clean"), clean_);
@@ -75,8 +86,12 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     layout->addLayout(form);
     layout->addLayout(runRow);
     layout->addWidget(status_);
-    layout->addWidget(heatmap_, 1);
+    auto* grids = new QSplitter(Qt::Horizontal, content);
+    grids->addWidget(heatmap_);
+    grids->addWidget(estimateHeatmap_);
+    layout->addWidget(grids, 1);
     heatmap_->hide();  // shown with the first grid
+    estimateHeatmap_->hide();
     setContent(content);
     showContent();
     promptCombo_->hide();  // the form has its own prompts
@@ -102,7 +117,9 @@ void PatchingView::setModel(ModelPtr model) {
     head_->setRange(0, modelPtr_ ? static_cast<int>(modelPtr_->config().numHeads) - 1 : 0);
     result_.reset();
     model_->setMatrix({});
+    estimateModel_->setMatrix({});
     heatmap_->hide();
+    estimateHeatmap_->hide();
     status_->setText(modelPtr_ ? tr("Two prompts of the same length: patching copies one value from the clean run into the "
                                     "corrupted run at each block and position and measures the answer.")
                                : tr("Open a checkpoint first."));
@@ -163,47 +180,62 @@ void PatchingView::setNormalized(bool normalized) { normalized_->setChecked(norm
 void PatchingView::refresh() {
     if (!result_) return;
     const auto& r = *result_;
-    const int layers = static_cast<int>(r.grid.size());
-    const int len = layers ? static_cast<int>(r.grid[0].size()) : 0;
     const bool norm = normalized_->isChecked();
     const double gap = r.clean - r.corrupted;
-    torch::Tensor values = torch::empty({layers, len}, torch::kFloat32);
-    auto a = values.accessor<float, 2>();
-    for (int i = 0; i < layers; ++i)
-        for (int p = 0; p < len; ++p)
-            a[i][p] = static_cast<float>(norm ? (gap != 0 ? (r.grid[i][p] - r.corrupted) / gap : 0.0) : r.grid[i][p]);
-    Matrix m;
-    m.values = values;
-    for (int i = 0; i < layers; ++i) m.rowLabels << QString("layers.%1").arg(i);
-    for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
-    m.rowTitle = tr("block");
-    m.columnTitle = tr("position (corrupted prompt)");
-    m.valueName = norm ? tr("fraction recovered") : metric_;
     const QString site = QString::fromStdString(r.site);
     const QString siteShown = QString(site).replace("{i}", "i");
-    const QStringList cols = m.columnLabels;
     const QString metric = metric_;
     const double clean = r.clean, corrupted = r.corrupted;
-    const std::vector<std::vector<double>> grid = r.grid;
-    m.toolTip = [site, cols, metric, grid, clean, corrupted](int row, int col) {
-        QString path = site;
-        path.replace("{i}", QString::number(row));
-        const double v = grid[static_cast<size_t>(row)][static_cast<size_t>(col)];
-        const double frac = clean != corrupted ? (v - corrupted) / (clean - corrupted) : 0.0;
-        return QObject::tr("%1 patched at position %2 “%3”\n%4 = %5 (clean %6, corrupted %7)\nrecovered %8%")
-            .arg(path).arg(col).arg(cols.value(col)).arg(metric).arg(v, 0, 'g', 5).arg(clean, 0, 'g', 5).arg(corrupted, 0, 'g', 5)
-            .arg(frac * 100, 0, 'f', 1);
+    // one blocks x positions matrix of a grid; `what` names the grid in the tooltip
+    auto matrixOf = [&](const std::vector<std::vector<double>>& grid, const QString& what) {
+        const int layers = static_cast<int>(grid.size());
+        const int len = layers ? static_cast<int>(grid[0].size()) : 0;
+        torch::Tensor values = torch::empty({layers, len}, torch::kFloat32);
+        auto a = values.accessor<float, 2>();
+        for (int i = 0; i < layers; ++i)
+            for (int p = 0; p < len; ++p)
+                a[i][p] = static_cast<float>(norm ? (gap != 0 ? (grid[i][p] - r.corrupted) / gap : 0.0) : grid[i][p]);
+        Matrix m;
+        m.values = values;
+        for (int i = 0; i < layers; ++i) m.rowLabels << QString("layers.%1").arg(i);
+        for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
+        m.rowTitle = tr("block");
+        m.columnTitle = tr("position (corrupted prompt)");
+        m.valueName = norm ? tr("fraction recovered") : metric_;
+        const QStringList cols = m.columnLabels;
+        m.toolTip = [site, cols, metric, grid, clean, corrupted, what](int row, int col) {
+            QString path = site;
+            path.replace("{i}", QString::number(row));
+            const double v = grid[static_cast<size_t>(row)][static_cast<size_t>(col)];
+            const double frac = clean != corrupted ? (v - corrupted) / (clean - corrupted) : 0.0;
+            return QObject::tr("%1 patched at position %2 “%3” (%9)\n%4 = %5 (clean %6, corrupted %7)\nrecovered %8%")
+                .arg(path).arg(col).arg(cols.value(col)).arg(metric).arg(v, 0, 'g', 5).arg(clean, 0, 'g', 5).arg(corrupted, 0, 'g', 5)
+                .arg(frac * 100, 0, 'f', 1).arg(what);
+        };
+        return m;
     };
-    model_->setMatrix(std::move(m));
+    model_->setMatrix(matrixOf(r.grid, tr("exact")));
     heatmap_->show();
     heatmap_->setTitle(tr("activation patching · %1 · %2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
+    QString correlation;
+    if (!r.estimate.empty()) {
+        estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
+        estimateHeatmap_->show();
+        const double rho = gridCorrelation(r.grid, r.estimate);
+        estimateHeatmap_->setTitle(tr("attribution patching (first-order) · correlation %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
+        correlation = tr(" Right: attribution patching's first-order estimate from one backward pass; correlation with the exact "
+                         "grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
+    } else {
+        estimateModel_->setMatrix({});
+        estimateHeatmap_->hide();
+    }
     status_->setStyleSheet(QString());
     status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block and position taken "
                         "from the clean run.")
                          .arg(metric_)
                          .arg(r.clean, 0, 'g', 5)
                          .arg(r.corrupted, 0, 'g', 5)
-                         .arg(siteShown));
+                         .arg(siteShown) + correlation);
 }
 
 PlotSource PatchingView::plotSource() const {

@@ -55,6 +55,9 @@ public:
     std::shared_ptr<const PatchingResult> result() const { return result_; }
     HeatmapPlot* heatmap() const { return heatmap_; }
     MatrixModel* matrixModel() const { return model_; }
+    /// Attribution patching's grid, beside the exact one (hidden when the result has no estimate).
+    HeatmapPlot* estimateHeatmap() const { return estimateHeatmap_; }
+    MatrixModel* estimateModel() const { return estimateModel_; }
     QPushButton* runButton() const { return run_; }
     QLabel* statusLabel() const { return status_; }
 
@@ -79,6 +82,8 @@ private:
     QLabel* status_;
     HeatmapPlot* heatmap_;
     MatrixModel* model_;
+    HeatmapPlot* estimateHeatmap_;
+    MatrixModel* estimateModel_;
     std::shared_ptr<const PatchingResult> result_;
     QString metric_;
     bool running_ = false;
