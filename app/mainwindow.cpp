@@ -10,6 +10,7 @@
 #include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
+#include "widgets/attributionview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
@@ -64,7 +65,7 @@ namespace {
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
@@ -207,7 +208,7 @@ void MainWindow::createActions() {
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
     const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
-                                tr("&Before / After"), tr("&Patching")};
+                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
         a->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
@@ -243,6 +244,8 @@ void MainWindow::createCentral() {
     views_->addTab(compare_, tr("Before / after"));
     patching_ = new PatchingView(this);
     views_->addTab(patching_, tr("Patching"));
+    attribution_ = new AttributionView(this);
+    views_->addTab(attribution_, tr("Attribution"));
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
     connect(patching_, &PatchingView::cancelRequested, this, [this] {
         if (patchId_) worker_->cancel();
@@ -285,13 +288,13 @@ void MainWindow::createCentral() {
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)}) {
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)})
         connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(attribution_)})
         connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
-    }
     // the prompt chosen in one view is the prompt of all of them
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(compare_)})
+                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(attribution_)})
         connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
 }
 
@@ -727,6 +730,8 @@ void MainWindow::runTrace() {
     if (tracePanel_->isRunning()) return;
     clearError();
     std::vector<ValueKey> save = viewValueKeys(*model_);
+    for (const ValueKey& k : attributionValueKeys(*model_))  // the Attribution view
+        if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     for (const ValueKey& k : pinned_->keys())
         if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
@@ -758,6 +763,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     neurons_->setSnapshot(snapshot_);
     lens_->setSnapshot(snapshot_);
     compare_->setSnapshot(snapshot_);
+    attribution_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);
@@ -881,7 +887,8 @@ void MainWindow::onBlockChanged(int block) {
 }
 
 void MainWindow::onPromptChanged(int row) {
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_)})
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
+                         static_cast<TraceView*>(attribution_)})
         v->setPrompt(row);
 }
 

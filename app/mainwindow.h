@@ -31,6 +31,7 @@ class CompareView;
 class DiagramPanel;
 class InterventionPanel;
 class PatchingView;
+class AttributionView;
 class FamilyView;
 class LogitLensView;
 class NeuronView;
@@ -87,6 +88,7 @@ public:
     InterventionPanel* interventionPanel() const { return interventions_; }
     CompareView* compareView() const { return compare_; }
     PatchingView* patchingView() const { return patching_; }
+    AttributionView* attributionView() const { return attribution_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
@@ -192,6 +194,7 @@ private:
     FamilyView* family_;
     CompareView* compare_;
     PatchingView* patching_;
+    AttributionView* attribution_;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;

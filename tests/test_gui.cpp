@@ -18,6 +18,7 @@
 #include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
+#include "widgets/attributionview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
@@ -217,6 +218,7 @@ private slots:
     void interventionsFromViews();
     void steeringFromPrompts();
     void patchingView();
+    void attributionView();
 
 private:
     QTemporaryDir tmp_;
@@ -1162,6 +1164,73 @@ int main(int argc, char** argv) {
     QApplication app(argc, argv);
     TestGui test;
     return QTest::qExec(&test, argc, argv);
+}
+
+void TestGui::attributionView() {
+    // The Attribution view shows the engine's direct logit attribution of the traced prompt: one bar per component,
+    // the heads' shares, and the tokens a clicked component promotes. On the demo model the induction block writes the
+    // repeated word.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    const QString prompt = "the cat sat on the mat . the cat";
+    if (w->tracePanel()->isRunning()) {  // the demo's own prompt is traced when the window opens
+        QSignalSpy first(w.get(), &MainWindow::traceEnded);
+        QVERIFY(first.wait(60000));
+    }
+    QVERIFY(runFromPanel(*w, {prompt}));
+    QCOMPARE(w->snapshot()->prompt(0), prompt);
+    QVERIFY(w->showView("attribution"));
+    AttributionView* av = w->attributionView();
+    QVERIFY(av->attribution());  // the top prediction by default
+    const Model& m = *w->model();
+    TraceOptions o;
+    o.save = attributionValueKeys(m);
+    const TraceResult r = trace(m, encodeBatch(m, {prompt.toStdString()}), o);
+    const int64_t top = r.nextTokenProbs[0].argmax().item<int64_t>();
+    QVERIFY2(av->attribution()->target == top, qPrintable(QString("target %1 at position %2, top %3").arg(av->attribution()->target).arg(av->attribution()->position).arg(top)));
+    av->setTarget("sat");
+    const int64_t sat = parseTokenArgument(m, "sat", "t");
+    const LogitAttribution ref = directLogitAttribution(m, r, 0, -1, sat);
+    const LogitAttribution& got = *av->attribution();
+    QCOMPARE(got.target, sat);
+    QVERIFY(std::abs(got.logit - ref.logit) < 1e-5);
+    const int L = static_cast<int>(m.config().numLayers);
+    QCOMPARE(av->attentionBars()->data()->size(), L);
+    QCOMPARE(av->mlpBars()->data()->size(), L);
+    for (int i = 0; i < L; ++i) {
+        QVERIFY(std::abs(av->attentionBars()->data()->at(i)->value - ref.attention[i].item<double>()) < 1e-5);
+        QVERIFY(std::abs(av->mlpBars()->data()->at(i)->value - ref.mlp[i].item<double>()) < 1e-5);
+    }
+    QCOMPARE(av->headModel()->rowCount(), L);
+    QCOMPARE(av->headModel()->columnCount(), static_cast<int>(m.config().numHeads));
+    for (int i = 0; i < L; ++i)
+        for (int h = 0; h < m.config().numHeads; ++h) QVERIFY(std::abs(av->headModel()->value(i, h) - ref.heads[i][h].item<double>()) < 1e-5);
+    // the induction block's attention carries most of the repeated word's logit, and it is the bar selected first
+    QVERIFY(ref.attention[1].item<double>() > 0.6 * ref.logit);
+    QVERIFY(av->details()->toPlainText().contains("layers.1.attention_output"));
+    QVERIFY(av->details()->toPlainText().contains("promotes"));
+    QVERIFY(av->statusLabel()->text().contains("frozen"));
+    // a head picked on the heatmap lists what it promotes
+    emit av->headHeatmap()->cellClicked(1, 3);
+    QVERIFY(av->details()->toPlainText().contains("layers.1.self_attn.head.3"));
+    // a logit difference and another position
+    av->setWrong("mat");
+    QVERIFY(std::abs(av->attribution()->logit - directLogitAttribution(m, r, 0, -1, sat, parseTokenArgument(m, "mat", "w")).logit) < 1e-5);
+    av->setPosition(2);
+    QCOMPARE(av->attribution()->position, int64_t{2});
+    // a refused token says why, nothing is shown
+    av->setTarget("no such words here");
+    QVERIFY(!av->attribution());
+    QVERIFY(av->statusLabel()->text().contains("target"));
+    av->setTarget("sat");
+    av->setWrong("");
+    av->setPosition(-1);
+    // its right-click offer ablates the head with the largest share
+    QVERIFY(!av->interventionOffers().isEmpty());
+    QVERIFY(av->interventionOffers().front().text.startsWith("layers.1.self_attn.attention_head_outputs"));
+    const QString png = tmp_.filePath("attribution.png");
+    QCOMPARE(w->exportPlotTo(png), QString());
+    QCOMPARE(QImage(png).text("view.target"), QString("sat"));
 }
 
 #include "test_gui.moc"
