@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Information flow routes (core/contribution): the per-token decomposition of each attention update, the importances,
-// the heads' norms and the pruned graph. The decomposition and the norms are checked against a
+// the heads' norms, the pruned graph and `nnscope graph`. The decomposition and the norms are checked against a
 // computation made here from the weights and the pass's own values, not against the function under test.
 #include "core/contribution.h"
 #include "core/error.h"
@@ -9,6 +9,7 @@
 #include "core/trace.h"
 #include "testutil.h"
 
+#include <QProcess>
 #include "testsuite.h"
 
 #include <QtTest>
@@ -270,6 +271,44 @@ private slots:
         bool previous = false;
         for (const auto& e : g.edges) previous |= e.layer == 0 && e.kind == ContributionEdge::Kind::Attention && e.to == satPos && e.from == satPos - 1;
         QVERIFY2(previous, "no block-0 attention edge from the first ' cat' to ' sat'");
+    }
+
+    /// `nnscope graph --json`: every edge is ≥ the threshold, the tokens are the prompt's, the last position by default;
+    /// a threshold outside [0, 1] or not a number is refused.
+    void graphCommand() {
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"graph", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat sat on the mat . the cat", "--threshold", "0.05",
+                                 "--json"});
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(static_cast<int64_t>(j["position"]), static_cast<int64_t>(j["tokens"].size()) - 1);
+        QCOMPARE(static_cast<double>(j["threshold"]), 0.05);
+        QVERIFY(!j["edges"].empty());
+        bool attention = false;
+        for (const auto& e : j["edges"]) {
+            QVERIFY(static_cast<double>(e["weight"]) >= 0.05);
+            const std::string kind = e["kind"];
+            QVERIFY(kind == "attention" || kind == "attention_residual" || kind == "mlp" || kind == "mlp_residual");
+            QVERIFY(e["from"] <= e["to"]);
+            if (kind == "attention") {
+                attention = true;
+                QVERIFY(!e["heads"].empty() && e["heads"][0].contains("head") && e["heads"][0].contains("weight"));
+            }
+        }
+        QVERIFY(attention);
+        for (const char* bad : {"1.5", "-0.1", "abc", "nan"}) {
+            QProcess q;
+            q.start(NNSCOPE_BINARY, {"graph", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat", "--threshold", bad});
+            QVERIFY(q.waitForFinished(60000));
+            QCOMPARE(q.exitCode(), 1);
+            QVERIFY2(q.readAllStandardError().contains("threshold"), bad);
+        }
+        QProcess text;
+        text.start(NNSCOPE_BINARY, {"graph", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat sat on the mat . the cat", "--position", "3"});
+        QVERIFY(text.waitForFinished(60000));
+        QVERIFY2(text.exitCode() == 0, text.readAllStandardError().constData());
+        QVERIFY(text.readAllStandardOutput().contains("attention"));
     }
 };
 
