@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/edit.h"
 #include "core/attribution.h"
+#include "core/contribution.h"
 #include "core/export.h"
 #include "core/generate.h"
 #include "core/patching.h"
@@ -27,7 +28,7 @@
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "graph"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -43,6 +44,8 @@ void printUsage() {
               << "                [--json] [--csv FILE]\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
+              << "  nnscope graph --model DIR --prompt TEXT [--position P] [--threshold T] [--heads K] [--json]\n"
+              << "                information flow routes: which tokens, through which blocks, a position is made of\n"
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
               << "                [--top-p P] [--seed N] [--edit ...]... [--skip N]... [--steer ...]... [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
@@ -481,6 +484,61 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
     return 0;
 }
 
+int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption prompt("prompt", "The prompt.", "TEXT");
+    QCommandLineOption position("position", "The prompt position the graph starts from (default -1: the last).", "P", "-1");
+    QCommandLineOption threshold("threshold", "Keep edges whose importance is at least T, in [0, 1] (default 0.04, the paper's).", "T",
+                                 "0.04");
+    QCommandLineOption heads("heads", "For each attention edge, how many heads to list (largest importance first).", "K", "3");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, position, threshold, heads});
+    p.process(args);
+    rejectStray(p);
+    if (!p.isSet(prompt)) throw Error("graph needs --prompt.");
+    bool ok = false;
+    GraphOptions options;
+    options.position = p.value(position).toLongLong(&ok);
+    if (!ok) throw Error("--position must be an integer (negative counts from the prompt's last token).");
+    options.threshold = p.value(threshold).toDouble(&ok);
+    if (!ok || !(options.threshold >= 0 && options.threshold <= 1))
+        throw Error("--threshold must be a number between 0 and 1 (the paper's is 0.04), not '" + s(p.value(threshold)) + "'.");
+    options.topHeads = p.value(heads).toInt(&ok);
+    if (!ok || options.topHeads < 0) throw Error("--heads must be a non-negative integer.");
+    auto model = loadModel(p, c);
+    TraceOptions opts;
+    opts.save = contributionValueKeys(*model);
+    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const ContributionGraph g = contributionGraph(*model, trace(*model, batch, opts), 0, options);
+    const std::vector<int64_t>& ids = batch.ids[0];
+    auto label = [&](int64_t position) {
+        const int64_t id = ids[static_cast<size_t>(position)];
+        return model->tokenizer() ? model->tokenizer()->tokenLabel(id) : "#" + std::to_string(id);
+    };
+    if (p.isSet(c.json)) {
+        nlohmann::json j{{"tokens", tokensJson(*model, ids)}, {"position", g.position}, {"threshold", g.threshold},
+                         {"note", g.contributions.note}, {"edges", nlohmann::json::array()}};
+        for (const ContributionEdge& e : g.edges) {
+            nlohmann::json hj = nlohmann::json::array();
+            for (const HeadShare& h : e.heads) hj.push_back({{"head", h.head}, {"weight", h.weight}, {"norm", h.norm}});
+            j["edges"].push_back({{"layer", e.layer}, {"kind", edgeKindName(e.kind)}, {"from", e.from}, {"to", e.to}, {"weight", e.weight},
+                                  {"heads", hj}});
+        }
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    std::printf("information flow graph of position %lld (\"%s\"), threshold %g: %zu edges.\n%s\n\n", static_cast<long long>(g.position),
+                label(g.position).c_str(), g.threshold, g.edges.size(), g.contributions.note.c_str());
+    for (const ContributionEdge& e : g.edges) {
+        std::printf("  block %2d  %-18s %4lld %-12s -> %4lld %-12s %7.4f", e.layer, edgeKindName(e.kind), static_cast<long long>(e.from),
+                    ("\"" + label(e.from) + "\"").c_str(), static_cast<long long>(e.to), ("\"" + label(e.to) + "\"").c_str(), e.weight);
+        if (!e.heads.empty()) {
+            std::printf("   heads");
+            for (const HeadShare& h : e.heads) std::printf(" %lld (%.3f)", static_cast<long long>(h.head), h.weight);
+        }
+        std::printf("\n");
+    }
+    return 0;
+}
+
 int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption text("text", "Text to tokenize.", "TEXT");
     QCommandLineOption noSpecial("no-special-tokens", "Do not add BOS/EOS.");
@@ -563,6 +621,7 @@ int runCli(const QStringList& arguments) {
         if (command == "family") return runFamilyCommand(args);
         if (command == "patch") return cmdPatch(p, c, args);
         if (command == "attribute") return cmdAttribute(p, c, args);
+        if (command == "graph") return cmdGraph(p, c, args);
     } catch (const Error& e) {
         return fail(e.what());
     } catch (const c10::Error& e) {
