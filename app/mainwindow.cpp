@@ -11,6 +11,7 @@
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
 #include "widgets/attributionview.h"
+#include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
@@ -65,7 +66,7 @@ namespace {
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
@@ -116,6 +117,19 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         patchId_ = 0;
         patching_->setFailed(message == "cancelled" ? tr("Patching was cancelled.") : tr("Patching failed: %1").arg(message));
         emit patchEnded();
+    });
+    connect(worker_, &TraceWorker::generateFinished, this, [this](quint64 id, GenerationPairPtr result) {
+        if (id != generateId_) return;
+        generateId_ = 0;
+        generate_->setResult(std::move(result));
+        updateActions();
+        emit generateEnded();
+    });
+    connect(worker_, &TraceWorker::generateFailed, this, [this](quint64 id, const QString& message) {
+        if (id != generateId_) return;
+        generateId_ = 0;
+        generate_->setFailed(message == "cancelled" ? tr("Generation was cancelled.") : tr("Generation failed: %1").arg(message));
+        emit generateEnded();
     });
     connect(worker_, &TraceWorker::checksFinished, this, [this](quint64 id, CheckResultsPtr results) {
         if (id != checksId_) return;
@@ -208,7 +222,7 @@ void MainWindow::createActions() {
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
     const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
-                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution")};
+                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
         a->setShortcut(QKeySequence(Qt::CTRL | (Qt::Key_1 + i)));
@@ -246,6 +260,12 @@ void MainWindow::createCentral() {
     views_->addTab(patching_, tr("Patching"));
     attribution_ = new AttributionView(this);
     views_->addTab(attribution_, tr("Attribution"));
+    generate_ = new GenerateView(this);
+    views_->addTab(generate_, tr("Generate"));
+    connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
+    connect(generate_, &GenerateView::cancelRequested, this, [this] {
+        if (generateId_) worker_->cancel();
+    });
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
     connect(patching_, &PatchingView::cancelRequested, this, [this] {
         if (patchId_) worker_->cancel();
@@ -532,6 +552,8 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     start_.interventions.clear();
     patchId_ = 0;
     patching_->setModel(model_);
+    generateId_ = 0;
+    generate_->setModel(model_);
     family_->setModel(model_);
     checksId_ = 0;
     if (views_->currentWidget() == family_) runChecks(family_->checkPrompt());  // else when the tab is first shown
@@ -596,6 +618,27 @@ QString MainWindow::addIntervention(const QString& text) {
     interventionsDock_->raise();
     statusBar()->showMessage(tr("Added “%1”: the next trace applies it (Trace ▸ Run).").arg(text), 8000);
     return {};
+}
+
+void MainWindow::runGeneration(const GenerateRequest& request) {
+    if (!model_) return generate_->setFailed(tr("Open a checkpoint first."));
+    if (generateId_) return;
+    GenerateOptions options = request.options;
+    std::vector<int64_t> prompt;
+    try {
+        prompt = encodeBatch(*model_, {request.prompt.toStdString()}).ids[0];
+        options.eosTokenIds = stopTokenIds(*model_);
+        const int64_t context = model_->config().maxPositionEmbeddings;
+        if (context > 0 && static_cast<int64_t>(prompt.size()) + options.maxNewTokens > context)
+            throw Error("the prompt's " + std::to_string(prompt.size()) + " tokens + " + std::to_string(options.maxNewTokens) +
+                        " new tokens exceed max_position_embeddings " + std::to_string(context) + ".");
+    } catch (const std::exception& e) {
+        generate_->setFailed(QString::fromStdString(e.what()));
+        emit generateEnded();
+        return;
+    }
+    generate_->setRunning(true);
+    generateId_ = worker_->generate(model_, std::move(prompt), options, interventions_->active(), interventions_->baseDir());
 }
 
 void MainWindow::runPatching(const PatchRequest& request) {
@@ -764,6 +807,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     lens_->setSnapshot(snapshot_);
     compare_->setSnapshot(snapshot_);
     attribution_->setSnapshot(snapshot_);
+    generate_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);

@@ -32,6 +32,8 @@ class DiagramPanel;
 class InterventionPanel;
 class PatchingView;
 class AttributionView;
+class GenerateView;
+struct GenerateRequest;
 class FamilyView;
 class LogitLensView;
 class NeuronView;
@@ -89,11 +91,14 @@ public:
     CompareView* compareView() const { return compare_; }
     PatchingView* patchingView() const { return patching_; }
     AttributionView* attributionView() const { return attribution_; }
+    GenerateView* generateView() const { return generate_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
     /// Runs activation patching as the Patching view's form asks (in the worker thread).
     void runPatching(const PatchRequest& request);
+    /// Generates in the worker with the Interventions dock's active edits (and without, beside them).
+    void runGeneration(const GenerateRequest& request);
     /// Runs the family notes' checks on the open model and `prompt` in the worker thread; the Family view shows them.
     void runChecks(const QString& prompt);
     QTabWidget* views() const { return views_; }
@@ -110,6 +115,7 @@ signals:
     void traceEnded();  ///< after any outcome: done, cancelled or failed
     void checksEnded();  ///< the family checks finished or failed
     void patchEnded();   ///< activation patching finished, failed or was cancelled
+    void generateEnded();  ///< generation finished, failed or was cancelled
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
     /// window's error bar); `gui --screenshot` exits with it.
     void startOptionRefused(const QString& message);
@@ -195,6 +201,8 @@ private:
     CompareView* compare_;
     PatchingView* patching_;
     AttributionView* attribution_;
+    GenerateView* generate_;
+    quint64 generateId_ = 0;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;

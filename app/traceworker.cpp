@@ -13,6 +13,7 @@ TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
     qRegisterMetaType<nnscope::SnapshotPtr>();
     qRegisterMetaType<nnscope::CheckResultsPtr>();
     qRegisterMetaType<nnscope::PatchingResultPtr>();
+    qRegisterMetaType<nnscope::GenerationPairPtr>();
 }
 
 TraceWorker::~TraceWorker() {
@@ -29,7 +30,7 @@ TraceWorker::~TraceWorker() {
 quint64 TraceWorker::enqueue(Job job) {
     QMutexLocker lock(&mutex_);
     job.id = nextId_++;
-    if (job.kind == Job::Trace || job.kind == Job::Patch) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
+    if (job.kind == Job::Trace || job.kind == Job::Patch || job.kind == Job::Generate) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
     jobs_.push_back(std::move(job));
     if (!isRunning())
         start(LowPriority);
@@ -78,9 +79,21 @@ quint64 TraceWorker::patch(ModelPtr model, std::vector<int64_t> clean, std::vect
     return enqueue(std::move(job));
 }
 
+quint64 TraceWorker::generate(ModelPtr model, std::vector<int64_t> prompt, GenerateOptions options, const QStringList& interventions,
+                              const QString& baseDir) {
+    Job job;
+    job.kind = Job::Generate;
+    job.model = std::move(model);
+    job.clean = std::move(prompt);
+    job.generation = std::move(options);
+    job.interventions = interventions;
+    job.baseDir = baseDir;
+    return enqueue(std::move(job));
+}
+
 void TraceWorker::cancel() {
     std::vector<std::pair<quint64, int>> dropped;
-    std::vector<quint64> droppedPatches;
+    std::vector<quint64> droppedPatches, droppedGenerations;
     {
         QMutexLocker lock(&mutex_);
         for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -90,6 +103,9 @@ void TraceWorker::cancel() {
             } else if (it->kind == Job::Patch) {
                 droppedPatches.push_back(it->id);
                 it = jobs_.erase(it);
+            } else if (it->kind == Job::Generate) {
+                droppedGenerations.push_back(it->id);
+                it = jobs_.erase(it);
             } else {
                 ++it;
             }
@@ -98,6 +114,7 @@ void TraceWorker::cancel() {
     }
     for (const auto& [id, blocks] : dropped) emit traceCancelled(id, 0, blocks);  // outside the lock: slots may queue more
     for (quint64 id : droppedPatches) emit patchFailed(id, tr("cancelled"));
+    for (quint64 id : droppedGenerations) emit generateFailed(id, tr("cancelled"));
 }
 
 void TraceWorker::run() {
@@ -119,6 +136,7 @@ void TraceWorker::run() {
         case Job::Trace: runTrace(job); break;
         case Job::Checks: runChecks(job); break;
         case Job::Patch: runPatch(job); break;
+        case Job::Generate: runGenerate(job); break;
         }
     }
 }
@@ -209,6 +227,30 @@ void TraceWorker::runPatch(const Job& job) {
         emit patchFailed(job.id, tr("cancelled"));
     } catch (const std::exception& e) {
         emit patchFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runGenerate(const Job& job) {
+    try {
+        auto pair = std::make_shared<GenerationPair>();
+        pair->options = job.generation;
+        pair->options.cancel = &cancel_;
+        pair->interventions = job.interventions;
+        GenerateOptions plain = pair->options;
+        if (!job.interventions.isEmpty()) {
+            auto edits = std::make_shared<EditList>();
+            for (const QString& text : job.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
+            pair->options.intervention = edits;
+        }
+        pair->edited = nnscope::generate(*job.model, job.clean, pair->options);
+        if (pair->options.intervention) pair->unedited = nnscope::generate(*job.model, job.clean, plain);
+        pair->options.cancel = nullptr;
+        if (cancel_) throw Cancelled{};
+        emit generateFinished(job.id, std::move(pair));
+    } catch (const Cancelled&) {
+        emit generateFailed(job.id, tr("cancelled"));
+    } catch (const std::exception& e) {
+        emit generateFailed(job.id, messageOf(e));
     }
 }
 

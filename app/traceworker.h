@@ -6,8 +6,10 @@
 // blocks). Results leave by value through queued signals: a shared, immutable TraceSnapshot. The destructor
 // cancels, wakes the thread and waits for it.
 #include "core/edit.h"
+#include "core/generate.h"
 #include "core/patching.h"
 #include "widgets/familyview.h"
+#include "widgets/generateview.h"
 #include "widgets/tracesnapshot.h"
 
 #include <QMutex>
@@ -16,11 +18,13 @@
 #include <QWaitCondition>
 
 #include <atomic>
+#include <optional>
 #include <deque>
 
 namespace nnscope {
 
 using PatchingResultPtr = std::shared_ptr<const PatchingResult>;
+
 
 class TraceWorker : public QThread {
     Q_OBJECT
@@ -40,6 +44,11 @@ public:
     quint64 checks(ModelPtr model, const QString& prompt);
     /// Queues activation patching (activationPatching) of `clean` into `corrupted` (token ids). Cancel stops it.
     quint64 patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options);
+    /// Queues generation (core/generate.h) after `prompt` (token ids) with `options`; with `interventions` (parsed in
+    /// the worker, addIntervention syntax) it generates with them and without them, both with the same seed. Cancel
+    /// stops it between tokens.
+    quint64 generate(ModelPtr model, std::vector<int64_t> prompt, GenerateOptions options, const QStringList& interventions,
+                     const QString& baseDir = ".");
     /// Stops the running trace within one block and drops queued ones.
     void cancel();
     /// libtorch's CPU threads for the passes this worker runs (0: every core). Applied in the worker thread, since
@@ -61,13 +70,15 @@ signals:
     void patchProgress(quint64 id, int done, int total);
     void patchFinished(quint64 id, nnscope::PatchingResultPtr result);
     void patchFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
+    void generateFinished(quint64 id, nnscope::GenerationPairPtr result);
+    void generateFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
 
 protected:
     void run() override;
 
 private:
     struct Job {
-        enum Kind { Load, Trace, Checks, Patch } kind = Load;
+        enum Kind { Load, Trace, Checks, Patch, Generate } kind = Load;
         quint64 id = 0;
         QString dir;
         torch::ScalarType dtype = torch::kFloat32;
@@ -80,12 +91,14 @@ private:
         QString baseDir;
         std::vector<int64_t> clean, corrupted;
         PatchingOptions patching;
+        GenerateOptions generation;
     };
     quint64 enqueue(Job job);
     void runLoad(const Job& job);
     void runTrace(const Job& job);
     void runChecks(const Job& job);
     void runPatch(const Job& job);
+    void runGenerate(const Job& job);
 
     QMutex mutex_;
     QWaitCondition condition_;

@@ -19,6 +19,7 @@
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
 #include "widgets/attributionview.h"
+#include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
@@ -219,6 +220,7 @@ private slots:
     void steeringFromPrompts();
     void patchingView();
     void attributionView();
+    void generateView();
 
 private:
     QTemporaryDir tmp_;
@@ -1231,6 +1233,56 @@ void TestGui::attributionView() {
     const QString png = tmp_.filePath("attribution.png");
     QCOMPARE(w->exportPlotTo(png), QString());
     QCOMPARE(QImage(png).text("view.target"), QString("sat"));
+}
+
+void TestGui::generateView() {
+    // The Generate view continues a prompt in the worker with the Interventions dock's edits at every step and shows the
+    // unedited continuation beside; both equal the engine's generate(); a seed gives the engine's sampled text.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    if (w->tracePanel()->isRunning()) {
+        QSignalSpy first(w.get(), &MainWindow::traceEnded);
+        QVERIFY(first.wait(60000));
+    }
+    QVERIFY(w->showView("generate"));
+    GenerateView* gv = w->generateView();
+    const QString prompt = "the cat sat on the mat . the cat";
+    gv->setPrompt(prompt);
+    gv->setMaxNewTokens(8);
+    const QString edit = "layers.1.self_attn.attention_head_outputs[:, :, 3] = 0";
+    QCOMPARE(w->addIntervention(edit), QString());
+    QSignalSpy ended(w.get(), &MainWindow::generateEnded);
+    QTest::mouseClick(gv->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(gv->result(), qPrintable(gv->statusLabel()->text()));
+    const Model& m = *w->model();
+    const std::vector<int64_t> ids = encodeBatch(m, {prompt.toStdString()}).ids[0];
+    GenerateOptions o;
+    o.maxNewTokens = 8;
+    o.eosTokenIds = stopTokenIds(m);
+    auto list = std::make_shared<EditList>();
+    addIntervention(*list, m, edit.toStdString());
+    GenerateOptions edited = o;
+    edited.intervention = list;
+    QCOMPARE(gv->result()->edited.ids, generate(m, ids, edited).ids);
+    QVERIFY(gv->result()->unedited);
+    QCOMPARE(gv->result()->unedited->ids, generate(m, ids, o).ids);
+    QVERIFY(gv->uneditedText()->isVisibleTo(gv));
+    QVERIFY(gv->uneditedText()->toPlainText().contains(QString::fromStdString(m.tokenizer()->decode(generate(m, ids, o).ids, true)).section(' ', -3)));
+    // sampled with a seed, without interventions: the engine's sampled text, and only one continuation shown
+    w->interventionPanel()->clear();
+    gv->setSampling(true, 1.5, 0, 1.0, 42);
+    QTest::mouseClick(gv->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY(gv->result() && !gv->result()->unedited);
+    GenerateOptions s = o;
+    s.sample = true;
+    s.temperature = 1.5;
+    s.topK = 0;
+    s.seed = 42;
+    QCOMPARE(gv->result()->edited.ids, generate(m, ids, s).ids);
+    QVERIFY(!gv->uneditedText()->isVisibleTo(gv));
+    QVERIFY(gv->statusLabel()->text().contains("seed 42"));
 }
 
 #include "test_gui.moc"
