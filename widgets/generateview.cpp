@@ -86,9 +86,13 @@ GenerateView::GenerateView(QWidget* parent) : TraceView(parent) {
     unedited_ = new QTextBrowser(content);
     edited_ = new QTextBrowser(content);
 
+    // two short rows, so that the view never widens the window
     auto* settingsRow = new QHBoxLayout;
-    for (QWidget* w : std::initializer_list<QWidget*>{maxNew_, sample_, temperature_, topK_, topP_, seed_, run_, cancel_}) settingsRow->addWidget(w);
+    for (QWidget* w : std::initializer_list<QWidget*>{maxNew_, run_, cancel_, sample_}) settingsRow->addWidget(w);
     settingsRow->addStretch(1);
+    auto* samplingRow = new QHBoxLayout;
+    for (QWidget* w : std::initializer_list<QWidget*>{temperature_, topK_, topP_, seed_}) samplingRow->addWidget(w);
+    samplingRow->addStretch(1);
     auto* texts = new QGridLayout;
     texts->addWidget(uneditedTitle_, 0, 0);
     texts->addWidget(editedTitle_, 0, 1);
@@ -98,6 +102,7 @@ GenerateView::GenerateView(QWidget* parent) : TraceView(parent) {
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(prompt_);
     layout->addLayout(settingsRow);
+    layout->addLayout(samplingRow);
     layout->addWidget(status_);
     layout->addLayout(texts, 1);
     setContent(content);
