@@ -37,7 +37,7 @@ void printUsage() {
               << "Usage:\n"
               << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--screenshot FILE.png]   the explorer window\n"
               << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE]\n"
-              << "                [--dtype float32|bfloat16] [--top-k K] [--json]\n"
+              << "                [--dtype auto|float32|bfloat16] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
               << "                [--site layer_output|attention_output|mlp_output|head:H] [--method exact|attribution|both]\n"
@@ -59,7 +59,10 @@ void printUsage() {
 
 struct Common {
     QCommandLineOption model{"model", "Checkpoint folder (config.json, model.safetensors, tokenizer).", "DIR"};
-    QCommandLineOption dtype{"dtype", "Compute dtype: float32 (default) or bfloat16.", "D", "float32"};
+    QCommandLineOption dtype{"dtype",
+                             "Compute dtype: auto (default: the checkpoint's own dtype where this CPU computes it natively, "
+                             "bfloat16 needing AVX512-BF16 or AMX; else float32, said on stderr), float32 or bfloat16.",
+                             "D", "auto"};
     QCommandLineOption json{"json", "Print one machine-readable JSON document on stdout."};
     QCommandLineOption threads{"threads", "CPU threads for libtorch (default: every core).", "N", "0"};
 };
@@ -82,7 +85,7 @@ std::shared_ptr<const Model> loadModel(QCommandLineParser& p, const Common& c, b
     const int threads = p.value(c.threads).toInt(&ok);
     if (!ok || threads < 0) throw Error("--threads must be a non-negative integer.");
     configureThreads(threads);
-    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(parseDtype(s(p.value(c.dtype)))).withTokenizer(tokenizer));
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(parseDtypeRequest(s(p.value(c.dtype)))).withTokenizer(tokenizer));
     printLoadWarnings(*model);
     return model;
 }
@@ -591,6 +594,7 @@ QStringList interventionLines(const QStringList& edits, const QStringList& skips
 
 void printLoadWarnings(const Model& model) {
     for (const auto& w : model.warnings()) std::cerr << "nnscope: warning: " << w << std::endl;
+    for (const auto& n : model.notes()) std::cerr << "nnscope: note: " << n << std::endl;
 }
 
 bool isCliCommand(const QString& name) { return kCommands.contains(name); }

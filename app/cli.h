@@ -18,7 +18,8 @@ int runTrainDemoCommand(const QStringList& arguments);
 int runFamilyCommand(const QStringList& arguments);
 /// --edit, --skip and --steer values as intervention lines (core/edit.h's addIntervention syntax), in that order:
 /// the edits as written, then "skip N", then "steer SPEC". `trace` and `gui` both take these options.
-/// Prints each of the model's load warnings (Model::warnings) on stderr once, as "nnscope: warning: ...".
+/// Prints each of the model's load warnings (Model::warnings) on stderr once, as "nnscope: warning: ...", then its notes
+/// (Model::notes: the compute dtype chosen for this CPU) as "nnscope: note: ...".
 void printLoadWarnings(const Model& model);
 QStringList interventionLines(const QStringList& edits, const QStringList& skips, const QStringList& steers);
 

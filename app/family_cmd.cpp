@@ -32,7 +32,8 @@ int runFamilyCommand(const QStringList& arguments) {
     QCommandLineOption out("out", "Write the page to FILE (atomically) instead of stdout.", "FILE");
     QCommandLineOption prompt("prompt", "The prompt the checks run on (at least 3 tokens).", "TEXT", kDefaultCheckPrompt);
     QCommandLineOption threads("threads", "CPU threads for libtorch (default: every core).", "N", "0");
-    QCommandLineOption dtype("dtype", "Compute dtype: float32 (default) or bfloat16.", "D", "float32");
+    QCommandLineOption dtype("dtype", "Compute dtype: auto (default: the checkpoint's own where this CPU computes it natively, "
+                             "else float32), float32 or bfloat16.", "D", "auto");
     p.addOptions({model, format, out, prompt, threads, dtype});
     p.process(arguments);
     if (!p.positionalArguments().isEmpty())
@@ -44,7 +45,7 @@ int runFamilyCommand(const QStringList& arguments) {
     const int n = p.value(threads).toInt(&ok);
     if (!ok || n < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     configureThreads(n);
-    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(parseDtype(p.value(dtype).toStdString())));
+    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(parseDtypeRequest(p.value(dtype).toStdString())));
     printLoadWarnings(*loaded);
     if (!loaded->tokenizer())  // the checks that need one fail; say once which file and why
         std::cerr << "nnscope: warning: no tokenizer, so the checks run on fixed token ids and the BOS check fails: "

@@ -46,7 +46,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption model("model", QApplication::translate("gui", "Checkpoint folder to open."), "DIR");
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
-    const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: float32 or bfloat16."), "D");
+    const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: auto (the checkpoint's own where this CPU computes it natively, else float32), float32 or bfloat16."), "D");
     const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model, family, compare (before / after), patching, attribution (who wrote the next token) or generate."), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
@@ -93,7 +93,8 @@ int runGui(int& argc, char** argv) {
     }
     if (p.isSet(dtype)) {
         try {
-            options.dtype = parseDtype(p.value(dtype).toStdString());
+            parseDtypeRequest(p.value(dtype).toStdString());
+            options.dtype = p.value(dtype);
         } catch (const Error& e) {
             return usageError(QString::fromStdString(e.what()));
         }

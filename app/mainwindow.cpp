@@ -92,7 +92,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         resize(1600, 1000);  // reproducible screenshots: no saved layout
         updateRecentMenu();
     }
-    if (start_.dtype) dtype_ = *start_.dtype;
+    if (!start_.dtype.isEmpty()) dtype_ = parseDtypeRequest(start_.dtype.toStdString());  // checked by the command line
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
 
     connect(worker_, &TraceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
@@ -458,10 +458,13 @@ void MainWindow::readSettings() {
         restoreGeometry(geometry);
     restoredState_ = restoreState(settings.value("window/state").toByteArray());
     recent_ = settings.value("recentModels").toStringList();
+    // "options/computeDtype" (auto by default). Before it, "options/dtype" was written on every close, float32 unless
+    // the user had picked bfloat16: only that choice is carried over, so that everyone else gets auto.
     try {
-        dtype_ = parseDtype(settings.value("options/dtype", "float32").toString().toStdString());
+        const QString old = settings.value("options/dtype").toString() == "bfloat16" ? "bfloat16" : "auto";
+        dtype_ = parseDtypeRequest(settings.value("options/computeDtype", old).toString().toStdString());
     } catch (const Error&) {
-        dtype_ = torch::kFloat32;
+        dtype_.reset();
     }
     threads_ = settings.value("options/threads", 0).toInt();
     lensTopK_ = std::clamp(settings.value("options/lensTopK", 5).toInt(), 1, 20);
@@ -478,7 +481,8 @@ void MainWindow::writeSettings() {
     settings.setValue("window/geometry", saveGeometry());
     settings.setValue("window/state", saveState());
     settings.setValue("recentModels", recent_);
-    settings.setValue("options/dtype", QString::fromStdString(dtypeName(dtype_)));
+    settings.setValue("options/computeDtype", QString::fromStdString(dtypeRequestName(dtype_)));
+    settings.remove("options/dtype");
     settings.setValue("options/threads", threads_);
     settings.setValue("options/lensTopK", lensTopK_);
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
@@ -560,12 +564,17 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
     addRecent(dir);
-    if (model_->warnings().empty()) {
-        statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
-    } else {  // harmless but worth reading (unused tensors, index entries): kept in the bar until the next message
+    if (!model_->warnings().empty()) {  // harmless but worth reading (unused tensors, index entries): kept in the bar until the next message
         QStringList lines;
         for (const auto& w : model_->warnings()) lines << QString::fromStdString(w);
+        for (const auto& n : model_->notes()) lines << QString::fromStdString(n);
         statusBar()->showMessage(tr("Opened with a warning: %1").arg(lines.join(QStringLiteral("  ·  "))));
+    } else if (!model_->notes().empty()) {  // the compute dtype chosen for this CPU: kept until the next message
+        QStringList lines;
+        for (const auto& n : model_->notes()) lines << QString::fromStdString(n);
+        statusBar()->showMessage(tr("Opened %1: %2").arg(QFileInfo(dir).fileName(), lines.join(QStringLiteral("  ·  "))));
+    } else {
+        statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
     }
     updateActions();
     emit modelOpened(dir);
@@ -1064,8 +1073,10 @@ void MainWindow::preferencesDialog() {
     QDialog dialog(this);
     dialog.setWindowTitle(tr("Preferences"));
     auto* dtype = new QComboBox(&dialog);
-    dtype->addItems({"float32", "bfloat16"});
-    dtype->setCurrentText(QString::fromStdString(dtypeName(dtype_)));
+    dtype->addItems({"auto", "float32", "bfloat16"});
+    dtype->setItemData(0, tr("The checkpoint's own dtype where this CPU computes it natively (bfloat16 needs AVX512-BF16 or AMX), "
+                             "else float32"), Qt::ToolTipRole);
+    dtype->setCurrentText(QString::fromStdString(dtypeRequestName(dtype_)));
     auto* threads = new QSpinBox(&dialog);
     threads->setRange(0, 256);
     threads->setSpecialValueText(tr("every core"));
@@ -1082,7 +1093,7 @@ void MainWindow::preferencesDialog() {
     form->addRow(tr("Logit lens: tokens listed per cell:"), lensK);
     form->addRow(buttons);
     if (dialog.exec() != QDialog::Accepted) return;
-    dtype_ = parseDtype(dtype->currentText().toStdString());
+    dtype_ = parseDtypeRequest(dtype->currentText().toStdString());
     threads_ = threads->value();
     lensTopK_ = lensK->value();
     worker_->setThreads(threads_);

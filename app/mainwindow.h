@@ -51,7 +51,7 @@ struct StartOptions {
     std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
     QString view;            ///< --view attention|neurons|lens|model: the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
-    std::optional<torch::ScalarType> dtype;  ///< --dtype (else the saved option)
+    QString dtype;           ///< --dtype: auto, float32 or bfloat16 (empty: the saved option)
     bool openDefault = true; ///< without --model: open the most recent model, else the demo model
     bool useSettings = true; ///< read and write QSettings (off for --screenshot: reproducible, leaves them alone)
 };
@@ -178,7 +178,7 @@ private:
 
     // options (QSettings)
     QStringList recent_;
-    torch::ScalarType dtype_ = torch::kFloat32;
+    std::optional<torch::ScalarType> dtype_;  ///< the compute dtype asked for; nullopt: auto
     int threads_ = 0;
     int lensTopK_ = 5;
     QString lastExportDir_;

@@ -39,7 +39,7 @@ quint64 TraceWorker::enqueue(Job job) {
     return jobs_.back().id;
 }
 
-quint64 TraceWorker::load(const QString& dir, torch::ScalarType dtype) {
+quint64 TraceWorker::load(const QString& dir, std::optional<torch::ScalarType> dtype) {
     Job job;
     job.kind = Job::Load;
     job.dir = dir;

@@ -33,7 +33,7 @@ public:
     ~TraceWorker() override;
 
     /// Queues loading the checkpoint folder `dir`. Returns the request's id.
-    quint64 load(const QString& dir, torch::ScalarType dtype);
+    quint64 load(const QString& dir, std::optional<torch::ScalarType> dtype);
     /// Queues a trace of `prompts` on `model`, saving `save`. `interventions` (core/edit.h's addIntervention syntax,
     /// .npy paths relative to `baseDir`) are parsed in the worker and applied during the pass; with `compare` the
     /// prompts are first traced without them too, and the snapshot carries that run as its `baseline`. A text that
@@ -81,7 +81,7 @@ private:
         enum Kind { Load, Trace, Checks, Patch, Generate } kind = Load;
         quint64 id = 0;
         QString dir;
-        torch::ScalarType dtype = torch::kFloat32;
+        std::optional<torch::ScalarType> dtype;  ///< nullopt: auto (LoadOptions::dtype)
         ModelPtr model;
         QStringList prompts;
         std::vector<ValueKey> save;

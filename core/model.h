@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,16 @@ namespace nnscope {
 
 /// How to load a checkpoint.
 struct LoadOptions {
-    /// The dtype the forward pass computes in: float32 (default) or bfloat16 (computed the way transformers
-    /// does: norm statistics, softmax and ERNIE's rotary in float32, everything else in bfloat16).
-    torch::ScalarType dtype = torch::kFloat32;
+    /// The dtype the forward pass computes in: float32 or bfloat16 (computed the way transformers does: norm
+    /// statistics, softmax and ERNIE's rotary in float32, everything else in bfloat16). nullopt ("auto", the
+    /// default): the checkpoint's own dtype where this CPU computes it natively, else float32 with a note in
+    /// Model::notes(), refused when that float32 copy would not fit in memory (resolveComputeDtype, core/compute_dtype.h).
+    std::optional<torch::ScalarType> dtype;
     /// Load the tokenizer too (a folder without one still loads; encode() then throws).
     bool loadTokenizer = true;
 
     LoadOptions& withDtype(torch::ScalarType d) { dtype = d; return *this; }
+    LoadOptions& withDtype(std::optional<torch::ScalarType> d) { dtype = d; return *this; }
     LoadOptions& withTokenizer(bool t) { loadTokenizer = t; return *this; }
 };
 
@@ -31,6 +35,10 @@ struct LoadOptions {
 torch::ScalarType parseDtype(const std::string& name);
 /// "float32" / "bfloat16".
 std::string dtypeName(torch::ScalarType t);
+/// Parses --dtype: "auto" (nullopt: LoadOptions::dtype's default) or a name parseDtype accepts. Throws nnscope::Error.
+std::optional<torch::ScalarType> parseDtypeRequest(const std::string& name);
+/// "auto", "float32" or "bfloat16": what parseDtypeRequest reads back.
+std::string dtypeRequestName(const std::optional<torch::ScalarType>& requested);
 
 /// One block's weights, in the compute dtype (undefined tensors where the family or config has none). Projections
 /// are nn.Linear's [out, in] (a Conv1D checkpoint's are transposed views).
@@ -83,6 +91,9 @@ public:
     /// (fewer layers in config.json than stored, another model_type), index entries that do not match the shards
     /// for such tensors. The command line prints them on stderr, the window in its status bar.
     const std::vector<std::string>& warnings() const { return warnings_; }
+    /// What load chose that the user should know, one sentence each naming the folder: a bfloat16 checkpoint computing
+    /// in float32 on a CPU without native bfloat16 (LoadOptions::dtype "auto"). Printed once, as warnings() are.
+    const std::vector<std::string>& notes() const { return notes_; }
     const WeightStore& weights() const { return *store_; }
     const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
     const torch::Tensor& embedTokens() const { return embed_; }
@@ -161,6 +172,7 @@ private:
     std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
     std::vector<std::string> warnings_;
+    std::vector<std::string> notes_;
     torch::Tensor embed_, positionEmbed_, finalNorm_, finalNormBias_, lmHead_;
     bool tied_ = false;
     std::vector<LayerWeights> layers_;

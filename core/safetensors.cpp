@@ -321,6 +321,20 @@ std::vector<std::string> WeightStore::names() const {
     return out;
 }
 
+std::map<torch::ScalarType, int64_t> WeightStore::floatingElements() const {
+    std::map<torch::ScalarType, int64_t> out;
+    for (const auto& [name, t] : memory_)
+        if (c10::isFloatingType(t.scalar_type())) out[t.scalar_type()] += t.numel();
+    for (const auto& file : files_)
+        for (const auto& [name, e] : file->entries()) {
+            if (!c10::isFloatingType(e.dtype)) continue;
+            int64_t n = 1;
+            for (int64_t d : e.shape) n *= d;  // the header check bounded every product
+            out[e.dtype] += n;
+        }
+    return out;
+}
+
 std::string WeightStore::fileOf(const std::string& name) const {
     auto it = where_.find(name);
     return it == where_.end() || memory_.count(name) ? dir_ : files_[it->second]->path();

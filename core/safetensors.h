@@ -96,6 +96,9 @@ public:
     const std::map<std::string, std::string>& indexProblems() const { return indexProblems_; }
     /// Every tensor name across the files.
     std::vector<std::string> names() const;
+    /// Elements stored per floating dtype, over every tensor (from the headers: nothing is read). Model::load takes
+    /// the checkpoint's dtype and the size of a float32 copy from it.
+    std::map<torch::ScalarType, int64_t> floatingElements() const;
     /// The file that holds `name` (for messages).
     std::string fileOf(const std::string& name) const;
     const std::string& dir() const { return dir_; }

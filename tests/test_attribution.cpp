@@ -80,7 +80,7 @@ private slots:
     }
     void componentsAddUpToTheLogit() {
         QFETCH(QString, fixture);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const auto ids = goldenIds(fixture.toStdString());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
@@ -134,7 +134,7 @@ private slots:
     }
     void headShareFromTheWeights() {
         QFETCH(QString, fixture);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const auto ids = goldenIds(fixture.toStdString());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
@@ -169,7 +169,7 @@ private slots:
     /// The demo model copies repeated words with an induction head in block 1: on a repeated sentence block 1's
     /// attention writes most of the repeated word's logit, and the tokens it promotes include that word.
     void demoInductionHeadWritesTheRepeatedWord() {
-        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR, test::float32());
         const Batch b = encodeBatch(*m, {"the cat sat on the mat . the cat"});
         TraceOptions o;
         o.save = attributionValueKeys(*m);
@@ -188,7 +188,7 @@ private slots:
     }
 
     void attributionRefusals() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
         const TraceResult r = trace(*m, batchFromIds({{1, 5, 9}}), o);
@@ -237,7 +237,7 @@ private slots:
         const double logit = j["logit"];
         QVERIFY2(std::abs(blocks - logit) < 1e-4 * (1 + std::abs(logit)), qPrintable(QString("%1 vs %2").arg(blocks).arg(logit)));
         for (const auto& [layer, v] : attention) QVERIFY(std::abs(heads[layer] - v) < 1e-4 * (1 + std::abs(v)));  // no o_proj bias
-        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR, test::float32());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
         const LogitAttribution a = directLogitAttribution(*m, trace(*m, encodeBatch(*m, {"the cat sat on the mat . the cat"}), o), 0, -1,
@@ -292,7 +292,7 @@ private slots:
         QFETCH(QString, fixture);
         QFETCH(QString, site);
         QFETCH(bool, probability);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const std::vector<int64_t> clean = goldenIds(fixture.toStdString());
         std::vector<int64_t> corrupted = clean;
         corrupted[1] = (corrupted[1] + 3) % m->config().vocabSize;
@@ -350,7 +350,7 @@ private slots:
     // ---- generation ----
 
     void greedyEqualsFullPasses() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const auto prompt = goldenIds("tiny-llama");
         GenerateOptions o;
         o.maxNewTokens = 6;
@@ -364,7 +364,7 @@ private slots:
     /// eos_token_id may be a list: generation stops on any of its ids (transformers' stopping criteria), the one in
     /// generation_config.json first.
     void stopsOnEveryEosId() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const auto prompt = goldenIds("tiny-llama");
         GenerateOptions free;
         free.maxNewTokens = 6;
@@ -375,7 +375,7 @@ private slots:
         std::vector<int64_t> notGenerated;
         for (int64_t id = 0; id < m->config().vocabSize && notGenerated.empty(); ++id)
             if (std::find(ids.begin(), ids.end(), id) == ids.end()) notGenerated.push_back(id);
-        auto listed = Model::load(patchedFixture(dir, "tiny-llama", {{"eos_token_id", {notGenerated[0], third}}}));
+        auto listed = Model::load(patchedFixture(dir, "tiny-llama", {{"eos_token_id", {notGenerated[0], third}}}), test::float32());
         QCOMPARE(listed->config().eosTokenIds, (std::vector<int64_t>{notGenerated[0], third}));
         QCOMPARE(stopTokenIds(*listed), (std::vector<int64_t>{notGenerated[0], third}));
         const Generation g = generate(*listed, prompt, generationDefaults(*listed));
@@ -388,7 +388,7 @@ private slots:
         QTemporaryDir dir2;
         auto withGen = Model::load(patchedFixture(dir2, "tiny-llama", {{"eos_token_id", notGenerated[0]}},
                                                   {{"eos_token_id", {third}}, {"do_sample", true}, {"temperature", 0.7},
-                                                   {"top_k", 20}, {"top_p", 0.9}, {"max_new_tokens", 5}}));
+                                                   {"top_k", 20}, {"top_p", 0.9}, {"max_new_tokens", 5}}), test::float32());
         const GenerateOptions d = generationDefaults(*withGen);
         QCOMPARE(d.eosTokenIds, std::vector<int64_t>{third});
         QVERIFY(d.sample);
@@ -397,7 +397,7 @@ private slots:
         QCOMPARE(d.topP, 0.9);
         QCOMPARE(d.maxNewTokens, 5);
         QTemporaryDir dir3;
-        QVERIFY_EXCEPTION_THROWN(Model::load(patchedFixture(dir3, "tiny-llama", nlohmann::json::object(), {{"top_p", 2}})), Error);
+        QVERIFY_EXCEPTION_THROWN(Model::load(patchedFixture(dir3, "tiny-llama", nlohmann::json::object(), {{"top_p", 2}}), test::float32()), Error);
     }
 
     /// Sampling follows transformers' warpers: the same seed gives the same tokens; draws follow softmax(logits / T);
@@ -424,7 +424,7 @@ private slots:
         o.topP = 0.8;  // the first two (0.64 + 0.24 >= 0.8)
         for (int i = 0; i < 300; ++i) QVERIFY(chooseNextToken(logits, o, gen) < 2);
 
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const auto prompt = goldenIds("tiny-llama");
         GenerateOptions s;
         s.sample = true;
@@ -455,7 +455,7 @@ private slots:
     void interventionsApplyAtEveryStep() {
         QFETCH(QString, edit);
         QFETCH(QString, sameAs);
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const auto prompt = goldenIds("tiny-llama");
         auto list = std::make_shared<EditList>();
         addIntervention(*list, *m, edit.toStdString());
@@ -502,7 +502,7 @@ private slots:
         QFETCH(QString, edit);
         QFETCH(QString, alone0);
         QFETCH(QString, alone1);
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const std::vector<std::vector<int64_t>> prompts{{1, 12, 40, 7, 99, 23}, {1, 55, 8}};
         auto list = std::make_shared<EditList>();
         addIntervention(*list, *m, edit.toStdString());
@@ -530,7 +530,7 @@ private slots:
 
     /// Steering at position 0 of a two-prompt batch lands on each prompt's first token, as when each runs alone.
     void steeringPositionsArePerPrompt() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const std::vector<std::vector<int64_t>> prompts{{1, 12, 40, 7, 99}, {1, 55}};
         const torch::Tensor v = torch::randn({m->config().hiddenSize}, torch::Generator(at::make_generator<at::CPUGeneratorImpl>(3)));
         for (int64_t position : {int64_t{0}, int64_t{-1}, int64_t{1}}) {

@@ -78,7 +78,7 @@ private slots:
     }
     void decompositionAddsUp() {
         QFETCH(QString, fixture);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const auto ids = goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const int64_t T = static_cast<int64_t>(ids.size());
@@ -104,7 +104,7 @@ private slots:
     void importancesAreNormalised_data() { decompositionAddsUp_data(); }
     void importancesAreNormalised() {
         QFETCH(QString, fixture);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const auto ids = goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const TokenContributions c = tokenContributions(*m, r, 0);
@@ -143,7 +143,7 @@ private slots:
     }
     void headNormsFromTheWeights() {
         QFETCH(QString, fixture);
-        auto m = Model::load(test::fixture(fixture.toStdString()));
+        auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
         const auto ids = goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const TokenContributions c = tokenContributions(*m, r, 0);
@@ -166,7 +166,7 @@ private slots:
 
     /// A prompt's importances in a left-padded batch equal those of the prompt run alone.
     void paddedRowEqualsAlone() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const std::vector<int64_t> shortIds{1, 17, 42, 9}, longIds{1, 5, 9, 13, 21, 34, 55};
         TraceOptions o;
         o.save = contributionValueKeys(*m);
@@ -182,7 +182,7 @@ private slots:
     /// The graph keeps exactly the edges ≥ τ reachable from its start: every kept edge's target was reached from
     /// above, and with τ = 0 every source of every reached position is kept.
     void graphIsPruned() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const auto ids = goldenIds("tiny-llama");
         const TraceResult r = traceFor(*m, ids);
         const ContributionGraph g = contributionGraph(*m, r, 0, GraphOptions().withThreshold(0.04));
@@ -227,7 +227,7 @@ private slots:
     }
 
     void refusals() {
-        auto m = Model::load(test::fixture("tiny-llama"));
+        auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const TraceResult r = traceFor(*m, {1, 5, 9});
         QVERIFY_EXCEPTION_THROWN(contributionGraph(*m, r, 0, GraphOptions().withPosition(3)), Error);
         QVERIFY_EXCEPTION_THROWN(contributionGraph(*m, r, 0, GraphOptions().withPosition(-4)), Error);
@@ -249,7 +249,7 @@ private slots:
     /// "the cat sat on the mat . the cat" the last " cat" reads " sat" (the previous-token head of block 0 has put
     /// " cat" into " sat"'s stream, which the induction head's query matches).
     void demoInductionRoute() {
-        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR, test::float32());
         const Batch b = encodeBatch(*m, {"the cat sat on the mat . the cat"});
         TraceOptions o;
         o.save = contributionValueKeys(*m);

@@ -334,7 +334,7 @@ private slots:
     }
     void checksPass() {
         QFETCH(QString, dir);
-        auto model = Model::load(dir.toStdString());
+        auto model = Model::load(dir.toStdString(), nnscope::test::float32());
         const auto results = runFamilyChecks(*model);
         const auto ids = familyCheckIds(model->family());
         QCOMPARE(results.size(), ids.size());
@@ -470,7 +470,7 @@ private slots:
             QFAIL("unknown case");
         }
         if (QTest::currentTestFailed()) return;
-        auto model = Model::load(dir);
+        auto model = Model::load(dir, nnscope::test::float32());
         const auto results = runFamilyChecks(*model);
         const CheckResult* r = findResult(results, expectFail);
         QVERIFY2(r, (expectFail + " not run:\n" + describe(results)).c_str());
@@ -489,14 +489,14 @@ private slots:
         QTemporaryDir tmp;
         // block 0's raw alpha_p set to 3: softplus(3) = 3.0486 becomes the largest effective alpha_p
         const std::string dir = brokenCopy(tmp, "tiny-apertus", {}, [](TensorMap& t) { setAll(t, "model.layers.0.mlp.act_fn.alpha_p", 3.0); });
-        auto model = Model::load(dir);
+        auto model = Model::load(dir, nnscope::test::float32());
         auto results = runFamilyChecks(*model);
         const CheckResult* s = findResult(results, "xielu_scalars");
         QVERIFY(s);
         QVERIFY2(s->passed, describe(results).c_str());
         QVERIFY2(s->figure.find("largest at block 0 (3.05)") != std::string::npos, s->figure.c_str());
         // the unchanged fixture: block 2's raw 2.09375 gives 2.21
-        auto original = Model::load(nnscope::test::fixture("tiny-apertus"));
+        auto original = Model::load(nnscope::test::fixture("tiny-apertus"), nnscope::test::float32());
         results = runFamilyChecks(*original);
         s = findResult(results, "xielu_scalars");
         QVERIFY2(s->figure.find("largest at block 2 (2.21)") != std::string::npos, s->figure.c_str());
@@ -516,7 +516,7 @@ private slots:
         const std::string fam = family.toStdString();
         const std::string seed = seedText(fam);
         if (seed.empty()) QSKIP(("no seed page for " + fam + " under " + seedsDir()).c_str());
-        auto model = Model::load(nnscope::test::fixture(fixtureOfSeed(fam)));
+        auto model = Model::load(nnscope::test::fixture(fixtureOfSeed(fam)), nnscope::test::float32());
         const Family& f = model->family();
         const auto results = runFamilyChecks(*model);
         const std::string md = familyPage(*model, results, PageFormat::Markdown);
@@ -613,7 +613,7 @@ private slots:
     }
 
     void markdownEscapes() {
-        auto model = Model::load(nnscope::test::fixture("tiny-apertus"));
+        auto model = Model::load(nnscope::test::fixture("tiny-apertus"), nnscope::test::float32());
         const std::string md = familyPage(*model, runFamilyChecks(*model), PageFormat::Markdown);
         // "<s>" in a note must not become an HTML tag in a Markdown renderer
         QVERIFY(md.find("prepends \\<s>") != std::string::npos);

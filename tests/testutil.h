@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Helpers shared by the Qt Test programs: paths of the fixtures and tensor comparison with a message.
 #pragma once
+#include "core/model.h"
+
 #include <torch/torch.h>
 
 #include <QString>
@@ -12,6 +14,9 @@
 namespace nnscope::test {
 
 inline std::string fixturesDir() { return NNSCOPE_FIXTURES_DIR; }
+/// Loading in float32 whatever the CPU: tests whose tolerances are float32's must not follow "auto" into bfloat16 on a
+/// CPU with native bfloat16.
+inline nnscope::LoadOptions float32() { return nnscope::LoadOptions().withDtype(torch::kFloat32); }
 inline std::string fixture(const std::string& name) { return fixturesDir() + "/models/" + name; }
 inline std::string sharedModels() { return NNSCOPE_SHARED_MODELS_DIR; }
 
