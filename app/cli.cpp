@@ -7,6 +7,7 @@
 #include "core/contribution.h"
 #include "core/export.h"
 #include "core/generate.h"
+#include "core/headscores.h"
 #include "core/patching.h"
 #include "core/safetensors.h"
 #include "core/model.h"
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -28,7 +30,7 @@
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "graph"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -44,6 +46,8 @@ void printUsage() {
               << "                [--json] [--csv FILE]\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
+              << "  nnscope heads --model DIR --prompt TEXT [--sort SCORE] [--top N] [--json]\n"
+              << "                per-head scores: previous_token, induction, first_token, diagonal\n"
               << "  nnscope graph --model DIR --prompt TEXT [--position P] [--threshold T] [--heads K] [--json]\n"
               << "                information flow routes: which tokens, through which blocks, a position is made of\n"
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
@@ -393,6 +397,47 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     return 0;
 }
 
+int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption prompt("prompt", "The prompt (repeat a phrase in it for the induction score).", "TEXT");
+    QCommandLineOption sort("sort", "Order the rows by this score, largest first: previous_token, induction, first_token or diagonal "
+                                    "(default: by block and head).", "SCORE");
+    QCommandLineOption top("top", "Print only the first N rows (0: all).", "N", "0");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, sort, top});
+    p.process(args);
+    rejectStray(p);
+    if (!p.isSet(prompt)) throw Error("heads needs --prompt.");
+    const QString by = p.value(sort);
+    if (p.isSet(sort) && by != "previous_token" && by != "induction" && by != "first_token" && by != "diagonal")
+        throw Error("--sort must be previous_token, induction, first_token or diagonal, not '" + s(by) + "'.");
+    bool ok = false;
+    const int n = p.value(top).toInt(&ok);
+    if (!ok || n < 0) throw Error("--top must be a non-negative integer.");
+    auto model = loadModel(p, c);
+    TraceOptions opts;
+    for (int i = 0; i < model->config().numLayers; ++i) opts.save.push_back({Value::AttentionProbabilities, i});
+    const TraceResult result = trace(*model, encodeBatch(*model, {s(p.value(prompt))}), opts);
+    std::vector<HeadScore> rows = headScores(*model, result, 0);
+    auto key = [&](const HeadScore& h) {
+        const double v = by == "previous_token" ? h.previousToken : by == "induction" ? h.induction : by == "first_token" ? h.firstToken : h.diagonal;
+        return std::isnan(v) ? -1.0 : v;
+    };
+    if (p.isSet(sort)) std::stable_sort(rows.begin(), rows.end(), [&](const HeadScore& a, const HeadScore& b) { return key(a) > key(b); });
+    if (n > 0 && static_cast<size_t>(n) < rows.size()) rows.resize(static_cast<size_t>(n));
+    auto num = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    if (p.isSet(c.json)) {
+        nlohmann::json j{{"tokens", tokensJson(*model, result.batch.ids[0])}, {"heads", nlohmann::json::array()}};
+        for (const auto& h : rows)
+            j["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"previous_token", num(h.previousToken)},
+                                  {"induction", num(h.induction)}, {"first_token", num(h.firstToken)}, {"diagonal", num(h.diagonal)}});
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    std::printf("block head  previous_token  induction  first_token  diagonal\n");
+    for (const auto& h : rows)
+        std::printf("%5d %4d  %14.4f  %9.4f  %11.4f  %8.4f\n", h.layer, h.head, h.previousToken, h.induction, h.firstToken, h.diagonal);
+    return 0;
+}
+
 int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption prompt("prompt", "The prompt.", "TEXT");
     QCommandLineOption target("target", "The token whose logit is decomposed (text of one token, or #ID).", "TOKEN");
@@ -625,6 +670,7 @@ int runCli(const QStringList& arguments) {
         if (command == "family") return runFamilyCommand(args);
         if (command == "patch") return cmdPatch(p, c, args);
         if (command == "attribute") return cmdAttribute(p, c, args);
+        if (command == "heads") return cmdHeads(p, c, args);
         if (command == "graph") return cmdGraph(p, c, args);
     } catch (const Error& e) {
         return fail(e.what());

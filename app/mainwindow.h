@@ -33,6 +33,7 @@ class InterventionPanel;
 class PatchingView;
 class AttributionView;
 class GenerateView;
+class FlowView;
 struct GenerateRequest;
 class FamilyView;
 class LogitLensView;
@@ -92,6 +93,7 @@ public:
     PatchingView* patchingView() const { return patching_; }
     AttributionView* attributionView() const { return attribution_; }
     GenerateView* generateView() const { return generate_; }
+    FlowView* flowView() const { return flow_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
@@ -202,6 +204,7 @@ private:
     PatchingView* patching_;
     AttributionView* attribution_;
     GenerateView* generate_;
+    FlowView* flow_;
     quint64 generateId_ = 0;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;

@@ -45,6 +45,31 @@ FrozenNorm freeze(const torch::Tensor& x, const torch::Tensor& w, const torch::T
     return f;
 }
 
+/// What a branch (attention or MLP) of output `out` [hidden] writes to the stream, and the direction whose dot product
+/// with `out` gives its share of the logit: through the branch norm with its scale frozen where `normed` (Gemma's and
+/// OLMo 2's norms after the branch), else `out` itself and the final direction `g`.
+struct BranchTerm {
+    torch::Tensor direction;  ///< share = direction · out + constant
+    double constant = 0;      ///< the branch norm's bias through g (0 without one)
+    torch::Tensor stream;     ///< what the stream receives
+    torch::Tensor gain;       ///< the branch norm's frozen gain (undefined without a norm)
+};
+
+BranchTerm branchTerm(const torch::Tensor& out, const torch::Tensor& g, bool normed, const torch::Tensor& w, const torch::Tensor& b,
+                      NormKind kind, double eps) {
+    BranchTerm t{g, 0.0, out, torch::Tensor()};
+    if (!normed) return t;
+    const FrozenNorm branch = freeze(out, w, b, kind, eps);
+    t.direction = branch.pullBack(g);
+    t.stream = branch.apply(out);
+    t.gain = branch.gain;
+    if (branch.bias.defined()) {
+        t.constant = torch::dot(branch.bias, g).item<double>();
+        t.stream = t.stream + branch.bias;
+    }
+    return t;
+}
+
 torch::Tensor at(const Model& model, const TraceResult& result, const ValueKey& key, int64_t row, int64_t position) {
     return promptValue(model, result, key, row).index({position});
 }
@@ -121,18 +146,10 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         const std::string L = layerName(i);
         // attention: o_proj(z) + b_O, then the branch norm where the family has one
         const torch::Tensor attnOut = at(model, result, {Value::AttentionOutput, i}, row, position);
-        torch::Tensor gA = g;
-        double attnConst = 0;
-        torch::Tensor attnStream = attnOut;
-        if (bn.afterAttention) {
-            const FrozenNorm branch = freeze(attnOut, lw.attentionOutputNorm, lw.attentionOutputNormBias, fam.norm, c.normEps);
-            gA = branch.pullBack(g);
-            attnStream = branch.apply(attnOut);
-            if (branch.bias.defined()) {
-                attnConst = torch::dot(branch.bias, g).item<double>();
-                attnStream = attnStream + branch.bias;
-            }
-        }
+        const BranchTerm attn = branchTerm(attnOut, g, bn.afterAttention, lw.attentionOutputNorm, lw.attentionOutputNormBias, fam.norm, c.normEps);
+        const torch::Tensor& gA = attn.direction;
+        const double attnConst = attn.constant;
+        const torch::Tensor& attnStream = attn.stream;
         const double attnShare = torch::dot(gA, attnOut).item<double>() + attnConst;
         a.attention.index_put_({i}, attnShare);
         a.streamTerms.index_put_({1 + 2 * i}, attnStream);
@@ -150,19 +167,11 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
 
         // MLP: down_proj(neurons) + b, then the branch norm where the family has one
         const torch::Tensor mlpOut = at(model, result, {Value::MlpOutput, i}, row, position);
-        torch::Tensor gM = g;
-        double mlpConst = 0;
-        torch::Tensor mlpStream = mlpOut;
-        if (bn.afterMlp) {
-            const FrozenNorm branch = freeze(mlpOut, lw.mlpOutputNorm, lw.mlpOutputNormBias, fam.norm, c.normEps);
-            gM = branch.pullBack(g);
-            mlpStream = branch.apply(mlpOut);
-            a.mlpBranchGain.index_put_({i}, branch.gain);
-            if (branch.bias.defined()) {
-                mlpConst = torch::dot(branch.bias, g).item<double>();
-                mlpStream = mlpStream + branch.bias;
-            }
-        }
+        const BranchTerm mlpTerm = branchTerm(mlpOut, g, bn.afterMlp, lw.mlpOutputNorm, lw.mlpOutputNormBias, fam.norm, c.normEps);
+        const torch::Tensor& gM = mlpTerm.direction;
+        const double mlpConst = mlpTerm.constant;
+        const torch::Tensor& mlpStream = mlpTerm.stream;
+        if (bn.afterMlp) a.mlpBranchGain.index_put_({i}, mlpTerm.gain);
         const double mlpShare = torch::dot(gM, mlpOut).item<double>() + mlpConst;
         a.mlp.index_put_({i}, mlpShare);
         a.streamTerms.index_put_({2 + 2 * i}, mlpStream);

@@ -2,10 +2,12 @@
 // Direct logit attribution, generation (eos lists, generation_config.json, sampling, interventions at every step) and
 // intervention positions counted from each prompt of a batch. Every value is checked against a computation made
 // here from the weights and the pass's own values, not against the function under test.
+#include "core/analysis.h"
 #include "core/attribution.h"
 #include "core/edit.h"
 #include "core/error.h"
 #include "core/generate.h"
+#include "core/headscores.h"
 #include "core/model.h"
 #include "core/patching.h"
 #include "core/safetensors.h"
@@ -272,6 +274,62 @@ private slots:
         QCOMPARE(edited["interventions"].size(), size_t(1));
         QVERIFY(run({"--sample", "--greedy"}).contains("error"));
         QVERIFY(run({"--top-p", "0"}).contains("error"));
+    }
+
+    // ---- head scores ----
+
+    /// The scores of a hand-made pattern, then the demo model's heads: its induction heads (block 1) score high on
+    /// induction on a repeated sentence and block 0 holds a previous-token head; `nnscope heads --json` gives the same.
+    void headScoresOfPatterns() {
+        // 4 tokens "a b a b": head attends to the previous token everywhere
+        torch::Tensor prev = torch::zeros({4, 4});
+        prev[0][0] = 1;
+        for (int i = 1; i < 4; ++i) prev[i][i - 1] = 1;
+        HeadScore s = patternScores(prev, {7, 8, 7, 8});
+        QCOMPARE(s.previousToken, 1.0);
+        QCOMPARE(s.firstToken, 1.0 / 3);  // position 1's previous token is position 0
+        QCOMPARE(s.diagonal, 0.0);
+        // induction: at i = 2 (token 7, seen at 0) the next of the earlier one is 1: A[2][1] = 1; at i = 3 (8, seen at 1): A[3][2] = 1
+        QCOMPARE(s.induction, 1.0);
+        torch::Tensor self = torch::eye(4);
+        s = patternScores(self, {7, 8, 9, 10});
+        QCOMPARE(s.diagonal, 1.0);
+        QVERIFY(std::isnan(s.induction));  // nothing repeats
+        QVERIFY_EXCEPTION_THROWN(patternScores(self, {1, 2}), Error);
+
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR, test::float32());
+        TraceOptions o;
+        for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
+        const std::string prompt = "tom and lily went to the park with a red ball . tom and lily went to the park with";
+        const TraceResult r = trace(*m, encodeBatch(*m, {prompt}), o);
+        const auto scores = headScores(*m, r, 0);
+        QCOMPARE(static_cast<int64_t>(scores.size()), m->config().numLayers * m->config().numHeads);
+        double bestInduction = 0, bestPrevious = 0;
+        for (const auto& h : scores) {
+            if (h.layer == 1) bestInduction = std::max(bestInduction, h.induction);
+            if (h.layer == 0) bestPrevious = std::max(bestPrevious, h.previousToken);
+            // each equals the formula on the saved pattern
+            const torch::Tensor a = attentionPattern(*m, r, h.layer, 0).index({h.head});
+            double prev = 0;
+            for (int64_t i = 1; i < a.size(0); ++i) prev += a[i][i - 1].item<double>();
+            QVERIFY(std::abs(prev / static_cast<double>(a.size(0) - 1) - h.previousToken) < 1e-6);
+        }
+        QVERIFY2(bestInduction > 0.5, qPrintable(QString("best block-1 induction score %1").arg(bestInduction)));
+        QVERIFY2(bestPrevious > 0.5, qPrintable(QString("best block-0 previous-token score %1").arg(bestPrevious)));
+
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"heads", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", QString::fromStdString(prompt), "--json",
+                                 "--sort", "induction", "--top", "3"});
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(j["heads"].size(), size_t(3));
+        QCOMPARE(j["heads"][0]["layer"].get<int>(), 1);
+        QVERIFY(std::abs(j["heads"][0]["induction"].get<double>() - bestInduction) < 1e-5);
+        QProcess bad;
+        bad.start(NNSCOPE_BINARY, {"heads", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "a", "--sort", "copying"});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 1);
     }
 
     // ---- attribution patching ----

@@ -19,6 +19,7 @@
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
 #include "widgets/attributionview.h"
+#include "widgets/flowview.h"
 #include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
@@ -221,6 +222,7 @@ private slots:
     void patchingView();
     void attributionView();
     void generateView();
+    void flowView();
 
 private:
     QTemporaryDir tmp_;
@@ -1283,6 +1285,46 @@ void TestGui::generateView() {
     QCOMPARE(gv->result()->edited.ids, generate(m, ids, s).ids);
     QVERIFY(!gv->uneditedText()->isVisibleTo(gv));
     QVERIFY(gv->statusLabel()->text().contains("seed 42"));
+}
+
+void TestGui::flowView() {
+    // The Flow view draws the engine's information flow graph of the traced prompt; on the demo model the induction
+    // head's edge from the token after the first " cat" into the last token is there.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    if (w->tracePanel()->isRunning()) {
+        QSignalSpy first(w.get(), &MainWindow::traceEnded);
+        QVERIFY(first.wait(60000));
+    }
+    const QString prompt = "the cat sat on the mat . the cat";
+    QVERIFY(runFromPanel(*w, {prompt}));
+    FlowView* fv = w->flowView();
+    QVERIFY(!fv->graph());  // computed when the tab is first shown
+    QVERIFY(w->showView("flow"));
+    QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
+    const Model& m = *w->model();
+    TraceOptions o;
+    o.save = contributionValueKeys(m);
+    const TraceResult r = trace(m, encodeBatch(m, {prompt.toStdString()}), o);
+    const ContributionGraph ref = contributionGraph(m, r, 0);
+    QCOMPARE(fv->graph()->edges.size(), ref.edges.size());
+    bool induction = false;
+    for (size_t k = 0; k < ref.edges.size(); ++k) {
+        const auto& a = fv->graph()->edges[k];
+        const auto& b = ref.edges[k];
+        QVERIFY(a.kind == b.kind && a.layer == b.layer && a.from == b.from && a.to == b.to);
+        QVERIFY(std::abs(a.weight - b.weight) < 1e-5);
+        induction |= a.kind == ContributionEdge::Kind::Attention && a.layer == 1 && a.from == 3 && a.to == 9;
+    }
+    QVERIFY2(induction, "no block-1 attention edge from \" sat\" (3) into the last \" cat\" (9)");
+    // a higher threshold keeps fewer edges, all above it
+    fv->setThreshold(0.5);
+    QVERIFY(fv->graph()->edges.size() < ref.edges.size());
+    for (const auto& e : fv->graph()->edges) QVERIFY(e.weight >= 0.5);
+    fv->setPosition(3);
+    QCOMPARE(fv->graph()->position, int64_t{3});
+    QVERIFY(fv->canvas()->minimumWidth() > 10 * 40);
+    QVERIFY(!fv->canvas()->grab().isNull());
 }
 
 #include "test_gui.moc"

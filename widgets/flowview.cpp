@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+#include "flowview.h"
+
+#include <torch/torch.h>
+
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QPainter>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace nnscope {
+
+/// Paints the graph: tokens along x, stream levels along y (0: the embeddings; 2l + 1: after block l's attention;
+/// 2l + 2: after its MLP).
+class FlowCanvas : public QWidget {
+public:
+    explicit FlowCanvas(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
+
+    void setGraph(const ContributionGraph* graph, QStringList tokens, int layers) {
+        graph_ = graph;
+        tokens_ = std::move(tokens);
+        layers_ = layers;
+        const int columns = std::max(1, static_cast<int>(tokens_.size()));
+        setMinimumSize(kLeft + columns * kColumn + 20, kTop + (2 * layers_ + 1) * kLevel + kBottom);
+        update();
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override {
+        QPainter p(this);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.fillRect(rect(), palette().base());
+        const QColor text = palette().text().color();
+        p.setPen(text);
+        for (int level = 0; level <= 2 * layers_; ++level) {
+            const QString name = level == 0 ? tr("embeddings")
+                                 : level % 2 ? tr("block %1 attention").arg((level - 1) / 2) : tr("block %1 MLP").arg((level - 1) / 2);
+            p.drawText(QRect(2, y(level) - 8, kLeft - 8, 16), Qt::AlignRight | Qt::AlignVCenter, name);
+        }
+        for (int i = 0; i < tokens_.size(); ++i) {
+            p.save();
+            p.translate(x(i) + 4, y(0) + 14);
+            p.rotate(45);
+            p.drawText(0, 0, tokens_[i]);
+            p.restore();
+        }
+        if (!graph_) return;
+        // nodes reached, then the edges over them
+        p.setPen(Qt::NoPen);
+        for (const auto& e : graph_->edges) {
+            const auto [fromLevel, toLevel] = levels(e);
+            for (const auto& [level, pos] : {std::pair{fromLevel, e.from}, std::pair{toLevel, e.to}}) {
+                p.setBrush(palette().mid());
+                p.drawEllipse(QPointF(x(static_cast<int>(pos)), y(level)), 3, 3);
+            }
+        }
+        for (const auto& e : graph_->edges) {
+            const auto [fromLevel, toLevel] = levels(e);
+            QColor c = e.kind == ContributionEdge::Kind::Attention ? QColor(0x21, 0x66, 0xac)
+                       : e.kind == ContributionEdge::Kind::Mlp     ? QColor(0xe6, 0x86, 0x2b)
+                                                                    : QColor(0x90, 0x90, 0x90);
+            c.setAlphaF(0.25 + 0.75 * e.weight);
+            p.setPen(QPen(c, 0.5 + 6.0 * e.weight, Qt::SolidLine, Qt::RoundCap));
+            QPointF a(x(static_cast<int>(e.from)), y(fromLevel)), b(x(static_cast<int>(e.to)), y(toLevel));
+            if (e.kind == ContributionEdge::Kind::Mlp) a.rx() += 6, b.rx() += 6;  // beside the residual's line
+            p.drawLine(a, b);
+        }
+    }
+
+    bool event(QEvent* ev) override {
+        if (ev->type() == QEvent::ToolTip && graph_) {
+            auto* help = static_cast<QHelpEvent*>(ev);
+            const ContributionEdge* best = nullptr;
+            double bestDistance = 8;
+            for (const auto& e : graph_->edges) {
+                const auto [fromLevel, toLevel] = levels(e);
+                const QPointF a(x(static_cast<int>(e.from)), y(fromLevel)), b(x(static_cast<int>(e.to)), y(toLevel));
+                const QPointF d = b - a, q = QPointF(help->pos()) - a;
+                const double len2 = QPointF::dotProduct(d, d);
+                const double t = len2 > 0 ? std::clamp(QPointF::dotProduct(q, d) / len2, 0.0, 1.0) : 0.0;
+                const QPointF closest = a + t * d;
+                const double dist = std::hypot(help->pos().x() - closest.x(), help->pos().y() - closest.y());
+                if (dist < bestDistance) {
+                    bestDistance = dist;
+                    best = &e;
+                }
+            }
+            if (best) {
+                QString heads;
+                for (const auto& h : best->heads) heads += tr("\n  head %1: %2 (norm %3)").arg(h.head).arg(h.weight, 0, 'f', 3).arg(h.norm, 0, 'g', 3);
+                QToolTip::showText(help->globalPos(), tr("block %1 %2: %3 “%4” → %5 “%6”\nimportance %7%8")
+                                                          .arg(best->layer)
+                                                          .arg(edgeKindName(best->kind))
+                                                          .arg(best->from)
+                                                          .arg(tokens_.value(static_cast<int>(best->from)))
+                                                          .arg(best->to)
+                                                          .arg(tokens_.value(static_cast<int>(best->to)))
+                                                          .arg(best->weight, 0, 'f', 3)
+                                                          .arg(heads),
+                                   this);
+            } else {
+                QToolTip::hideText();
+            }
+            return true;
+        }
+        return QWidget::event(ev);
+    }
+
+private:
+    static constexpr int kLeft = 130, kColumn = 56, kTop = 16, kLevel = 46, kBottom = 70;
+    double x(int position) const { return kLeft + kColumn * (position + 0.5); }
+    int y(int level) const { return kTop + (2 * layers_ - level) * kLevel; }
+    static std::pair<int, int> levels(const ContributionEdge& e) {
+        switch (e.kind) {
+            case ContributionEdge::Kind::Attention:
+            case ContributionEdge::Kind::AttentionResidual: return {2 * e.layer, 2 * e.layer + 1};
+            case ContributionEdge::Kind::Mlp:
+            case ContributionEdge::Kind::MlpResidual: return {2 * e.layer + 1, 2 * e.layer + 2};
+        }
+        return {0, 0};
+    }
+
+    const ContributionGraph* graph_ = nullptr;
+    QStringList tokens_;
+    int layers_ = 0;
+};
+
+FlowView::FlowView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    position_ = new QSpinBox(content);
+    position_->setPrefix(tr("from position "));
+    threshold_ = new QDoubleSpinBox(content);
+    threshold_->setRange(0.0, 1.0);
+    threshold_->setSingleStep(0.01);
+    threshold_->setDecimals(3);
+    threshold_->setValue(0.04);
+    threshold_->setPrefix(tr("threshold "));
+    threshold_->setToolTip(tr("Edges whose importance is below the threshold are dropped (Ferrando and Voita use 0.04)"));
+    status_ = new QLabel(content);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    canvas_ = new FlowCanvas(content);
+    auto* scroll = new QScrollArea(content);
+    scroll->setWidget(canvas_);
+    scroll->setWidgetResizable(true);
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(promptCombo_);
+    controls->addWidget(position_);
+    controls->addWidget(threshold_);
+    controls->addStretch(1);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(controls);
+    layout->addWidget(status_);
+    layout->addWidget(scroll, 1);
+    setContent(content);
+    showPlaceholder(tr("Run a trace: this view draws how information flows from token to token through the blocks."));
+    connect(threshold_, &QDoubleSpinBox::valueChanged, this, [this] { prune(); });
+    connect(position_, &QSpinBox::valueChanged, this, [this] { prune(); });
+    connect(this, &TraceView::promptChanged, this, [this] {
+        stale_ = true;
+        if (isVisible()) recompute();
+    });
+}
+
+QWidget* FlowView::canvas() const { return canvas_; }
+
+void FlowView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    contributions_.reset();
+    graph_.reset();
+    canvas_->setGraph(nullptr, {}, 0);
+    if (!snapshot_) {
+        showPlaceholder(tr("Run a trace: this view draws how information flows from token to token through the blocks."));
+        return;
+    }
+    fillPromptCombo(promptCombo_, *snapshot_);
+    showContent();
+    stale_ = true;
+    if (isVisible()) recompute();  // else when the tab is first shown: the importances cost a pass's worth of work
+}
+
+void FlowView::showEvent(QShowEvent* event) {
+    TraceView::showEvent(event);
+    if (stale_ && snapshot_) recompute();
+}
+
+void FlowView::setThreshold(double threshold) { threshold_->setValue(threshold); }
+
+void FlowView::setPosition(int position) {
+    if (position < 0) position += position_->maximum() + 1;
+    position_->setValue(position);
+}
+
+void FlowView::recompute() {
+    stale_ = false;
+    contributions_.reset();
+    graph_.reset();
+    if (!snapshot_) return;
+    const int row = prompt();
+    const int n = static_cast<int>(snapshot_->result.batch.ids.at(static_cast<size_t>(row)).size());
+    {
+        const QSignalBlocker block(position_);
+        position_->setRange(0, n - 1);
+        position_->setValue(n - 1);
+    }
+    try {
+        contributions_ = tokenContributions(*snapshot_->model, snapshot_->result, row);
+    } catch (const std::exception& e) {
+        status_->setStyleSheet("color: #a00010;");
+        status_->setText(QString::fromStdString(e.what()));
+        canvas_->setGraph(nullptr, {}, 0);
+        return;
+    }
+    prune();
+}
+
+void FlowView::prune() {
+    if (!snapshot_ || !contributions_) return;
+    const int row = prompt();
+    try {
+        graph_ = contributionGraph(*snapshot_->model, snapshot_->result, row, *contributions_,
+                                   GraphOptions().withPosition(position_->value()).withThreshold(threshold_->value()));
+    } catch (const std::exception& e) {
+        graph_.reset();
+        status_->setStyleSheet("color: #a00010;");
+        status_->setText(QString::fromStdString(e.what()));
+        canvas_->setGraph(nullptr, {}, 0);
+        return;
+    }
+    status_->setStyleSheet(QString());
+    status_->setText(tr("%n edge(s) of importance ≥ %1 from position %2. Blue: attention from one token to another; orange: an "
+                        "MLP's write; grey: the residual carried past a sublayer. Width and opacity follow the importance "
+                        "(Ferrando and Voita 2024). %3",
+                        nullptr, static_cast<int>(graph_->edges.size()))
+                         .arg(threshold_->value())
+                         .arg(graph_->position)
+                         .arg(QString::fromStdString(contributions_->note)));
+    canvas_->setGraph(&*graph_, snapshot_->tokens.at(static_cast<size_t>(row)), snapshot_->numLayers());
+}
+
+PlotSource FlowView::plotSource() const { return {}; }
+
+QMap<QString, QString> FlowView::settings() const {
+    return {{"view", "flow"}, {"view.prompt", QString::number(prompt())}, {"view.position", QString::number(position_->value())},
+            {"view.threshold", QString::number(threshold_->value())}};
+}
+
+}  // namespace nnscope
