@@ -8,6 +8,7 @@
 #include "core/export.h"
 #include "core/generate.h"
 #include "core/headscores.h"
+#include "core/openblas.h"
 #include "core/patching.h"
 #include "core/safetensors.h"
 #include "core/model.h"
@@ -651,6 +652,7 @@ int runCli(const QStringList& arguments) {
     }
     if (arguments[1] == "--version") {
         std::cout << "nnscope " << version() << std::endl;
+        if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
         return 0;
     }
     const QString command = arguments[1];

@@ -8,6 +8,7 @@
 #include "core/compute_dtype.h"
 #include "core/error.h"
 #include "core/model.h"
+#include "core/openblas.h"
 #include "core/safetensors.h"
 #include "core/trace.h"
 
@@ -182,6 +183,7 @@ std::vector<int64_t> tokenIds(int64_t n, int64_t vocab) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    restartWithOpenBlasCoreType(argv);  // as nnscope does: OpenBLAS's own kernels for this CPU, not its generic ones
     std::string dir = (fs::temp_directory_path() / "nnscope-bench-ernie-0.3b").string();
     int threads = 0, repeats = 3, generate = 32;
     bool json = false;
@@ -241,6 +243,9 @@ int main(int argc, char** argv) {
         makeCheckpoint(dir);
         say("random ERNIE-4.5-0.3B-shaped checkpoint written in %.1f s\n", now() - t0);
     }
+    say("OpenBLAS core: %s%s\n", openBlasCoreName()[0] ? openBlasCoreName() : "(not OpenBLAS)",
+        std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE set)" : "");
+    out["openblas_core"] = openBlasCoreName();
     const double copy = memcpyRate();
     out["memcpy_gb_s"] = copy / 1e9;
     say("memory copy (memcpy, 1 GiB or more): %.1f GB/s copied (%.1f GB/s of reads and writes)\n", copy / 1e9, 2 * copy / 1e9);

@@ -43,6 +43,30 @@ torch::Tensor exactLinear(const torch::Tensor& x, const torch::Tensor& w, const 
 class TestCompute : public QObject {
     Q_OBJECT
 private slots:
+    /// Debian's OpenBLAS 0.3.21 falls back to its generic Prescott kernels on CPUs newer than it; nnscope restarts
+    /// itself with OPENBLAS_CORETYPE so that libtorch's matrix products run this CPU's kernels (core/openblas.h).
+    void openBlasRunsThisCpusKernels() {
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(p.waitForFinished(30000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        const int at = out.indexOf("OpenBLAS core: ");
+        if (at < 0) QSKIP("this build's BLAS is not OpenBLAS");
+        const QString core = out.mid(at + 15).trimmed();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            QVERIFY2(core != "Prescott", qPrintable("OpenBLAS runs its generic kernels: " + core));
+        // and the way out is there: told to keep the core, the program keeps what OpenBLAS chose
+        QProcess keep;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("OPENBLAS_CORETYPE", "Haswell");
+        keep.setProcessEnvironment(env);
+        keep.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(keep.waitForFinished(30000));
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            QVERIFY(QString::fromUtf8(keep.readAllStandardOutput()).contains("OpenBLAS core: Haswell"));
+    }
+
     /// Every branch of resolveComputeDtype, on any CPU: the CPU's answer and the memory are inputs.
     void resolveDtype_data() {
         QTest::addColumn<int>("stored");     // -1: unknown
