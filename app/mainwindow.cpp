@@ -12,6 +12,7 @@
 #include "widgets/interventionpanel.h"
 #include "widgets/attributionview.h"
 #include "widgets/flowview.h"
+#include "widgets/headsview.h"
 #include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
@@ -67,7 +68,7 @@ namespace {
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
@@ -223,10 +224,10 @@ void MainWindow::createActions() {
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
     const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
-                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate"), tr("F&low")};
+                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate"), tr("F&low"), tr("&Heads")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
-        a->setShortcut(QKeySequence(Qt::CTRL | (i < 9 ? Qt::Key_1 + i : Qt::Key_0)));  // Ctrl+1 ... Ctrl+9, then Ctrl+0
+        if (i < 10) a->setShortcut(QKeySequence(Qt::CTRL | (i < 9 ? Qt::Key_1 + i : Qt::Key_0)));  // Ctrl+1 ... Ctrl+9, Ctrl+0
         a->setStatusTip(tr("Show the %1 view").arg(QString(titles[i]).remove('&')));
         connect(a, &QAction::triggered, this, [this, i] { showView(kViewNames[i]); });
         viewActs_ << a;
@@ -265,6 +266,14 @@ void MainWindow::createCentral() {
     views_->addTab(generate_, tr("Generate"));
     flow_ = new FlowView(this);
     views_->addTab(flow_, tr("Flow"));
+    heads_ = new HeadsView(this);
+    views_->addTab(heads_, tr("Heads"));
+    connect(heads_, &HeadsView::headChosen, this, [this](int layer, int head) {
+        diagram_->setBlock(layer);
+        attention_->setBlock(layer);
+        attention_->setHead(head);
+        showView("attention");
+    });
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
     connect(generate_, &GenerateView::cancelRequested, this, [this] {
         if (generateId_) worker_->cancel();
@@ -317,7 +326,8 @@ void MainWindow::createCentral() {
         connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
     // the prompt chosen in one view is the prompt of all of them
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_)})
+                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_),
+                         static_cast<TraceView*>(heads_)})
         connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
 }
 
@@ -822,6 +832,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     attribution_->setSnapshot(snapshot_);
     generate_->setSnapshot(snapshot_);
     flow_->setSnapshot(snapshot_);
+    heads_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);
@@ -946,7 +957,7 @@ void MainWindow::onBlockChanged(int block) {
 
 void MainWindow::onPromptChanged(int row) {
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_)})
+                         static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
         v->setPrompt(row);
 }
 

@@ -34,6 +34,7 @@ class PatchingView;
 class AttributionView;
 class GenerateView;
 class FlowView;
+class HeadsView;
 struct GenerateRequest;
 class FamilyView;
 class LogitLensView;
@@ -94,6 +95,7 @@ public:
     AttributionView* attributionView() const { return attribution_; }
     GenerateView* generateView() const { return generate_; }
     FlowView* flowView() const { return flow_; }
+    HeadsView* headsView() const { return heads_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
@@ -205,6 +207,7 @@ private:
     AttributionView* attribution_;
     GenerateView* generate_;
     FlowView* flow_;
+    HeadsView* heads_;
     quint64 generateId_ = 0;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;

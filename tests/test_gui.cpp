@@ -20,6 +20,7 @@
 #include "widgets/interventionpanel.h"
 #include "widgets/attributionview.h"
 #include "widgets/flowview.h"
+#include "widgets/headsview.h"
 #include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
@@ -223,6 +224,7 @@ private slots:
     void attributionView();
     void generateView();
     void flowView();
+    void headsView();
 
 private:
     QTemporaryDir tmp_;
@@ -1325,6 +1327,38 @@ void TestGui::flowView() {
     QCOMPARE(fv->graph()->position, int64_t{3});
     QVERIFY(fv->canvas()->minimumWidth() > 10 * 40);
     QVERIFY(!fv->canvas()->grab().isNull());
+}
+
+void TestGui::headsView() {
+    // The Heads view lists the engine's scores of every head; sorted by induction the demo's block 1 comes first, and a
+    // double-click opens that head in the Attention view.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    if (w->tracePanel()->isRunning()) {
+        QSignalSpy first(w.get(), &MainWindow::traceEnded);
+        QVERIFY(first.wait(60000));
+    }
+    const QString prompt = "tom and lily went to the park with a red ball . tom and lily went to the park with";
+    QVERIFY(runFromPanel(*w, {prompt}));
+    QVERIFY(w->showView("heads"));
+    HeadsView* hv = w->headsView();
+    const Model& m = *w->model();
+    TraceOptions o;
+    for (int i = 0; i < m.config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
+    const auto ref = headScores(m, trace(m, encodeBatch(m, {prompt.toStdString()}), o), 0);
+    QCOMPARE(hv->scores().size(), ref.size());
+    QCOMPARE(hv->model()->rowCount(), static_cast<int>(ref.size()));
+    for (size_t k = 0; k < ref.size(); ++k) QVERIFY(std::abs(hv->scores()[k].induction - ref[k].induction) < 1e-6);
+    hv->sortBy(3);
+    QCOMPARE(hv->model()->item(0, 0)->data(Qt::DisplayRole).toInt(), 1);  // block 1 holds the induction heads
+    const int head = hv->model()->item(0, 1)->data(Qt::DisplayRole).toInt();
+    QTest::qWait(50);  // the table laid out
+    const QRect cell = hv->table()->visualRect(hv->model()->index(0, 2));
+    QVERIFY2(cell.isValid(), "the first row is not on screen");
+    QTest::mouseClick(hv->table()->viewport(), Qt::LeftButton, Qt::NoModifier, cell.center());
+    QTest::mouseDClick(hv->table()->viewport(), Qt::LeftButton, Qt::NoModifier, cell.center());
+    QCOMPARE(w->attentionView()->head(), head);
+    QVERIFY(w->currentView() == w->attentionView());
 }
 
 #include "test_gui.moc"
