@@ -38,6 +38,29 @@ int runGui(int& argc, char** argv) {
     QStringList args;
     for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
     if (args.size() > 1 && args[1] == "gui") args.removeAt(1);
+    // Qt's own options (-style Fusion, -platform offscreen, -reverse, ...) stay in argv for QApplication and are not
+    // ours to refuse; they are taken out of what our parser sees.
+    static const QStringList qtValued = {"style", "stylesheet", "platform", "platformpluginpath", "platformtheme", "plugin",
+                                         "qwindowgeometry", "qwindowicon", "qwindowtitle", "display", "geometry", "session"};
+    static const QStringList qtFlags = {"reverse", "widgetcount", "nograb", "dograb", "sync"};
+    for (int i = 1; i < args.size();) {
+        QString name = args[i];
+        if (!name.startsWith('-')) {
+            ++i;
+            continue;
+        }
+        while (name.startsWith('-')) name.remove(0, 1);
+        const bool inlineValue = name.contains('=');
+        name = name.section('=', 0, 0);
+        if (qtValued.contains(name)) {
+            args.removeAt(i);
+            if (!inlineValue && i < args.size()) args.removeAt(i);
+        } else if (qtFlags.contains(name)) {
+            args.removeAt(i);
+        } else {
+            ++i;
+        }
+    }
     QCommandLineParser p;
     p.setApplicationDescription(QApplication::translate("gui", "nnscope: the explorer window. Open a checkpoint, trace prompts, "
                                                                  "read attention, neurons and the logit lens."));
@@ -59,10 +82,15 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
     p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site});
     if (!p.parse(args)) return usageError(p.errorText());
-    if (p.isSet("help") || p.isSet("version")) {
+    if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
         QCoreApplication::setApplicationVersion(version());
-        std::cout << (p.isSet("help") ? p.helpText().toStdString() : "nnscope " + std::string(version()) + "\n");
+        std::string text = p.isSet("version") && !p.isSet("help") && !p.isSet("help-all") ? "nnscope " + std::string(version()) + "\n"
+                                                                                         : p.helpText().toStdString();
+        if (p.isSet("help-all"))
+            text += "\nQt's own options are accepted too, e.g. -style NAME, -platform NAME, -reverse, -qwindowtitle TEXT\n"
+                    "(https://doc.qt.io/qt-6/qapplication.html#QApplication).\n";
+        std::cout << text;
         return 0;
     }
     if (!p.positionalArguments().isEmpty())

@@ -484,7 +484,12 @@ void MainWindow::readSettings() {
     neurons_->setTopK(std::clamp(settings.value("options/neuronTopK", 10).toInt(), 1, 100));
     lastExportDir_ = settings.value("export/lastDir", QDir::homePath()).toString();
     tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{kGenericPrompt}).toStringList());
-    views_->setCurrentIndex(std::clamp(settings.value("view/current", 1).toInt(), 0, 3));
+    // the open view by name (any of the fixed views; an older numeric setting counts as an index)
+    const QString openView = settings.value("view/current", "attention").toString();
+    bool numeric = false;
+    const int openIndex = openView.toInt(&numeric);
+    if (numeric) views_->setCurrentIndex(std::clamp(openIndex, 0, kFixedViews - 1));
+    else if (!showView(openView)) showView("attention");
     worker_->setThreads(threads_);
     updateRecentMenu();
 }
@@ -501,7 +506,7 @@ void MainWindow::writeSettings() {
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
     settings.setValue("export/lastDir", lastExportDir_);
     settings.setValue("trace/prompts", tracePanel_->prompts());
-    settings.setValue("view/current", std::min(views_->currentIndex(), 3));
+    settings.setValue("view/current", QString(kViewNames[views_->currentIndex() < kFixedViews ? views_->currentIndex() : 1]));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -857,8 +862,8 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
         }
         summary += ".";
     }
-    tracePanel_->traceFinished(summary);
-    statusBar()->showMessage(summary, 8000);
+    tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
+    statusBar()->clearMessage();
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
     updateActions();
     emit traceDone();

@@ -214,6 +214,7 @@ private slots:
     void settingsPersist();
     void commandLine_data();
     void commandLine();
+    void qtOptionsAndHelpAll();
     void screenshot();
     void demoModelByDefault();
     void startOptionsRefused();
@@ -758,6 +759,7 @@ void TestGui::settingsPersist() {
         QVERIFY(w);
         w->tracePanel()->setPrompts({"first prompt", "second prompt"});
         w->resize(1234, 876);
+        QVERIFY(w->showView("heads"));  // a view after Logit lens (only the first four were restored before)
         w->close();  // closeEvent writes the settings
     }
     QSettings settings;
@@ -771,6 +773,7 @@ void TestGui::settingsPersist() {
     QCOMPARE(QString::fromStdString(again.model()->dir()), dir);
     QCOMPARE(again.tracePanel()->prompts(), QStringList({"first prompt", "second prompt"}));
     QCOMPARE(again.size(), QSize(1234, 876));
+    QVERIFY(again.currentView() == again.headsView());
 }
 
 void TestGui::commandLine_data() {
@@ -799,6 +802,32 @@ void TestGui::commandLine() {
     QCOMPARE(p.exitCode(), 2);
     const QString err = QString::fromUtf8(p.readAllStandardError());
     QVERIFY2(err.contains(expected), qPrintable(err));
+}
+
+void TestGui::qtOptionsAndHelpAll() {
+    // `gui --help-all` prints the options and returns (it used to open the window and never return); Qt's own options
+    // such as -style are passed to Qt, not refused.
+    auto run = [](const QStringList& args) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        p.setProcessEnvironment(env);
+        p.start(kBinary, args);
+        const bool finished = p.waitForFinished(20000);
+        if (!finished) p.kill();
+        return std::make_tuple(finished, p.exitCode(), QString::fromUtf8(p.readAllStandardOutput() + p.readAllStandardError()));
+    };
+    auto [done, code, out] = run({"gui", "--help-all"});
+    QVERIFY2(done, "gui --help-all did not return");
+    QCOMPARE(code, 0);
+    QVERIFY(out.contains("--model") && out.contains("-style"));
+    std::tie(done, code, out) = run({"gui", "-style", "Fusion", "--help"});
+    QVERIFY(done);
+    QVERIFY2(code == 0, qPrintable(out));
+    std::tie(done, code, out) = run({"gui", "--style=Fusion", "-reverse", "--view", "sideways"});
+    QVERIFY(done);
+    QCOMPARE(code, 2);
+    QVERIFY2(out.contains("--view") && !out.contains("style"), qPrintable(out));  // only our own mistake is named
 }
 
 void TestGui::screenshot() {
