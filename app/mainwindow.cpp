@@ -201,12 +201,13 @@ void MainWindow::createActions() {
     connect(cancelAct_, &QAction::triggered, this, &MainWindow::cancelTrace);
 
     exportPlotAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Plot…"), this);
-    exportPlotAct_->setShortcuts(QKeySequence::SaveAs);
+    // QKeySequence::SaveAs is empty on some platforms (and under the offscreen one): the documented Ctrl+Shift+S always
+    exportPlotAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
     exportPlotAct_->setStatusTip(tr("Write the current plot to PNG, SVG or PDF"));
     connect(exportPlotAct_, &QAction::triggered, this, &MainWindow::exportPlotDialog);
 
     exportValueAct_ = new QAction(QIcon::fromTheme("document-save", QIcon(":/icons/export.svg")), tr("Export &Value…"), this);
-    exportValueAct_->setShortcuts(QKeySequence::Save);
+    exportValueAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_S));
     exportValueAct_->setStatusTip(tr("Write the value the current view shows to .npy, .safetensors or CSV"));
     connect(exportValueAct_, &QAction::triggered, this, &MainWindow::exportViewValueDialog);
 

@@ -774,6 +774,12 @@ void TestGui::settingsPersist() {
     QCOMPARE(again.tracePanel()->prompts(), QStringList({"first prompt", "second prompt"}));
     QCOMPARE(again.size(), QSize(1234, 876));
     QVERIFY(again.currentView() == again.headsView());
+    // the documented export shortcuts are on the actions (and so shown in the Export menu)
+    QStringList shortcuts;
+    for (QAction* a : again.findChildren<QAction*>())
+        if (a->text().startsWith("Export &Plot") || a->text().startsWith("Export &Value")) shortcuts << a->shortcut().toString();
+    shortcuts.sort();
+    QCOMPARE(shortcuts, (QStringList{"Ctrl+S", "Ctrl+Shift+S"}));
 }
 
 void TestGui::commandLine_data() {
