@@ -586,23 +586,34 @@ private slots:
         QVERIFY(!torch::allclose(batch, trace(*m, batchFromIds(prompts, 0), none).value({Value::Logits, -1})));
     }
 
-    /// Steering at position 0 of a two-prompt batch lands on each prompt's first token, as when each runs alone.
+    /// Steering or patching at position 0 (1, -1) of a two-prompt batch lands on each prompt's own token, as when each
+    /// runs alone.
     void steeringPositionsArePerPrompt() {
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
         const std::vector<std::vector<int64_t>> prompts{{1, 12, 40, 7, 99}, {1, 55}};
         const torch::Tensor v = torch::randn({m->config().hiddenSize}, torch::Generator(at::make_generator<at::CPUGeneratorImpl>(3)));
         for (int64_t position : {int64_t{0}, int64_t{-1}, int64_t{1}}) {
-            auto list = std::make_shared<EditList>();
-            list->steer(0, v, 4.0, {position});
-            TraceOptions o;
-            o.save = {{Value::LayerOutput, 1}};
-            o.intervention = list;
-            const torch::Tensor batch = trace(*m, batchFromIds(prompts, 0), o).value({Value::LayerOutput, 1});
-            for (size_t r = 0; r < prompts.size(); ++r) {
-                const torch::Tensor single = trace(*m, batchFromIds({prompts[r]}), o).value({Value::LayerOutput, 1});
-                const int64_t n = static_cast<int64_t>(prompts[r].size());
-                const auto c = test::compare(batch.index({static_cast<int64_t>(r), Slice(batch.size(1) - n, None)}), single.index({0}), 1e-4, 1e-5);
-                QVERIFY2(c.ok, qPrintable(QString("steer at %1, row %2: ").arg(position).arg(r) + QString::fromStdString(c.message)));
+            for (bool patch : {false, true}) {
+                auto list = std::make_shared<EditList>();
+                if (patch) {  // activation patching's edit: a value replaced at one position
+                    IndexItem all, pos;
+                    pos.kind = IndexItem::Integer;
+                    pos.start = position;
+                    list->patch({Value::LayerOutput, 0}, {all, pos}, v);
+                } else {
+                    list->steer(0, v, 4.0, {position});
+                }
+                TraceOptions o;
+                o.save = {{Value::LayerOutput, 1}};
+                o.intervention = list;
+                const torch::Tensor batch = trace(*m, batchFromIds(prompts, 0), o).value({Value::LayerOutput, 1});
+                for (size_t r = 0; r < prompts.size(); ++r) {
+                    const torch::Tensor single = trace(*m, batchFromIds({prompts[r]}), o).value({Value::LayerOutput, 1});
+                    const int64_t n = static_cast<int64_t>(prompts[r].size());
+                    const auto c = test::compare(batch.index({static_cast<int64_t>(r), Slice(batch.size(1) - n, None)}), single.index({0}), 1e-4, 1e-5);
+                    QVERIFY2(c.ok, qPrintable(QString("%1 at %2, row %3: ").arg(patch ? "patch" : "steer").arg(position).arg(r) +
+                                              QString::fromStdString(c.message)));
+                }
             }
         }
     }
