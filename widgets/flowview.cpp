@@ -10,6 +10,7 @@
 #include <QPainter>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -22,6 +23,9 @@ namespace nnscope {
 class FlowCanvas : public QWidget {
 public:
     explicit FlowCanvas(QWidget* parent) : QWidget(parent) { setMouseTracking(true); }
+
+    /// The x of position `position`'s column, in the canvas.
+    int columnX(int position) const { return static_cast<int>(x(position)); }
 
     void setGraph(const ContributionGraph* graph, QStringList tokens, int layers) {
         graph_ = graph;
@@ -147,9 +151,9 @@ FlowView::FlowView(QWidget* parent) : TraceView(parent) {
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     canvas_ = new FlowCanvas(content);
-    auto* scroll = new QScrollArea(content);
-    scroll->setWidget(canvas_);
-    scroll->setWidgetResizable(true);
+    scroll_ = new QScrollArea(content);
+    scroll_->setWidget(canvas_);
+    scroll_->setWidgetResizable(true);
     auto* controls = new QHBoxLayout;
     controls->addWidget(promptCombo_);
     controls->addWidget(position_);
@@ -159,7 +163,7 @@ FlowView::FlowView(QWidget* parent) : TraceView(parent) {
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(controls);
     layout->addWidget(status_);
-    layout->addWidget(scroll, 1);
+    layout->addWidget(scroll_, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace: this view draws how information flows from token to token through the blocks."));
     connect(threshold_, &QDoubleSpinBox::valueChanged, this, [this] { prune(); });
@@ -244,6 +248,9 @@ void FlowView::prune() {
                          .arg(graph_->position)
                          .arg(QString::fromStdString(contributions_->note)));
     canvas_->setGraph(&*graph_, snapshot_->tokens.at(static_cast<size_t>(row)), snapshot_->numLayers());
+    // the graph starts at the position's column: keep it in view (on a long prompt it is the far right)
+    const int x = canvas_->columnX(static_cast<int>(graph_->position));
+    QTimer::singleShot(0, this, [this, x] { scroll_->ensureVisible(x, 0, scroll_->viewport()->width() / 3, 0); });
 }
 
 PlotSource FlowView::plotSource() const { return {}; }

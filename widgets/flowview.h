@@ -14,6 +14,7 @@
 
 class QDoubleSpinBox;
 class QLabel;
+class QScrollArea;
 class QSpinBox;
 
 namespace nnscope {
@@ -48,6 +49,7 @@ private:
     QDoubleSpinBox* threshold_;
     QLabel* status_;
     FlowCanvas* canvas_;
+    QScrollArea* scroll_;
     std::optional<TokenContributions> contributions_;
     std::optional<ContributionGraph> graph_;
     bool stale_ = true;  ///< a new snapshot or prompt whose importances are not computed yet
