@@ -482,9 +482,7 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
             nlohmann::json cj{{"name", comp.name}, {"value", comp.value}};
             if (kTokens > 0 && (comp.kind == AttributionComponent::Kind::Attention || comp.kind == AttributionComponent::Kind::Mlp ||
                                 comp.kind == AttributionComponent::Kind::Embed)) {
-                const int row = comp.kind == AttributionComponent::Kind::Embed ? 0
-                                : 1 + 2 * comp.layer + (comp.kind == AttributionComponent::Kind::Mlp ? 1 : 0);
-                auto [up, down] = promotedTokens(*model, a, a.streamTerms.index({row}), kTokens);
+                auto [up, down] = promotedTokens(*model, a, componentStreamVector(*model, result, a, 0, comp), kTokens);
                 cj["promotes"] = effects(up);
                 cj["suppresses"] = effects(down);
             }
@@ -493,7 +491,7 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
         for (const auto& comp : a.topNeurons) {
             nlohmann::json cj{{"name", comp.name}, {"value", comp.value}};
             if (kTokens > 0) {
-                auto [up, down] = promotedTokens(*model, a, neuronStreamVector(*model, result, a, 0, comp.layer, comp.index), kTokens);
+                auto [up, down] = promotedTokens(*model, a, componentStreamVector(*model, result, a, 0, comp), kTokens);
                 cj["promotes"] = effects(up);
                 cj["suppresses"] = effects(down);
             }
@@ -516,9 +514,7 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
             std::printf("   (head %lld: %.4g)", static_cast<long long>(best), h[best].item<double>());
         }
         if (kTokens > 0 && comp.kind != AttributionComponent::Kind::Bias) {
-            const int row = comp.kind == AttributionComponent::Kind::Embed ? 0
-                            : 1 + 2 * comp.layer + (comp.kind == AttributionComponent::Kind::Mlp ? 1 : 0);
-            auto [up, down] = promotedTokens(*model, a, a.streamTerms.index({row}), kTokens);
+            auto [up, down] = promotedTokens(*model, a, componentStreamVector(*model, result, a, 0, comp), kTokens);
             std::printf("   +");
             for (const auto& e : up) std::printf(" %s", label(e.id).c_str());
             std::printf("   -");

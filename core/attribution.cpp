@@ -141,6 +141,7 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
     a.streamTerms.index_put_({0}, embed);
     const BlockNorms& bn = fam.blockNorms;
     if (bn.afterMlp) a.mlpBranchGain = torch::ones({n, c.hiddenSize});
+    if (bn.afterAttention) a.attentionBranchGain = torch::ones({n, c.hiddenSize});
     for (int i = 0; i < n; ++i) {
         const LayerWeights& lw = model.layer(i);
         const std::string L = layerName(i);
@@ -150,6 +151,7 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         const torch::Tensor& gA = attn.direction;
         const double attnConst = attn.constant;
         const torch::Tensor& attnStream = attn.stream;
+        if (bn.afterAttention) a.attentionBranchGain.index_put_({i}, attn.gain);
         const double attnShare = torch::dot(gA, attnOut).item<double>() + attnConst;
         a.attention.index_put_({i}, attnShare);
         a.streamTerms.index_put_({1 + 2 * i}, attnStream);
@@ -227,6 +229,32 @@ std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> promotedTokens(con
         out.second.push_back({loIdx[j].item<int64_t>(), lo[j].item<double>()});
     }
     return out;
+}
+
+torch::Tensor componentStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& a, int64_t row,
+                                    const AttributionComponent& c) {
+    using K = AttributionComponent::Kind;
+    switch (c.kind) {
+        case K::Embed: return a.streamTerms.index({0});
+        case K::Attention: return a.streamTerms.index({1 + 2 * c.layer});
+        case K::Mlp: return a.streamTerms.index({2 + 2 * c.layer});
+        case K::Head: return headStreamVector(model, result, a, row, c.layer, c.index);
+        case K::Neuron: return neuronStreamVector(model, result, a, row, c.layer, c.index);
+        case K::Bias: break;
+    }
+    return {};
+}
+
+torch::Tensor headStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& a, int64_t row, int layer,
+                               int64_t head) {
+    c10::InferenceMode guard;
+    if (layer < 0 || layer >= model.config().numLayers || head < 0 || head >= model.config().numHeads)
+        throw Error("head " + std::to_string(head) + " of block " + std::to_string(layer) + " does not exist.");
+    const int64_t hd = model.config().headDim;
+    const torch::Tensor z = at(model, result, {Value::AttentionHeadOutputs, layer}, row, a.position).index({head});  // [head_dim]
+    torch::Tensor v = torch::matmul(model.layer(layer).oProj.to(torch::kFloat32).narrow(1, head * hd, hd), z);
+    if (a.attentionBranchGain.defined()) v = a.attentionBranchGain.index({layer}) * v;
+    return v;
 }
 
 torch::Tensor neuronStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& a, int64_t row, int layer,

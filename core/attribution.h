@@ -59,6 +59,9 @@ struct LogitAttribution {
     /// float32 [num_layers, hidden_size]: the MLP branch norm's frozen gain (Gemma's post_feedforward_layernorm,
     /// OLMo 2's post_feedforward_layernorm); undefined where the family has no norm after the MLP.
     torch::Tensor mlpBranchGain;
+    /// float32 [num_layers, hidden_size]: the attention branch norm's frozen gain (Gemma's and OLMo 2's
+    /// post_attention_layernorm); undefined where the family has no norm after the attention.
+    torch::Tensor attentionBranchGain;
     /// One sentence saying what was frozen, for the view and the command line (as TransformerLens says it).
     std::string note;
 };
@@ -86,6 +89,17 @@ struct TokenEffect {
 /// lm_head · gain ⊙ v. A block's vector is a row of streamTerms; a neuron's is its activation × down_proj's column.
 std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> promotedTokens(const Model& model, const LogitAttribution& attribution,
                                                                              const torch::Tensor& v, int k);
+
+/// What component `c` of `attribution` writes to the stream at its position, float32 [hidden_size]: a row of streamTerms
+/// for the embeddings and a block's attention or MLP, headStreamVector for a head, neuronStreamVector for a neuron;
+/// undefined for a bias (a constant, no direction of its own). `result` and `row` are the trace it was computed from.
+torch::Tensor componentStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& attribution, int64_t row,
+                                    const AttributionComponent& c);
+
+/// What head `head` of block `layer` writes to the stream at the attribution's position: its output through its
+/// o_proj columns (through the branch norm's frozen gain where the family has one), float32 [hidden_size].
+torch::Tensor headStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& attribution, int64_t row,
+                               int layer, int64_t head);
 
 /// What neuron `neuron` of block `layer` writes to the stream at the attribution's position: its activation times
 /// down_proj's column (through the branch norm's frozen scale where the family has one), float32 [hidden_size].

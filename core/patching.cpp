@@ -7,11 +7,6 @@
 
 namespace nnscope {
 
-double patchMetricValue(const PatchMetric& m, const torch::Tensor& logits) {
-    auto last = logits.index({0, -1}).to(torch::kFloat64);
-    if (m.kind == PatchMetric::Kind::TargetProbability) return torch::softmax(last, -1)[m.answer].item<double>();
-    return (last[m.answer] - last[m.wrong]).item<double>();
-}
 
 namespace {
 
@@ -39,12 +34,18 @@ std::pair<Value, std::string> resolveSite(const Model& model, const std::vector<
     return {Value::LayerOutput, "layers.{i}.layer_output"};
 }
 
-/// The metric as a differentiable scalar of logits [1, seq, vocab] (patchMetricValue's formula).
+/// The metric as a differentiable scalar of logits [1, seq, vocab] (patchMetricValue is its value).
 torch::Tensor metricTensor(const PatchMetric& m, const torch::Tensor& logits) {
     const torch::Tensor last = logits.index({0, -1}).to(torch::kFloat64);
     if (m.kind == PatchMetric::Kind::TargetProbability) return torch::softmax(last, -1)[m.answer];
     return last[m.answer] - last[m.wrong];
 }
+
+}  // namespace
+
+double patchMetricValue(const PatchMetric& m, const torch::Tensor& logits) { return metricTensor(m, logits).item<double>(); }
+
+namespace {
 
 /// Keeps the site's value of every block with its autograd history: the stream is made a leaf that requires grad
 /// where block 0 reads it, so every later value is differentiable.

@@ -90,6 +90,14 @@ std::unique_ptr<MainWindow> openWindow(const QString& dir) {
 }
 
 /// Runs the trace of `prompts` from the trace panel (its Run button) and waits for the snapshot.
+/// Waits for the trace the window starts by itself (the demo's own prompt on a first launch), so that the next Run is
+/// not swallowed by it. True when no trace is running any more.
+bool startTraceDone(MainWindow& w) {
+    if (!w.tracePanel()->isRunning()) return true;
+    QSignalSpy done(&w, &MainWindow::traceEnded);
+    return done.wait(60000);
+}
+
 bool runFromPanel(MainWindow& w, const QStringList& prompts) {
     w.tracePanel()->setPrompts(prompts);
     QSignalSpy done(&w, &MainWindow::traceEnded);
@@ -1214,10 +1222,7 @@ void TestGui::attributionView() {
     auto w = openWindow(demoModelDir());
     QVERIFY(w);
     const QString prompt = "the cat sat on the mat . the cat";
-    if (w->tracePanel()->isRunning()) {  // the demo's own prompt is traced when the window opens
-        QSignalSpy first(w.get(), &MainWindow::traceEnded);
-        QVERIFY(first.wait(60000));
-    }
+    QVERIFY(startTraceDone(*w));
     QVERIFY(runFromPanel(*w, {prompt}));
     QCOMPARE(w->snapshot()->prompt(0), prompt);
     QVERIFY(w->showView("attribution"));
@@ -1279,10 +1284,7 @@ void TestGui::generateView() {
     // unedited continuation beside; both equal the engine's generate(); a seed gives the engine's sampled text.
     auto w = openWindow(demoModelDir());
     QVERIFY(w);
-    if (w->tracePanel()->isRunning()) {
-        QSignalSpy first(w.get(), &MainWindow::traceEnded);
-        QVERIFY(first.wait(60000));
-    }
+    QVERIFY(startTraceDone(*w));
     QVERIFY(w->showView("generate"));
     GenerateView* gv = w->generateView();
     const QString prompt = "the cat sat on the mat . the cat";
@@ -1329,10 +1331,7 @@ void TestGui::flowView() {
     // head's edge from the token after the first " cat" into the last token is there.
     auto w = openWindow(demoModelDir());
     QVERIFY(w);
-    if (w->tracePanel()->isRunning()) {
-        QSignalSpy first(w.get(), &MainWindow::traceEnded);
-        QVERIFY(first.wait(60000));
-    }
+    QVERIFY(startTraceDone(*w));
     const QString prompt = "the cat sat on the mat . the cat";
     QVERIFY(runFromPanel(*w, {prompt}));
     FlowView* fv = w->flowView();
@@ -1369,10 +1368,7 @@ void TestGui::headsView() {
     // double-click opens that head in the Attention view.
     auto w = openWindow(demoModelDir());
     QVERIFY(w);
-    if (w->tracePanel()->isRunning()) {
-        QSignalSpy first(w.get(), &MainWindow::traceEnded);
-        QVERIFY(first.wait(60000));
-    }
+    QVERIFY(startTraceDone(*w));
     const QString prompt = "tom and lily went to the park with a red ball . tom and lily went to the park with";
     QVERIFY(runFromPanel(*w, {prompt}));
     QVERIFY(w->showView("heads"));

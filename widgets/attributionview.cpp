@@ -259,23 +259,7 @@ void AttributionView::showDetails() {
     QString html;
     if (selected_ >= 0) {
         const auto& c = a.components[static_cast<size_t>(selected_)];
-        using K = AttributionComponent::Kind;
-        torch::Tensor v;
-        if (c.kind == K::Embed) v = a.streamTerms.index({0});
-        else if (c.kind == K::Attention) v = a.streamTerms.index({1 + 2 * c.layer});
-        else if (c.kind == K::Mlp) v = a.streamTerms.index({2 + 2 * c.layer});
-        else if (c.kind == K::Head) {
-            // the head's output through its o_proj columns (and the branch norm's frozen gain where there is one: the
-            // attention's stream term divided by its output is that gain, so the head's vector is scaled alike)
-            const int64_t hd = m.config().headDim;
-            const torch::Tensor z = promptValue(m, snapshot_->result, {Value::AttentionHeadOutputs, c.layer}, prompt()).index({a.position, c.index});
-            const torch::Tensor wo = m.layer(c.layer).oProj.to(torch::kFloat32).narrow(1, c.index * hd, hd);
-            v = torch::matmul(wo, z);
-            if (m.family().blockNorms.afterAttention) {
-                const torch::Tensor out = promptValue(m, snapshot_->result, {Value::AttentionOutput, c.layer}, prompt()).index({a.position});
-                v = v * a.streamTerms.index({1 + 2 * c.layer}) / out;
-            }
-        }
+        const torch::Tensor v = componentStreamVector(m, snapshot_->result, a, prompt(), c);
         html += tr("<p><b>%1</b>: %2</p>").arg(QString::fromStdString(c.name).toHtmlEscaped()).arg(c.value, 0, 'g', 5);
         if (v.defined()) {
             const auto [up, down] = promotedTokens(m, a, v, 8);

@@ -22,15 +22,19 @@ namespace {
 QString generationHtml(const Model& m, const Generation& g, int64_t differFrom) {
     QString html = "<p style='white-space: pre-wrap'>";
     const Tokenizer* tok = m.tokenizer();
-    auto piece = [&](size_t i) {
-        // decode the prefix up to i and up to i + 1: the difference is what token i adds to the text
-        if (!tok) return QString("#%1 ").arg(g.ids[i]);
-        const std::vector<int64_t> a(g.ids.begin(), g.ids.begin() + static_cast<long>(i)), b(g.ids.begin(), g.ids.begin() + static_cast<long>(i) + 1);
-        const std::string sa = tok->decode(a, true), sb = tok->decode(b, true);
-        return QString::fromStdString(sb.rfind(sa, 0) == 0 ? sb.substr(sa.size()) : tok->tokenLabel(g.ids[i]));
-    };
+    // each token's text is what it adds to the decoded prefix (pieces that only make sense joined, such as byte
+    // tokens, are right); the prefix decoded for one token is the one the next starts from
+    std::string before;
     for (size_t i = 0; i < g.ids.size(); ++i) {
-        const QString text = piece(i).toHtmlEscaped();
+        QString piece;
+        if (!tok) {
+            piece = QString("#%1 ").arg(g.ids[i]);
+        } else {
+            const std::string after = tok->decode(std::vector<int64_t>(g.ids.begin(), g.ids.begin() + static_cast<long>(i) + 1), true);
+            piece = QString::fromStdString(after.rfind(before, 0) == 0 ? after.substr(before.size()) : tok->tokenLabel(g.ids[i]));
+            before = after;
+        }
+        const QString text = piece.toHtmlEscaped();
         const bool isPrompt = static_cast<int64_t>(i) < g.promptLength;
         if (isPrompt) html += "<span style='color:#777'>" + text + "</span>";
         else if (differFrom >= 0 && static_cast<int64_t>(i) >= differFrom) html += "<span style='background:#fff2a8'><b>" + text + "</b></span>";
