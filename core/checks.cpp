@@ -201,7 +201,7 @@ T activation64(const std::string& name, const T& xIn, const double* xielu = null
 
 /// The rotary inverse frequencies of `rope` for a rotating width `dim`, in float64, written out from transformers'
 /// modeling_rope_utils (default, linear, llama3, yarn), and the factor cos and sin are scaled by.
-T invFreq64(const RopeConfig& rope, int64_t dim, int64_t maxPos, double* attentionScale) {
+T invFreq64(const RopeConfig& rope, int64_t dim, int64_t maxPos, double* attentionScale, int64_t positions = 0) {
     *attentionScale = 1.0;
     const auto half = dim / 2;
     auto i = torch::arange(half, torch::TensorOptions().dtype(torch::kFloat64));
@@ -209,6 +209,17 @@ T invFreq64(const RopeConfig& rope, int64_t dim, int64_t maxPos, double* attenti
     T inv = 1.0 / posFreqs;
     if (rope.type == "default") return inv;
     if (rope.type == "linear") return inv / rope.factor.value_or(1.0);
+    if (rope.type == "longrope") {
+        // _compute_longrope_parameters: 1 / (ext_factors * base ** (2i / dim)), short_factor while the pass covers at most
+        // original_max_position_embeddings positions, long_factor past it; cos and sin times sqrt(1 + ln(factor) / ln(original)).
+        const double original = static_cast<double>(rope.originalMaxPositionEmbeddings);
+        const double factor = rope.factor ? *rope.factor : static_cast<double>(maxPos) / original;
+        if (rope.attentionFactor) *attentionScale = *rope.attentionFactor;
+        else *attentionScale = factor <= 1.0 ? 1.0 : std::sqrt(1 + std::log(factor) / std::log(original));
+        const std::vector<double>& ext = positions > rope.originalMaxPositionEmbeddings ? rope.longFactor : rope.shortFactor;
+        if (static_cast<int64_t>(ext.size()) != half) return inv;  // the loader refuses such a config before any check runs
+        return 1.0 / (torch::tensor(ext, torch::TensorOptions().dtype(torch::kFloat64)) * posFreqs);
+    }
     if (rope.type == "llama3") {
         const double factor = rope.factor.value_or(8.0), low = rope.lowFreqFactor.value_or(1.0), high = rope.highFreqFactor.value_or(4.0);
         const double old = static_cast<double>(rope.originalMaxPositionEmbeddings);
@@ -325,12 +336,19 @@ struct Ctx {
         if (c.qkNorm) {
             T t = v(keys ? Value::NativeKNormOutput : Value::NativeQNormOutput, layer);
             // the fused family norms [b, s, H, D] before the transpose; the others norm [b, H, s, D] after it
-            if (f.qkv == QkvLayout::FusedPerHead) t = t.transpose(1, 2);
+            if (f.qkNormScope == QkNormScope::WholeProjection) t = t.view({b, S, -1, D});  // OLMo 2: [b, s, heads * D]
+            if (f.qkv == QkvLayout::FusedPerHead || f.qkNormScope != QkNormScope::PerHeadTransposed) t = t.transpose(1, 2);
             return t.to(torch::kFloat64);
         }
         if (f.qkv == QkvLayout::FusedPerHead) {
             T qkv = v(Value::NativeQkvProjOutput, layer).view({b, S, c.numHeads, 3, D});
             return qkv.index({"...", keys ? 1 : 0, Slice()}).transpose(1, 2).to(torch::kFloat64);
+        }
+        if (f.qkv == QkvLayout::FusedContiguous) {  // GPT-2's c_attn, Phi-3's qkv_proj: [q | k | v]
+            const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
+            T qkv = v(Value::NativeQkvProjOutput, layer);
+            T p = keys ? qkv.index({"...", Slice(QW, QW + KW)}) : qkv.index({"...", Slice(None, QW)});
+            return p.reshape({b, S, -1, D}).transpose(1, 2).to(torch::kFloat64);
         }
         T p = v(keys ? Value::NativeKProjOutput : Value::NativeQProjOutput, layer);
         return p.view({b, S, -1, D}).transpose(1, 2).to(torch::kFloat64);
@@ -338,12 +356,12 @@ struct Ctx {
     /// The value that holds the queries/keys entering the rotary, for the save list.
     std::vector<Value> preRotaryValues() const {
         if (c.qkNorm) return {Value::NativeQNormOutput, Value::NativeKNormOutput};
-        if (f.qkv == QkvLayout::FusedPerHead) return {Value::NativeQkvProjOutput};
+        if (f.qkv != QkvLayout::Separate) return {Value::NativeQkvProjOutput};
         return {Value::NativeQProjOutput, Value::NativeKProjOutput};
     }
     std::string preRotaryName() const {
         if (c.qkNorm) return f.moduleName(Module::QNorm) + "'s output";
-        if (f.qkv == QkvLayout::FusedPerHead) return "the query slices of " + f.moduleName(Module::QkvProj) + "'s output";
+        if (f.qkv != QkvLayout::Separate) return "the query slices of " + f.moduleName(Module::QkvProj) + "'s output";
         return f.moduleName(Module::QProj) + "'s output";
     }
     /// Effective xIELU scalars of a block from the stored raw parameters: {alpha_p, alpha_n, beta, eps} with the
@@ -894,7 +912,7 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
     const bool typeOk = allowed.empty() || std::find(allowed.begin(), allowed.end(), x.c.rope.type) != allowed.end();
     double scale = 1;
     const int64_t rot = x.c.rotaryDim();
-    T inv = invFreq64(x.c.rope, rot, x.c.maxPositionEmbeddings, &scale);
+    T inv = invFreq64(x.c.rope, rot, x.c.maxPositionEmbeddings, &scale, x.S);
     std::string fig = ropeText(x.c, scale);
     if (!typeOk) {
         std::string names;
@@ -1271,7 +1289,7 @@ const std::vector<CheckDef>& checkTable() {
          false, checkRotationPosition1},
         {"rope_kind", "the rotary is the one config.json names, one of those the note lists",
          "The rope type against the note's list (argument: rope_kind:default|yarn); attention_queries/keys against the pre-rotary values turned with "
-         "inverse frequencies and attention factor recomputed in float64 for that type (default, linear, llama3, yarn).",
+         "inverse frequencies and attention factor recomputed in float64 for that type (default, linear, llama3, yarn, longrope).",
          [](const Ctx& x) {
              auto v = x.preRotaryValues();
              v.insert(v.end(), {Value::AttentionQueries, Value::AttentionKeys});

@@ -46,22 +46,7 @@ std::string Family::nativeValuePath(Value v, int layer) const {
     return "layers." + std::to_string(layer) + "." + host + moduleName(m) + "." + info.name;
 }
 
-std::string Family::readAt(Value v) const {
-    std::string s = valueInfo(v).readAt;
-    static const std::pair<const char*, Module> subs[] = {
-        {"{embed_tokens}", Module::EmbedTokens}, {"{norm}", Module::Norm}, {"{lm_head}", Module::LmHead},
-        {"{input_layernorm}", Module::InputNorm}, {"{post_attention_layernorm}", Module::PostAttentionNorm},
-        {"{mlp}", Module::Mlp}, {"{o_proj}", Module::OProj}, {"{act_fn}", Module::ActFn}, {"{down_proj}", Module::DownProj},
-        {"{q_proj}", Module::QProj}, {"{k_proj}", Module::KProj}, {"{v_proj}", Module::VProj}, {"{qkv_proj}", Module::QkvProj},
-        {"{q_norm}", Module::QNorm}, {"{k_norm}", Module::KNorm}, {"{gate_proj}", Module::GateProj}, {"{up_proj}", Module::UpProj},
-        {"{attention_output_norm}", Module::AttentionOutputNorm}, {"{mlp_output_norm}", Module::MlpOutputNorm},
-        {"{gate_up_proj}", Module::GateUpProj}};
-    for (const auto& [key, mod] : subs) {
-        auto p = s.find(key);
-        if (p != std::string::npos) s.replace(p, std::string(key).size(), moduleName(mod));
-    }
-    return s;
-}
+// Family::readAt is in block.cpp: the place comes from the block description.
 
 std::string Family::contributionIdentity() const {
     const std::string a = blockNorms.afterAttention ? moduleName(Module::AttentionOutputNorm) + "(self_attn.attention_output)"

@@ -5,6 +5,8 @@
 // sections, same order, same words.
 #include "family_page.h"
 
+#include "block.h"
+
 #include "error.h"
 #include "support.h"
 #include "trace.h"
@@ -47,8 +49,6 @@ const char* kEagerHint =
     "transformers computes this value only under attn_implementation=\"eager\" (the default sdpa and flash-attention loads never "
     "form the attention interior); nnscope always runs the eager attention, so it has the value on every load";
 
-std::string normName(NormKind k) { return k == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm"; }
-
 /// A config.json value as the seeds print it (Python's spelling: True, False, None, 1e-05).
 std::string pyValue(const nlohmann::json& v) {
     if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
@@ -62,43 +62,6 @@ std::string pyValue(const nlohmann::json& v) {
         return s;
     }
     return v.dump();
-}
-
-/// The block in the order it runs, generated from the family's features and the config.
-std::vector<std::string> blockSteps(const Family& f, const ModelConfig& c) {
-    std::vector<std::string> steps;
-    auto m = [&](Module mod) { return "`" + f.moduleLabel(mod) + "`"; };
-    steps.push_back("`layer_input`: the residual stream entering block i");
-    steps.push_back(m(Module::InputNorm) + " (" + normName(f.norm) + ") → `attention_norm_output`");
-    std::string qkv;
-    if (f.qkv == QkvLayout::FusedPerHead)
-        qkv = m(Module::QkvProj) + " (one fused projection, laid out [num_heads, 3, head_dim])";
-    else
-        qkv = m(Module::QProj) + ", " + m(Module::KProj) + ", " + m(Module::VProj);
-    if (c.attentionBias) qkv += ", biased";
-    if (c.qkNorm) qkv += " → " + m(Module::QNorm) + ", " + m(Module::KNorm) + " (" + normName(f.qkNormKind) + " per head, one gain for every head)";
-    const std::string pairs = f.rotary == RotaryStyle::AdjacentPairs ? "adjacent pairs (2i, 2i + 1)" : "rotate_half pairs (i, i + d/2)";
-    std::string rope = "rotary: " + pairs + ", " + std::to_string(c.rotaryDim()) + " of " + std::to_string(c.headDim) + " dims of each head, rope_type " +
-                       c.rope.type;
-    steps.push_back(m(Module::SelfAttn) + ": " + qkv + " → " + rope + " → `attention_queries`, `attention_keys` (num_kv_heads " +
-                    std::to_string(c.numKvHeads) + ", before repeat_kv), `attention_values`");
-    steps.push_back("scores q·kᵀ / √head_dim + the causal mask → `attention_scores` → softmax → `attention_probabilities` → × values → "
-                    "`attention_head_outputs` = `attention_premix` → " + m(Module::OProj) + " → `attention_output`");
-    steps.push_back("+ residual → `layer_mid`");
-    steps.push_back(m(Module::PostAttentionNorm) + " (" + normName(f.norm) + ") → `mlp_norm_output` = `mlp_input`");
-    std::string mlp = m(Module::Mlp) + ": ";
-    if (f.mlp == MlpKind::Gated)
-        mlp += m(Module::GateProj) + " → " + m(Module::ActFn) + " (" + c.hiddenAct + ") → `mlp_activation`; × " + m(Module::UpProj) +
-               " → `mlp_neurons` → " + m(Module::DownProj) + " → `mlp_output`";
-    else
-        mlp += m(Module::UpProj) + " → " + m(Module::ActFn) + " (" + c.hiddenAct + ") → `mlp_activation` = `mlp_neurons` → " + m(Module::DownProj) +
-               " → `mlp_output` (no gate)";
-    if (c.mlpBias) mlp += ", biased";
-    steps.push_back(mlp);
-    std::string add = "+ residual → `layer_output`";
-    if (!f.moduleLabel(Module::LayerDropout).empty()) add = m(Module::LayerDropout) + " (the identity in eval) + residual → `layer_output`";
-    steps.push_back(add);
-    return steps;
 }
 
 const char* kBlockInOrder = "The block, in order";
@@ -146,7 +109,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
         strip.itemNotes = {"token_embeddings", "i = 0 … " + std::to_string(c.numLayers - 1), "final_norm_output", "lm_head_output", "the output"};
     }
     add(Block::Paragraph, "One block of the stack, in the order it runs (generated from families/" + f.modelType + ".cpp and config.json):");
-    add(Block::Steps).items = blockSteps(f, c);
+    add(Block::Steps).items = blockStepLines(f, c);
     {
         Block& id = add(Block::Identity, f.contributionIdentity());
         resultsFor({"contribution_identity"}, id);

@@ -182,8 +182,10 @@ torch::Tensor LayerWeights::*LayerWeights::slot(Weight w) {
 
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
     nlohmann::json raw = readConfigJson(dir);
-    resolveModelConfig(raw, dir + "/config.json");  // config errors (an unknown family) before any weight file is opened
-    auto m = build(raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
+    // Resolved once, before any weight file is opened: config errors (an unknown family) come first.
+    const Family* family = nullptr;
+    ModelConfig config = resolveModelConfig(raw, dir + "/config.json", &family);
+    auto m = build(std::move(config), *family, raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
     m->dir_ = dir;
     const std::string generationFile = dir + "/generation_config.json";
     if (auto g = readOptionalJsonObjectFile(generationFile, kConfigMaxBytes)) m->config_.generation = cfg::readGenerationConfig(*g, generationFile);
@@ -202,19 +204,22 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
 std::shared_ptr<const Model> Model::fromTensors(const nlohmann::json& config, std::map<std::string, torch::Tensor> tensors,
                                                 const LoadOptions& options, const std::string& label) {
     if (!config.is_object()) throw Error(label + ": the config must be a JSON object, as config.json holds.");
-    auto m = build(config, label + " (config)", std::make_unique<WeightStore>(label, std::move(tensors)), options);
+    const Family* family = nullptr;
+    ModelConfig resolved = resolveModelConfig(config, label + " (config)", &family);
+    auto m = build(std::move(resolved), *family, config, label + " (config)", std::make_unique<WeightStore>(label, std::move(tensors)), options);
     m->dir_ = label;
     m->tokenizerError_ = label + ": a model built from tensors has no tokenizer.";
     return m;
 }
 
-std::shared_ptr<Model> Model::build(const nlohmann::json& raw, const std::string& configFile, std::unique_ptr<WeightStore> store,
-                                    const LoadOptions& options) {
+std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, const nlohmann::json& raw, const std::string& configFile,
+                                    std::unique_ptr<WeightStore> store, const LoadOptions& options) {
     if (options.dtype && *options.dtype != torch::kFloat32 && *options.dtype != torch::kBFloat16)
         throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(*options.dtype) + ".");
     std::shared_ptr<Model> m(new Model());
     m->dir_ = store->dir();
-    m->config_ = resolveModelConfig(raw, configFile, &m->family_);
+    m->config_ = std::move(config);
+    m->family_ = &family;
     {
         // The compute dtype, decided before any weight is converted (a float32 copy that does not fit is refused).
         DtypeRequest request;

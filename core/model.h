@@ -141,9 +141,10 @@ public:
 
 private:
     Model() = default;
-    /// Resolves `raw` (config.json), reads every tensor of the schema from `store` and sets up the rotary tables.
-    static std::shared_ptr<Model> build(const nlohmann::json& raw, const std::string& configFile, std::unique_ptr<WeightStore> store,
-                                        const LoadOptions& options);
+    /// Reads every tensor of the schema of `config` (resolved once from `raw`, config.json, by resolveModelConfig) from
+    /// `store` and sets up the rotary tables.
+    static std::shared_ptr<Model> build(ModelConfig config, const Family& family, const nlohmann::json& raw,
+                                        const std::string& configFile, std::unique_ptr<WeightStore> store, const LoadOptions& options);
     /// What the attention of one block needs besides its input: rotary cos/sin and the additive mask.
     struct BlockInputs {
         torch::Tensor cos, sin, mask;

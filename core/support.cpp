@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "support.h"
 
+#include "block.h"
+
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <sstream>
 
 namespace nnscope {
@@ -125,10 +128,10 @@ std::string linearRepr(int64_t in, int64_t out, bool bias) {
            (bias ? "True" : "False") + ")";
 }
 
-std::string valueLine(const std::string& indent, Value v) {
+std::string valueText(Value v) {
     const ValueInfo& info = valueInfo(v);
-    if (v == Value::InputSize) return indent + "(" + info.name + "): " + info.description + "\n";
-    return indent + "(" + info.name + ") -> " + layoutString(info) + ": " + info.description + "\n";
+    if (v == Value::InputSize) return "(" + std::string(info.name) + "): " + info.description;
+    return "(" + std::string(info.name) + ") -> " + layoutString(info) + ": " + info.description;
 }
 
 }  // namespace
@@ -136,72 +139,74 @@ std::string valueLine(const std::string& indent, Value v) {
 std::string printout(const Model& model) { return printout(model.family(), model.config()); }
 
 std::string printout(const Family& f, const ModelConfig& c) {
-    const bool ln = f.norm == NormKind::LayerNorm;
+    std::string text;
+    for (const PrintoutLine& line : printoutLines(f, c)) text += line.text + "\n";
+    return text;
+}
+
+std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
+    std::vector<PrintoutLine> lines;
+    // The modules the block description has for this checkpoint: the printout shows these and no other.
+    std::set<Module> present = {Module::Layers};
+    for (const BlockStep& step : forwardSteps(f, c))
+        if (step.module) present.insert(*step.module);
     const std::string eps = pythonFloat(c.normEps);
     auto normRepr = [&](int64_t dim, NormKind kind) {
         if (kind == NormKind::LayerNorm)
             return "LayerNorm((" + std::to_string(dim) + ",), eps=" + eps + ", elementwise_affine=True, bias=True)";
         return f.classPrefix + "RMSNorm((" + std::to_string(dim) + ",), eps=" + eps + ")";
     };
-    auto mod = [&](Module m) { return "(" + f.moduleLabel(m) + "): "; };
+    auto plain = [&](const std::string& text) { lines.push_back({text, std::nullopt, std::nullopt}); };
+    auto module = [&](const std::string& indent, Module m, const std::string& repr) {
+        if (present.count(m)) lines.push_back({indent + "(" + f.moduleLabel(m) + "): " + repr, std::nullopt, m});
+    };
+    auto values = [&](const std::string& indent, Host h) {
+        for (Value v : standardValues())
+            if (valueInfo(v).host == h) lines.push_back({indent + valueText(v), v, std::nullopt});
+    };
     const int64_t H = c.hiddenSize, D = c.headDim, QW = c.numHeads * D, KW = c.numKvHeads * D, I = c.intermediateSize;
-    std::ostringstream o;
-    o << hostClass(f, Host::Model) << "(\n";
-    o << "  " << mod(Module::LmHead) << linearRepr(H, c.vocabSize, false) << "\n";
-    o << "  (generator): Generator(\n    (streamer): Streamer()\n  )\n";
-    o << "  " << mod(Module::EmbedTokens) << "Embedding(" << c.vocabSize << ", " << H
-      << (c.padTokenId ? ", padding_idx=" + std::to_string(*c.padTokenId) : std::string()) << ")\n";    if (f.positions == PositionKind::Learned)
-        o << "  " << mod(Module::PositionEmbeddings) << "Embedding(" << c.maxPositionEmbeddings << ", " << H << ")\n";
-    o << "  (layers): ModuleList(\n";
-    o << "    (0-" << c.numLayers - 1 << "): " << c.numLayers << " x " << hostClass(f, Host::Layer) << "(\n";
+    plain(hostClass(f, Host::Model) + "(");
+    module("  ", Module::LmHead, linearRepr(H, c.vocabSize, false));
+    plain("  (generator): Generator(");
+    plain("    (streamer): Streamer()");
+    plain("  )");
+    module("  ", Module::EmbedTokens, "Embedding(" + std::to_string(c.vocabSize) + ", " + std::to_string(H) +
+                                          (c.padTokenId ? ", padding_idx=" + std::to_string(*c.padTokenId) : std::string()) + ")");
+    module("  ", Module::PositionEmbeddings, "Embedding(" + std::to_string(c.maxPositionEmbeddings) + ", " + std::to_string(H) + ")");
+    module("  ", Module::Layers, "ModuleList(");
+    plain("    (0-" + std::to_string(c.numLayers - 1) + "): " + std::to_string(c.numLayers) + " x " + hostClass(f, Host::Layer) + "(");
     const std::string a = "        ";
-    o << "      " << mod(Module::SelfAttn) << hostClass(f, Host::Attention) << "(\n";
-    if (f.qkv != QkvLayout::Separate) {
-        o << a << mod(Module::QkvProj) << linearRepr(H, QW + 2 * KW, c.attentionBias) << "\n";
-    } else {
-        o << a << mod(Module::QProj) << linearRepr(H, QW, c.attentionBias) << "\n";
-        o << a << mod(Module::KProj) << linearRepr(H, KW, c.attentionBias) << "\n";
-        o << a << mod(Module::VProj) << linearRepr(H, KW, c.attentionBias) << "\n";
-    }
-    o << a << mod(Module::OProj) << linearRepr(QW, H, c.oProjBias) << "\n";
-    if (c.qkNorm) {
-        o << a << mod(Module::QNorm) << normRepr(D, f.qkNormKind) << "\n";
-        o << a << mod(Module::KNorm) << normRepr(D, f.qkNormKind) << "\n";
-    }
-    if (!f.moduleLabel(Module::AttentionDropout).empty())
-        o << a << mod(Module::AttentionDropout) << "Dropout(p=" << pythonFloat(c.raw.value("attention_dropout", 0.0))
-          << ", inplace=False)\n";
-    for (Value v : standardValues())
-        if (valueInfo(v).host == Host::Attention) o << valueLine(a, v);
-    o << "      )\n";
-    o << "      " << mod(Module::Mlp) << hostClass(f, Host::Mlp) << "(\n";
-    if (f.mlp == MlpKind::GatedFused) {
-        o << a << mod(Module::GateUpProj) << linearRepr(H, 2 * I, c.mlpBias) << "\n";
-    } else {
-        if (f.mlp == MlpKind::Gated) o << a << mod(Module::GateProj) << linearRepr(H, I, c.mlpBias) << "\n";
-        o << a << mod(Module::UpProj) << linearRepr(H, I, c.mlpBias) << "\n";
-    }
-    o << a << mod(Module::DownProj) << linearRepr(I, H, c.mlpBias) << "\n";
-    o << a << mod(Module::ActFn) << activationRepr(c.hiddenAct) << "\n";
-    for (Value v : standardValues())
-        if (valueInfo(v).host == Host::Mlp) o << valueLine(a, v);
-    o << "      )\n";
-    if (f.blockNorms.beforeAttention) o << "      " << mod(Module::InputNorm) << normRepr(H, f.norm) << "\n";
-    if (f.blockNorms.afterAttention) o << "      " << mod(Module::AttentionOutputNorm) << normRepr(H, f.norm) << "\n";
-    if (f.blockNorms.beforeMlp) o << "      " << mod(Module::PostAttentionNorm) << normRepr(H, f.norm) << "\n";
-    if (f.blockNorms.afterMlp) o << "      " << mod(Module::MlpOutputNorm) << normRepr(H, f.norm) << "\n";
-    if (!f.moduleLabel(Module::LayerDropout).empty())
-        o << "      " << mod(Module::LayerDropout) << "Dropout(p=" << pythonFloat(c.raw.value("hidden_dropout", 0.0))
-          << ", inplace=False)\n";
-    for (Value v : standardValues())
-        if (valueInfo(v).host == Host::Layer) o << valueLine("      ", v);
-    o << "    )\n  )\n";
-    o << "  " << mod(Module::Norm) << normRepr(H, f.norm) << "\n";
-    (void)ln;
-    for (Value v : standardValues())
-        if (valueInfo(v).host == Host::Model) o << valueLine("  ", v);
-    o << ")\n";
-    return o.str();
+    module("      ", Module::SelfAttn, hostClass(f, Host::Attention) + "(");
+    module(a, Module::QkvProj, linearRepr(H, QW + 2 * KW, c.attentionBias));
+    module(a, Module::QProj, linearRepr(H, QW, c.attentionBias));
+    module(a, Module::KProj, linearRepr(H, KW, c.attentionBias));
+    module(a, Module::VProj, linearRepr(H, KW, c.attentionBias));
+    module(a, Module::OProj, linearRepr(QW, H, c.oProjBias));
+    module(a, Module::QNorm, normRepr(f.qkNormScope == QkNormScope::WholeProjection ? QW : D, f.qkNormKind));
+    module(a, Module::KNorm, normRepr(f.qkNormScope == QkNormScope::WholeProjection ? KW : D, f.qkNormKind));
+    module(a, Module::AttentionDropout, "Dropout(p=" + pythonFloat(c.raw.value("attention_dropout", 0.0)) + ", inplace=False)");
+    values(a, Host::Attention);
+    plain("      )");
+    module("      ", Module::Mlp, hostClass(f, Host::Mlp) + "(");
+    module(a, Module::GateUpProj, linearRepr(H, 2 * I, c.mlpBias));
+    module(a, Module::GateProj, linearRepr(H, I, c.mlpBias));
+    module(a, Module::UpProj, linearRepr(H, I, c.mlpBias));
+    module(a, Module::DownProj, linearRepr(I, H, c.mlpBias));
+    module(a, Module::ActFn, activationRepr(c.hiddenAct));
+    values(a, Host::Mlp);
+    plain("      )");
+    module("      ", Module::InputNorm, normRepr(H, f.norm));
+    module("      ", Module::AttentionOutputNorm, normRepr(H, f.norm));
+    module("      ", Module::PostAttentionNorm, normRepr(H, f.norm));
+    module("      ", Module::MlpOutputNorm, normRepr(H, f.norm));
+    module("      ", Module::LayerDropout, "Dropout(p=" + pythonFloat(c.raw.value("hidden_dropout", 0.0)) + ", inplace=False)");
+    values("      ", Host::Layer);
+    plain("    )");
+    plain("  )");
+    module("  ", Module::Norm, normRepr(H, f.norm));
+    values("  ", Host::Model);
+    plain(")");
+    return lines;
 }
 
 }  // namespace nnscope

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,18 @@ std::string supportText(const Model& model);
 /// The standard sizes: num_layers, hidden_size, num_heads, num_kv_heads, head_dim, qk_head_dim, vocab_size,
 /// intermediate_size.
 std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& config);
+/// One line of the printout and what it stands for: a module of the tree, a standard value, or neither (brackets, the
+/// generator). The window's printout selects and pins from these, never by parsing the text.
+struct PrintoutLine {
+    std::string text;
+    std::optional<Value> value;
+    std::optional<Module> module;
+};
+/// The printout's lines from a family and a resolved config: the modules of the family's block description
+/// (core/block.h) in transformers' registration order, each block host's standard values under it.
+std::vector<PrintoutLine> printoutLines(const Family& family, const ModelConfig& config);
 /// What print(model) shows under nnterp: the native modules with their shapes, the standard names and every
-/// standard value with its layout (the seeds' "Printout").
+/// standard value with its layout (the seeds' "Printout"); printoutLines joined with newlines.
 std::string printout(const Model& model);
 /// The printout from a family and a resolved config alone (no weights needed).
 std::string printout(const Family& family, const ModelConfig& config);

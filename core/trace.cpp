@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "trace.h"
 
+#include "block.h"
 #include "edit.h"
 #include "generate.h"
 #include "error.h"
@@ -30,50 +31,6 @@ const char* hostPrefix(Host h) {
         case Host::Mlp: return "mlp.";
         default: return "";
     }
-}
-
-// Native spellings that name a standard value (nnsight module paths), written with the family's module names:
-// "{input_layernorm}.output" is attention_norm_output wherever the family's pre-attention norm is called.
-struct Alias {
-    Host host;
-    const char* suffix;  // after "layers.{i}." (block hosts) or the bare root path; {module} placeholders
-    Value value;
-};
-const Alias kAliases[] = {
-    {Host::Model, "{embed_tokens}.output", Value::TokenEmbeddings}, {Host::Model, "{norm}.output", Value::FinalNormOutput},
-    {Host::Model, "{lm_head}.output", Value::LmHeadOutput},        {Host::Layer, "input", Value::LayerInput},
-    {Host::Layer, "output", Value::LayerOutput},                    {Host::Layer, "{input_layernorm}.output", Value::AttentionNormOutput},
-    {Host::Layer, "{post_attention_layernorm}.input", Value::LayerMid},
-    {Host::Layer, "{post_attention_layernorm}.output", Value::MlpNormOutput}, {Host::Layer, "mlp.input", Value::MlpInput},
-    {Host::Layer, "self_attn.output", Value::AttentionOutput},     {Host::Layer, "mlp.output", Value::MlpOutput},
-    {Host::Layer, "mlp.{act_fn}.output", Value::MlpActivation},   {Host::Layer, "mlp.{down_proj}.input", Value::MlpNeurons},
-    {Host::Layer, "self_attn.input", Value::AttentionNormOutput},
-};
-
-/// Every spelling of an alias suffix: each {module} placeholder replaced by each of the module's names ("o_proj/dense").
-/// Empty when the family has no such module.
-std::vector<std::string> aliasSpellings(const Family& f, const std::string& suffix) {
-    static const std::pair<const char*, Module> subs[] = {
-        {"{embed_tokens}", Module::EmbedTokens}, {"{norm}", Module::Norm}, {"{lm_head}", Module::LmHead},
-        {"{input_layernorm}", Module::InputNorm}, {"{post_attention_layernorm}", Module::PostAttentionNorm},
-        {"{act_fn}", Module::ActFn}, {"{down_proj}", Module::DownProj}};
-    for (const auto& [key, mod] : subs) {
-        const auto p = suffix.find(key);
-        if (p == std::string::npos) continue;
-        std::vector<std::string> out;
-        const std::string label = f.moduleLabel(mod);
-        size_t start = 0;
-        while (!label.empty() && start <= label.size()) {
-            const size_t slash = label.find('/', start);
-            std::string s = suffix;
-            s.replace(p, std::string(key).size(), label.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-            out.push_back(s);
-            if (slash == std::string::npos) break;
-            start = slash + 1;
-        }
-        return out;
-    }
-    return {suffix};
 }
 
 /// A native path in the family's own spelling rewritten to the standard hosts: GPT-2's "h.1.attn.c_attn.output" is
@@ -182,11 +139,9 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
         for (const auto& key : allValueKeys(model, true))
             if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
     }
-    for (const auto& a : kAliases) {
-        if ((a.host == Host::Model) != (layer < 0)) continue;
-        for (const auto& spelling : aliasSpellings(fam, a.suffix))
-            if (rest == spelling && fam.hasValue(a.value, model.config())) return {a.value, layer};
-    }
+    // native spellings of standard values, from the family's block description ("input_layernorm.output")
+    for (const ValueSpelling& sp : valueSpellings(fam, model.config()))
+        if (sp.root == (layer < 0) && rest == sp.suffix) return {sp.value, layer};
     if (layer >= 0) {
         for (int v = kNumStandardValues; v < kNumValues; ++v) {
             const Value val = static_cast<Value>(v);

@@ -8,7 +8,6 @@
 #include "train_demo.h"
 
 #include "error.h"
-#include "rope.h"
 #include "safetensors.h"
 #include "trace.h"
 
@@ -258,7 +257,9 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The trainable Llama (HF LlamaForCausalLM's math, operation for operation as core/model.cpp computes it)
+// The trainable Llama's parameters. The pass is the engine's own (Model::fromTensors over these very tensors, so
+// autograd reaches them and the optimizer's in-place steps are what the next pass reads): one forward for training,
+// tracing and the tests.
 
 struct TrainLayer {
     torch::Tensor inputNorm, q, k, v, o, postNorm, gate, up, down;
@@ -269,7 +270,6 @@ struct TrainModel {
     int64_t vocab = 0;
     torch::Tensor embed, finalNorm;  ///< lm_head is embed (tie_word_embeddings)
     std::vector<TrainLayer> layers;
-    torch::Tensor invFreq;
 
     /// HF names and tensors, in the order of the checkpoint.
     std::vector<std::pair<std::string, torch::Tensor>> named() const {
@@ -290,47 +290,6 @@ struct TrainModel {
         }
         out.emplace_back("model.norm.weight", finalNorm);
         return out;
-    }
-
-    torch::Tensor rmsNorm(const torch::Tensor& x, const torch::Tensor& w) const {
-        auto h = x.to(torch::kFloat32);
-        auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
-        h = h * torch::rsqrt(variance + shape.rmsNormEps);
-        return w * h.to(x.scalar_type());
-    }
-
-    static torch::Tensor rotateHalf(const torch::Tensor& x) {
-        const auto half = x.size(-1) / 2;
-        return torch::cat({-x.index({"...", Slice(half, None)}), x.index({"...", Slice(None, half)})}, -1);
-    }
-
-    /// ids int64 [B, T] -> logits float32 [B, T, vocab].
-    torch::Tensor forward(const torch::Tensor& ids) const {
-        const int64_t B = ids.size(0), T = ids.size(1), D = shape.headDim;
-        auto h = torch::embedding(embed, ids);
-        auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64)).index({None});
-        auto freqs = positions.index({"...", None}).to(torch::kFloat32) * invFreq;
-        auto emb = torch::cat({freqs, freqs}, -1);
-        auto cos = emb.cos().unsqueeze(1), sin = emb.sin().unsqueeze(1);  // [1, 1, T, D]
-        auto mask = Model::causalMask(torch::ones({1, T}, torch::kInt64), torch::kFloat32);  // [1, 1, T, T]
-        const double scaling = std::pow(static_cast<double>(D), -0.5);
-        for (const TrainLayer& l : layers) {
-            auto residual = h;
-            auto x = rmsNorm(h, l.inputNorm);
-            auto q = torch::linear(x, l.q).view({B, T, -1, D}).transpose(1, 2);
-            auto k = torch::linear(x, l.k).view({B, T, -1, D}).transpose(1, 2);
-            auto v = torch::linear(x, l.v).view({B, T, -1, D}).transpose(1, 2);
-            q = q * cos + rotateHalf(q) * sin;
-            k = k * cos + rotateHalf(k) * sin;
-            auto w = torch::matmul(q, k.transpose(2, 3)) * scaling + mask;
-            w = torch::softmax(w, -1, torch::kFloat32);
-            auto a = torch::matmul(w, v).transpose(1, 2).contiguous().reshape({B, T, -1});
-            h = residual + torch::linear(a, l.o);
-            residual = h;
-            x = rmsNorm(h, l.postNorm);
-            h = residual + torch::linear(torch::silu(torch::linear(x, l.gate)) * torch::linear(x, l.up), l.down);
-        }
-        return torch::linear(rmsNorm(h, finalNorm), embed);
     }
 };
 
@@ -361,9 +320,6 @@ TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
         m.layers.push_back(l);
     }
     m.finalNorm = ones(H);
-    RopeConfig rope;
-    rope.theta = s.ropeTheta;
-    m.invFreq = computeRope(rope, s.headDim, s.maxPositionEmbeddings).invFreq;
     return m;
 }
 
@@ -641,6 +597,10 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     torch::optim::AdamW optimizer(std::move(groups));
     std::vector<torch::Tensor> all = decay;
     all.insert(all.end(), noDecay.begin(), noDecay.end());
+    std::map<std::string, torch::Tensor> parameters;
+    for (const auto& [name, t] : model.named()) parameters.emplace(name, t);
+    const auto net = Model::fromTensors(configJson(shape, V), std::move(parameters),
+                                        LoadOptions().withDtype(torch::kFloat32).withTokenizer(false), "train-demo");
 
     Rng rng(o.seed);
     const int warmup = std::min(100, std::max(1, o.steps / 10));
@@ -658,7 +618,7 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
         }
         for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
         TrainBatch b = makeBatch(rng, words, o.batchSize, o.seqLen, step <= o.steps / 4 ? kFormationMix : kGeneralMix);
-        auto logits = model.forward(b.ids);
+        auto logits = net->forward(b.ids, torch::Tensor(), nullptr);
         auto input = logits.index({Slice(), Slice(None, -1)}).reshape({-1, V});
         auto target = b.ids.index({Slice(), Slice(1, None)}).reshape({-1});
         auto perToken = torch::nn::functional::cross_entropy(

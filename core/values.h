@@ -34,8 +34,8 @@ constexpr int kNumValues = static_cast<int>(Value::Count);
 constexpr int kNumStandardValues = static_cast<int>(Value::NativeQProjOutput);
 
 /// One declaration per value: its name, host, layout with named axes, one-line description and where
-/// nnterp reads it. The support table, the printout, the diagram labels, `--save` matching and the
-/// export metadata are all generated from this table.
+/// nnterp reads it inside the attention. The support table, the printout, the diagram labels, `--save` matching and the
+/// export metadata are all generated from this table and the family's block description (core/block.h).
 struct ValueInfo {
     Value id;
     const char* name;         ///< standard name (`attention_queries`); for native values the output/input suffix
@@ -43,7 +43,10 @@ struct ValueInfo {
     const char* layout;       ///< layout name (Residual, Queries, Pattern, ...)
     std::vector<const char*> axes;  ///< axis names, e.g. {"batch", "num_heads", "seq", "qk_head_dim"}
     const char* description;  ///< what it is, one line (the seeds' words)
-    const char* readAt;       ///< where it is read, with {module} placeholders for native names
+    /// Where nnterp reads an attention-interior value inside the forward ("the output of nn_functional_dropout_0 inside
+    /// attention_interface_1"); nullptr for a value read at a module's input or output, whose place comes from the
+    /// family's block description (core/block.h).
+    const char* inside;
     bool readOnly = false;    ///< cannot be edited (derived values)
     bool eagerOnly = false;   ///< an attention interior value: transformers has it only under eager attention
 };

@@ -39,9 +39,9 @@ Family phi3Family() {
         {"LongRoPE",
          "With rope type longrope, the rotary frequencies are divided by short_factor while the pass covers at most "
          "original_max_position_embeddings positions and by long_factor past that (the whole batch switches together, by its "
-         "largest position); cos and sin are scaled by sqrt(1 + ln(max / original) / ln(original)). The engine's rotary is checked "
-         "against transformers' on a longrope fixture in the tests; the page runs no separate check of it yet.",
-         {}},
+         "largest position); cos and sin are scaled by sqrt(1 + ln(max / original) / ln(original)). The check turns the pre-rotary "
+         "queries and keys with frequencies and scale recomputed in float64 from config.json.",
+         {"rope_kind:default|longrope"}},
         {"The readout", "logits is lm_head's output with nothing applied.", {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "Phi3ForCausalLM checkpoints (model_type phi3: Phi-3, Phi-3.5, Phi-4-mini) load as phi3.",
          {"loads_as"}},

@@ -4,7 +4,6 @@
 #include "core/support.h"
 
 #include <QFont>
-#include <QRegularExpression>
 
 namespace nnscope {
 
@@ -14,23 +13,10 @@ void PrintoutModel::setModel(const Model* model) {
     values_.clear();
     modules_.clear();
     if (model) {
-        const Family& f = model->family();
-        lines_ = QString::fromStdString(printout(*model)).split('\n');
-        while (!lines_.isEmpty() && lines_.back().isEmpty()) lines_.removeLast();
-        static const QRegularExpression named(R"(^\s*\(([^)]+)\))");
-        for (const QString& line : lines_) {
-            std::optional<Value> value;
-            std::optional<Module> module;
-            const auto m = named.match(line);
-            if (m.hasMatch()) {
-                const std::string name = m.captured(1).toStdString();
-                value = standardValueByName(name);
-                if (!value)
-                    for (int i = 0; i < static_cast<int>(Module::Count); ++i)
-                        if (f.moduleLabel(static_cast<Module>(i)) == name) module = static_cast<Module>(i);
-            }
-            values_.push_back(value);
-            modules_.push_back(module);
+        for (const PrintoutLine& line : printoutLines(model->family(), model->config())) {
+            lines_.push_back(QString::fromStdString(line.text));
+            values_.push_back(line.value);
+            modules_.push_back(line.module);
         }
     }
     endResetModel();
