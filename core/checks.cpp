@@ -522,7 +522,7 @@ CheckResult checkBos(Ctx& x, const std::string&) {
                                " ids, " + std::to_string(*bos) + " first; \"\" gives [" + std::to_string(*bos) + "]"
                          : "does not prepend " + label + " (id " + std::to_string(*bos) + "): the prompt's ids start with " +
                                (ids.empty() ? std::string("nothing") : std::to_string(ids.front()));
-    std::string det = "Read from " + tok->sourceFile() + " (add_bos_token " + (tok->addsBos() ? "true" : "false") + ").";
+    std::string det = "Read from " + tok->sourceFile() + " (which " + (tok->addsBos() ? "adds" : "does not add") + " BOS).";
     if (x.c.bosTokenId && *x.c.bosTokenId != *bos)
         det += " config.json's bos_token_id is " + std::to_string(*x.c.bosTokenId) + ", not the tokenizer's " + std::to_string(*bos) + ".";
     return claim(ok, fig, det);

@@ -61,6 +61,16 @@ std::optional<bool> boolField(const json& object, const char* key, const fs::pat
     throw Error("In " + file.string() + ", \"" + key + "\" should be true or false, not " + jsonExcerpt(*it) + ".");
 }
 
+/// A string under `key`; nullopt when absent or null. Throws nnscope::Error for any other type.
+std::optional<std::string> stringField(const json& object, const char* key, const fs::path& file) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null())
+        return std::nullopt;
+    if (it->is_string())
+        return it->get<std::string>();
+    throw Error("In " + file.string() + ", \"" + key + "\" should be a string, not " + jsonExcerpt(*it) + ".");
+}
+
 /// A token id under `key`: an integer, or a list of integers (its first is taken, as for Llama 3.1's
 /// eos_token_id); nullopt when absent, null, empty or negative. Throws nnscope::Error for other types.
 std::optional<int64_t> idField(const json& object, const char* key, const fs::path& file) {
@@ -186,6 +196,8 @@ SpecialTokenSettings readSpecialTokenSettings(const fs::path& dir) {
         s.padToken = tokenField(*cfg, "pad_token", tokenizerConfig);
         s.addBosToken = boolField(*cfg, "add_bos_token", tokenizerConfig);
         s.addEosToken = boolField(*cfg, "add_eos_token", tokenizerConfig);
+        s.addPrefixSpace = boolField(*cfg, "add_prefix_space", tokenizerConfig);
+        s.tokenizerClass = stringField(*cfg, "tokenizer_class", tokenizerConfig);
         s.cleanUpTokenizationSpaces =
             boolField(*cfg, "clean_up_tokenization_spaces", tokenizerConfig).value_or(false);
         s.cleanUpEvenForBpe =
@@ -204,6 +216,15 @@ SpecialTokenSettings readSpecialTokenSettings(const fs::path& dir) {
     if (auto cfg = readJsonObject(config)) {
         s.bosIdFromConfig = idField(*cfg, "bos_token_id", config);
         s.eosIdFromConfig = idField(*cfg, "eos_token_id", config);
+        // The model's loader judges config.json's own keys; here a value that is not a string is only not used.
+        const auto text = [&](const char* key) -> std::optional<std::string> {
+            auto it = cfg->find(key);
+            return it != cfg->end() && it->is_string() ? std::optional<std::string>(it->get<std::string>())
+                                                       : std::nullopt;
+        };
+        s.modelType = text("model_type");
+        if (!s.tokenizerClass)
+            s.tokenizerClass = text("tokenizer_class");
     }
     return s;
 }

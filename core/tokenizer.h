@@ -11,9 +11,14 @@ namespace nnscope {
 /// A checkpoint's tokenizer, loaded from its folder.
 ///
 /// `tokenizer.json` is read by HuggingFace `tokenizers` (the Rust crate, through core/hf_tokenizers),
-/// `tokenizer.model` by SentencePiece; `tokenizer.json` wins when both exist. BOS/EOS tokens and
-/// `add_bos_token` / `add_eos_token` come from tokenizer_config.json (then special_tokens_map.json, then
-/// config.json's bos_token_id / eos_token_id), the way transformers' tokenizer classes read them.
+/// `tokenizer.model` by SentencePiece; `tokenizer.json` wins when both exist. BOS/EOS tokens come from
+/// tokenizer_config.json (then special_tokens_map.json, then config.json's bos_token_id / eos_token_id), the way
+/// transformers' tokenizer classes read them. Which special tokens encode() adds: for tokenizer.json, its
+/// post_processor's (transformers 5 ignores tokenizer_config.json's add_bos_token / add_eos_token then); for
+/// tokenizer.model, add_bos_token / add_eos_token (default true / false, as LlamaTokenizer). Where transformers 5
+/// instantiates GPT2Tokenizer, Qwen2Tokenizer or GemmaTokenizer for the folder (from tokenizer_config.json's
+/// tokenizer_class and config.json's model_type), tokenizer.json's normalizer, pre-tokenizer, decoder and BPE options
+/// are replaced by the ones that class builds (with tokenizer_config.json's add_prefix_space), as transformers does.
 class Tokenizer {
 public:
     virtual ~Tokenizer() = default;

@@ -24,6 +24,10 @@ struct SpecialTokenSettings {
     std::optional<std::string> bosToken, eosToken, unkToken, padToken;  ///< token strings
     std::optional<int64_t> bosIdFromConfig, eosIdFromConfig;  ///< config.json bos_token_id / eos_token_id
     std::optional<bool> addBosToken, addEosToken;             ///< tokenizer_config.json flags
+    std::optional<bool> addPrefixSpace;  ///< tokenizer_config.json add_prefix_space
+    /// tokenizer_config.json tokenizer_class, else config.json's (e.g. "GPT2Tokenizer", "Qwen2TokenizerFast")
+    std::optional<std::string> tokenizerClass;
+    std::optional<std::string> modelType;  ///< config.json model_type
     bool cleanUpTokenizationSpaces = false;  ///< tokenizer_config.json clean_up_tokenization_spaces
     /// tokenizer_config.json clean_up_tokenization_spaces_for_bpe_even_though_it_will_corrupt_output
     bool cleanUpEvenForBpe = false;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The tokenizer.json back end: HuggingFace `tokenizers` (Rust) through the C interface of
-// core/hf_tokenizers. Encoding follows PreTrainedTokenizerFast: the file's post_processor adds the special
-// tokens, unless tokenizer_config.json sets add_bos_token / add_eos_token otherwise.
+// core/hf_tokenizers. Encoding follows transformers 5: the file's post_processor alone adds the special tokens
+// (with a tokenizer.json, transformers drops tokenizer_config.json's add_bos_token / add_eos_token). Where it instantiates
+// GPT2Tokenizer, Qwen2Tokenizer or GemmaTokenizer, which build their own normalizer, pre-tokenizer, decoder and BPE
+// options and take only the vocabulary, merges, added tokens and post-processor from tokenizer.json, so does nnscope.
 #include "error.h"
 #include "jsonfile.h"
 #include "tokenizer_backends.h"
 
 #include "hf_tokenizers.h"
+
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
@@ -31,6 +35,119 @@ std::string takeBytes(char* data, std::size_t len) {
 
 namespace {
 
+using nlohmann::json;
+
+/// `name` without a trailing "Fast" ("GPT2TokenizerFast" -> "GPT2Tokenizer").
+std::string withoutFast(const std::string& name) {
+    const std::string fast = "Fast";
+    return name.size() > fast.size() && name.compare(name.size() - fast.size(), fast.size(), fast) == 0
+               ? name.substr(0, name.size() - fast.size())
+               : name;
+}
+
+/// The tokenizer class transformers 5.23's AutoTokenizer registers for a config.json model_type
+/// (TOKENIZER_MAPPING_NAMES), for the model types of nnscope's families; nullopt where it registers none.
+/// "TokenizersBackend" is its generic class, which runs tokenizer.json as it is.
+std::optional<std::string> registeredClass(const std::string& modelType) {
+    static const std::pair<const char*, const char*> table[] = {
+        {"gpt2", "GPT2Tokenizer"},
+        {"qwen2", "Qwen2Tokenizer"},
+        {"qwen3", "Qwen2Tokenizer"},
+        {"gemma", "GemmaTokenizer"},
+        {"gemma2", "GemmaTokenizer"},
+        {"gemma3", "GemmaTokenizer"},
+        {"gemma3_text", "GemmaTokenizer"},
+        {"gpt_neox", "GPTNeoXTokenizer"},
+        {"mistral", "TokenizersBackend"},
+        {"olmo2", "TokenizersBackend"},
+        {"phi3", "TokenizersBackend"},
+        {"persimmon", "TokenizersBackend"},
+        {"ernie4_5", "TokenizersBackend"},
+    };
+    for (const auto& [type, cls] : table)
+        if (modelType == type)
+            return std::string(cls);
+    return std::nullopt;
+}
+
+/// Model types whose checkpoints transformers 5.23 knows to name a wrong tokenizer_class
+/// (MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS): for them the registered class wins.
+bool hubClassKnownWrong(const std::string& modelType) {
+    return modelType == "qwen2" || modelType == "phi3" || modelType == "ernie4_5";
+}
+
+/// The class transformers 5.23's AutoTokenizer.from_pretrained instantiates for the folder, as far as the files
+/// nnscope reads decide it, without "Fast"; "" when that is the generic TokenizersBackend (or none is named).
+/// Follows tokenization_auto.py: when config.json's model_type registers a specialised class other than the named
+/// tokenizer_class, the named one is used unless the model type is known to name a wrong one; when it registers the
+/// generic class, the generic class is used whatever tokenizer_class says.
+std::string transformersClass(const SpecialTokenSettings& s) {
+    const std::optional<std::string> registered = s.modelType ? registeredClass(*s.modelType) : std::nullopt;
+    std::string chosen;
+    if (s.tokenizerClass && registered && withoutFast(*registered) != withoutFast(*s.tokenizerClass)) {
+        if (*registered == "TokenizersBackend")
+            return "";
+        chosen = hubClassKnownWrong(*s.modelType) ? *registered : *s.tokenizerClass;
+    } else if (s.tokenizerClass) {
+        chosen = *s.tokenizerClass;
+    } else if (registered) {
+        chosen = *registered;
+    }
+    chosen = withoutFast(chosen);
+    return chosen == "TokenizersBackend" || chosen == "PreTrainedTokenizer" ? "" : chosen;
+}
+
+/// The normalizer, pre-tokenizer, decoder and BPE options that transformers 5.23's tokenizer class `cls` builds in its
+/// __init__ (models/<family>/tokenization_<family>.py), as tokenizer.json parts for nns_hf_tokenizer_replace_pipeline;
+/// null for a class that keeps tokenizer.json's own pipeline (or one nnscope does not rebuild).
+json classPipeline(const std::string& cls, const SpecialTokenSettings& s) {
+    const auto byteLevel = [](bool addPrefixSpace, bool useRegex) {
+        return json{{"type", "ByteLevel"}, {"add_prefix_space", addPrefixSpace}, {"trim_offsets", true},
+                    {"use_regex", useRegex}};
+    };
+    const auto bpe = [](json unk, json affix, bool fuseUnk, bool byteFallback) {
+        return json{{"dropout", nullptr},        {"unk_token", std::move(unk)},
+                    {"continuing_subword_prefix", affix}, {"end_of_word_suffix", affix},
+                    {"fuse_unk", fuseUnk},       {"byte_fallback", byteFallback},
+                    {"ignore_merges", false}};
+    };
+    const bool addPrefixSpace = s.addPrefixSpace.value_or(false);
+    if (cls == "GPT2Tokenizer")
+        return json{{"normalizer", nullptr},
+                    {"pre_tokenizer", byteLevel(addPrefixSpace, true)},
+                    {"decoder", byteLevel(true, true)},
+                    {"bpe", bpe(nullptr, "", false, false)}};
+    if (cls == "Qwen2Tokenizer") {
+        // Qwen2Tokenizer's PRETOKENIZE_REGEX.
+        const std::string pattern =
+            R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+        return json{{"normalizer", {{"type", "NFC"}}},
+                    {"pre_tokenizer",
+                     {{"type", "Sequence"},
+                      {"pretokenizers",
+                       {{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"},
+                         {"invert", false}},
+                        byteLevel(addPrefixSpace, false)}}}},
+                    {"decoder", byteLevel(true, true)},
+                    {"bpe", bpe(nullptr, "", false, false)}};
+    }
+    if (cls == "GemmaTokenizer") {
+        const std::string metaspace = "\xE2\x96\x81";  // "▁"
+        return json{
+            {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", metaspace}}},
+            {"pre_tokenizer",
+             {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}, {"invert", false}}},
+            {"decoder",
+             {{"type", "Sequence"},
+              {"decoders",
+               {{{"type", "Replace"}, {"pattern", {{"String", metaspace}}}, {"content", " "}},
+                {{"type", "ByteFallback"}},
+                {{"type", "Fuse"}}}}}},
+            {"bpe", bpe(s.unkToken.value_or("<unk>"), nullptr, true, true)}};
+    }
+    return nullptr;
+}
+
 struct HfTokenizerDeleter {
     void operator()(NnsHfTokenizer* t) const { nns_hf_tokenizer_free(t); }
 };
@@ -46,10 +163,23 @@ public:
         handle_.reset(nns_hf_tokenizer_load(file_.c_str(), &error));
         if (!handle_)
             throw Error(shortText(takeError(error, "The tokenizer file " + file_ + " could not be loaded."), 600));
+        const bool bpeModel = std::string(nns_hf_model_type(handle_.get())) == "BPE";
+        // transformers' classes build a BPE model; a file with another model keeps its own pipeline here.
+        pipelineClass_ = transformersClass(settings);
+        const json parts = bpeModel ? classPipeline(pipelineClass_, settings) : json();
+        if (parts.is_null()) {
+            pipelineClass_.clear();
+        } else {
+            const std::string text = parts.dump();
+            char* replaceError = nullptr;
+            if (nns_hf_tokenizer_replace_pipeline(handle_.get(), text.data(), text.size(), &replaceError) != 0)
+                throw Error(takeError(replaceError, "The pipeline could not be replaced.") + " The tokenizer file " +
+                            file_ + " was being set up as transformers' " + pipelineClass_ + ".");
+        }
         vocabSize_ = static_cast<int64_t>(nns_hf_vocab_size(handle_.get()));
         if (vocabSize_ <= 0)
             throw Error("The tokenizer file " + file_ + " has an empty vocabulary.");
-        cleanUp_ = decodeCleansUp(settings, std::string(nns_hf_model_type(handle_.get())) == "BPE");
+        cleanUp_ = decodeCleansUp(settings, bpeModel);
 
         const auto lookup = [this](const std::string& token) -> std::optional<int64_t> {
             uint32_t id = 0;
@@ -60,28 +190,19 @@ public:
         bosId_ = resolveSpecialId(settings.bosToken, settings.bosIdFromConfig, lookup);
         eosId_ = resolveSpecialId(settings.eosToken, settings.eosIdFromConfig, lookup);
 
-        // What does the post_processor add? Probe it with a one-letter text.
+        // What does the post_processor add? Probe it with a one-letter text. tokenizer_config.json's add_bos_token and
+        // add_eos_token are not read: transformers 5 drops them whenever there is a tokenizer.json
+        // (PreTrainedTokenizerBase._from_pretrained), so they change nothing there.
         const auto plain = rawEncode("a", false);
         const auto withSpecials = rawEncode("a", true);
         const bool grows = withSpecials.size() > plain.size();
-        const bool postAddsBos = grows && bosId_ && withSpecials.front() == *bosId_;
-        const bool postAddsEos = grows && eosId_ && withSpecials.back() == *eosId_;
-        addBos_ = settings.addBosToken.value_or(postAddsBos) && bosId_.has_value();
-        addEos_ = settings.addEosToken.value_or(postAddsEos) && eosId_.has_value();
-        // tokenizer_config.json overrides the post_processor: then BOS/EOS are added here instead.
-        manualSpecials_ = addBos_ != postAddsBos || addEos_ != postAddsEos;
+        addBos_ = grows && bosId_ && withSpecials.front() == *bosId_;
+        addEos_ = grows && eosId_ && withSpecials.back() == *eosId_;
     }
 
     std::vector<int64_t> encode(const std::string& text, bool addSpecialTokens) const override {
         checkUtf8(text);
-        if (!manualSpecials_)
-            return rawEncode(text, addSpecialTokens);
-        std::vector<int64_t> ids = rawEncode(text, false);
-        if (addSpecialTokens && addBos_)
-            ids.insert(ids.begin(), *bosId_);
-        if (addSpecialTokens && addEos_)
-            ids.push_back(*eosId_);
-        return ids;
+        return rawEncode(text, addSpecialTokens);
     }
 
     std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens) const override {
@@ -150,8 +271,8 @@ private:
     std::unique_ptr<NnsHfTokenizer, HfTokenizerDeleter> handle_;
     std::string file_;
     int64_t vocabSize_ = 0;
-    bool manualSpecials_ = false;  ///< BOS/EOS added here rather than by the post_processor
     bool cleanUp_ = false;         ///< apply transformers' clean_up_tokenization in decode()
+    std::string pipelineClass_;    ///< transformers' class whose pipeline replaced the file's; "" for the file's
 };
 
 }  // namespace

@@ -43,7 +43,8 @@ Family llamaFamily() {
          "logits is lm_head's output with no cap or scale, and project_on_vocab(h) = lm_head(norm(h)), so the logit lens at the "
          "last block equals the logits.",
          {"lens_equals_logits", "tied_head"}},
-        {"Tokenizer", "The tokenizer prepends its BOS token to every prompt when add_bos_token is set.", {"bos_prepended"}},
+        {"Tokenizer", "The tokenizer prepends its BOS token to every prompt (as tokenizer.json's post-processor, or "
+                      "tokenizer.model's add_bos_token, says).", {"bos_prepended"}},
         {"What loads as this family", "LlamaForCausalLM checkpoints (model_type llama) load as llama.", {"loads_as"}},
     };
     f.norm = NormKind::RMSNorm;

@@ -30,6 +30,15 @@ typedef struct NnsHfTokenizer NnsHfTokenizer;
  *  names the file and says what is wrong (unreadable, not JSON, not a tokenizer). */
 NnsHfTokenizer* nns_hf_tokenizer_load(const char* path, char** error);
 
+/** Replaces parts of the pipeline of a tokenizer just loaded, before it is used (not thread-safe: no other call may
+ *  use the tokenizer meanwhile). `parts` (`parts_len` bytes) is a JSON object whose keys are among "normalizer",
+ *  "pre_tokenizer", "decoder" (each a tokenizer.json component, or null for none) and "bpe" (an object of BPE options
+ *  to set: "unk_token", "continuing_subword_prefix", "end_of_word_suffix" (a string or null), "fuse_unk",
+ *  "byte_fallback", "ignore_merges" (true or false), "dropout" (null only)). The vocabulary, merges, added tokens and
+ *  post-processor stay. Returns 0, or -1 with `*error` set (bad JSON, an unknown key, BPE options for another model);
+ *  on an error the parts already replaced stay replaced. */
+int nns_hf_tokenizer_replace_pipeline(NnsHfTokenizer* tokenizer, const char* parts, size_t parts_len, char** error);
+
 /** Frees a tokenizer; NULL is allowed. */
 void nns_hf_tokenizer_free(NnsHfTokenizer* tokenizer);
 

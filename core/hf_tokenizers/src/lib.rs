@@ -174,6 +174,102 @@ pub unsafe extern "C" fn nns_hf_tokenizer_load(
     loaded.map_or(ptr::null_mut(), |t| Box::into_raw(Box::new(t)))
 }
 
+/// Replaces parts of a loaded tokenizer's pipeline; see hf_tokenizers.h.
+#[no_mangle]
+pub unsafe extern "C" fn nns_hf_tokenizer_replace_pipeline(
+    tokenizer: *mut NnsHfTokenizer,
+    parts: *const c_char,
+    parts_len: usize,
+    error: *mut *mut c_char,
+) -> c_int {
+    if tokenizer.is_null() {
+        set_error(
+            error,
+            "nns_hf_tokenizer_replace_pipeline was called without a tokenizer (null pointer).",
+        );
+        return -1;
+    }
+    let done = guarded(
+        error,
+        "Replacing the tokenizer's pipeline failed inside the tokenizers library",
+        || {
+            use tokenizers::models::ModelWrapper;
+            use tokenizers::{DecoderWrapper, NormalizerWrapper, PreTokenizerWrapper};
+            let text = std::str::from_utf8(slice(parts as *const u8, parts_len))
+                .map_err(|_| "The pipeline description is not valid UTF-8.".to_string())?;
+            let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+                format!("The pipeline description is not JSON: {}", sentence_end(e))
+            })?;
+            let parts = value
+                .as_object()
+                .ok_or_else(|| "The pipeline description is not a JSON object.".to_string())?;
+            let invalid = |what: &str, e: serde_json::Error| {
+                format!("The replacement {} is not valid: {}", what, sentence_end(e))
+            };
+            let t = &mut (*tokenizer).inner;
+            for (key, part) in parts {
+                match key.as_str() {
+                    "normalizer" => {
+                        let n: Option<NormalizerWrapper> = serde_json::from_value(part.clone())
+                            .map_err(|e| invalid("normalizer", e))?;
+                        t.with_normalizer(n).map_err(|e| {
+                            format!("The replacement normalizer failed: {}", sentence_end(e))
+                        })?;
+                    }
+                    "pre_tokenizer" => {
+                        let p: Option<PreTokenizerWrapper> = serde_json::from_value(part.clone())
+                            .map_err(|e| invalid("pre_tokenizer", e))?;
+                        t.with_pre_tokenizer(p);
+                    }
+                    "decoder" => {
+                        let d: Option<DecoderWrapper> = serde_json::from_value(part.clone())
+                            .map_err(|e| invalid("decoder", e))?;
+                        t.with_decoder(d);
+                    }
+                    "bpe" => {
+                        let mut model = t.get_model().clone();
+                        let ModelWrapper::BPE(bpe) = &mut model else {
+                            return Err("BPE options were given for a model that is not BPE.".to_string());
+                        };
+                        let options = part
+                            .as_object()
+                            .ok_or_else(|| "The BPE options are not a JSON object.".to_string())?;
+                        for (option, v) in options {
+                            let text_or_null = || match v {
+                                serde_json::Value::Null => Ok(None),
+                                serde_json::Value::String(s) => Ok(Some(s.clone())),
+                                _ => Err(format!("The BPE option {} should be a string or null.", option)),
+                            };
+                            let flag = || {
+                                v.as_bool()
+                                    .ok_or_else(|| format!("The BPE option {} should be true or false.", option))
+                            };
+                            match option.as_str() {
+                                "unk_token" => bpe.unk_token = text_or_null()?,
+                                "continuing_subword_prefix" => bpe.continuing_subword_prefix = text_or_null()?,
+                                "end_of_word_suffix" => bpe.end_of_word_suffix = text_or_null()?,
+                                "fuse_unk" => bpe.fuse_unk = flag()?,
+                                "byte_fallback" => bpe.byte_fallback = flag()?,
+                                "ignore_merges" => bpe.ignore_merges = flag()?,
+                                "dropout" if v.is_null() => bpe.dropout = None,
+                                _ => return Err(format!("The BPE option {} cannot be replaced.", option)),
+                            }
+                        }
+                        t.with_model(model);
+                    }
+                    _ => return Err(format!("The pipeline has no part named {}.", key)),
+                }
+            }
+            Ok(())
+        },
+    );
+    if done.is_some() {
+        0
+    } else {
+        -1
+    }
+}
+
 /// Frees a tokenizer from `nns_hf_tokenizer_load` (null is allowed).
 #[no_mangle]
 pub unsafe extern "C" fn nns_hf_tokenizer_free(tokenizer: *mut NnsHfTokenizer) {
