@@ -7,6 +7,7 @@
 // rejects bad combinations and writes a screenshot.
 #include "app/defaultmodel.h"
 #include "app/mainwindow.h"
+#include "core/block.h"
 #include "core/analysis.h"
 #include "core/error.h"
 #include "core/family.h"
@@ -427,6 +428,16 @@ void TestGui::diagramHoverAndPin() {
     for (const QString& id : present) QVERIFY2(layout.part(id), qPrintable(model + " lacks " + id));
     for (const QString& id : absent) QVERIFY2(!layout.part(id), qPrintable(model + " draws " + id));
     for (const QString& pair : titles) QCOMPARE(layout.part(pair.section('=', 0, 0))->title, pair.section('=', 1));
+    // The boxes are the block description's modules (core/block.h), no more and no fewer; the attention and MLP frames
+    // stand for self_attn and mlp, and the attention dropout and GPT-2's wpe (named in embed_tokens' box) have none.
+    std::set<int> tableModules = {static_cast<int>(Module::Layers)}, drawn;
+    for (const BlockStep& step : forwardSteps(w->model()->family(), w->model()->config()))
+        if (step.module && *step.module != Module::SelfAttn && *step.module != Module::Mlp &&
+            *step.module != Module::AttentionDropout && *step.module != Module::PositionEmbeddings)
+            tableModules.insert(static_cast<int>(*step.module));
+    for (const DiagramPart& part : layout.parts)
+        if (part.module) drawn.insert(static_cast<int>(*part.module));
+    QCOMPARE(drawn, tableModules);
 
     // Hover on the last block: every part reports its name and the path at that block.
     const int last = static_cast<int>(w->model()->config().numLayers) - 1;

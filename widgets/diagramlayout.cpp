@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "diagramlayout.h"
 
+#include "core/block.h"
 #include "core/support.h"
+
+#include <set>
 
 namespace nnscope {
 
@@ -39,7 +42,11 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 class Builder {
 public:
-    Builder(const Family& f, const ModelConfig& c) : f_(f), c_(c) {}
+    Builder(const Family& f, const ModelConfig& c) : f_(f), c_(c) {
+        // Which boxes exist comes from the block description (core/block.h); the builder only places them.
+        for (const BlockStep& step : forwardSteps(f, c))
+            if (step.module) modules_.insert(*step.module);
+    }
 
     DiagramLayout build() {
         strip();
@@ -156,14 +163,14 @@ private:
     }
 
     QRectF attention() {
-        const QRectF norm = branchNorm("input_layernorm", Module::InputNorm, Value::AttentionNormOutput, f_.blockNorms.beforeAttention);
+        const QRectF norm = branchNorm("input_layernorm", Module::InputNorm, Value::AttentionNormOutput, has(Module::InputNorm));
         const double top = y_;
         y_ += kTitleHeight;
         const double left = kBranchLeft + 8, right = kBranchRight - 8, w = (right - left - 2 * 8) / 3;
         auto col = [&](int i) { return left + i * (w + 8); };
         const QString bias = c_.attentionBias ? "biased" : "";
         QRectF qr, kr, vr;
-        if (f_.qkv != QkvLayout::Separate) {
+        if (has(Module::QkvProj)) {
             const QString layout = f_.qkv == QkvLayout::FusedPerHead ? "fused · [heads, 3, head_dim]" : "fused · [q | k | v]";
             const QRectF r = box("qkv_proj", Module::QkvProj, layout, Value::NativeQkvProjOutput, row(left, right));
             down(norm, r);
@@ -177,7 +184,7 @@ private:
             for (const QRectF& r : {qr, kr, vr}) down(norm, r, r.center().x(), r.center().x());
         }
         y_ += kBoxHeight + kGap;
-        if (c_.qkNorm) {
+        if (has(Module::QNorm)) {
             const QString kind = normKind(f_.qkNormKind) + (f_.qkNormScope == QkNormScope::WholeProjection ? " · whole projection" : " per head");
             const QRectF qn = box("q_norm", Module::QNorm, kind, Value::NativeQNormOutput, row(col(0), col(0) + w));
             const QRectF kn = box("k_norm", Module::KNorm, kind, Value::NativeKNormOutput, row(col(1), col(1) + w));
@@ -229,14 +236,14 @@ private:
         QRectF o = box("o_proj", Module::OProj, c_.oProjBias ? "biased" : "", Value::AttentionOutput, row(left, right));
         down(premix, o);
         y_ += kBoxHeight + kGap;
-        if (f_.blockNorms.afterAttention) o = postNorm("attention_output_norm", Module::AttentionOutputNorm, o, left, right);
+        if (has(Module::AttentionOutputNorm)) o = postNorm("attention_output_norm", Module::AttentionOutputNorm, o, left, right);
         out_.attentionFrame = QRectF(kBranchLeft, top, kBranchRight - kBranchLeft, y_ - top - 2);
         y_ += kGap;
         return residualAdd("layer_mid", Value::LayerMid, o);
     }
 
     QRectF mlp() {
-        const QRectF norm = branchNorm("post_attention_layernorm", Module::PostAttentionNorm, Value::MlpNormOutput, f_.blockNorms.beforeMlp);
+        const QRectF norm = branchNorm("post_attention_layernorm", Module::PostAttentionNorm, Value::MlpNormOutput, has(Module::PostAttentionNorm));
         const double left = kBranchLeft + 8, right = kBranchRight - 8, half = (right - left - 8) / 2;
         const QRectF input = add("mlp_input", DiagramPart::Stream, "mlp_input", "mlp's input", Value::MlpInput, std::nullopt,
                                  row((left + right - kBranchPillWidth) / 2, (left + right + kBranchPillWidth) / 2, kPillHeight));
@@ -247,9 +254,9 @@ private:
         const QString act = q(c_.hiddenAct);
         const QString bias = c_.mlpBias ? "biased" : "";
         QRectF neurons;
-        if (f_.mlp != MlpKind::Plain) {
+        if (has(Module::GateProj) || has(Module::GateUpProj)) {
             QRectF gate, up;
-            if (f_.mlp == MlpKind::GatedFused) {  // Phi-3: one gate_up_proj cut into halves; no value of its own
+            if (has(Module::GateUpProj)) {  // Phi-3: one gate_up_proj cut into halves; no value of its own
                 const QRectF fused = add("gate_up_proj", DiagramPart::Operation, q(f_.moduleLabel(Module::GateUpProj)),
                                          "fused · [gate | up]", std::nullopt, Module::GateUpProj, row(left, right));
                 down(input, fused);
@@ -285,8 +292,8 @@ private:
         QRectF last = box("down_proj", Module::DownProj, bias, Value::MlpOutput, row(left, right));
         down(neurons, last);
         y_ += kBoxHeight + kGap;
-        if (f_.blockNorms.afterMlp) last = postNorm("mlp_output_norm", Module::MlpOutputNorm, last, left, right);
-        if (!f_.moduleLabel(Module::LayerDropout).empty()) {
+        if (has(Module::MlpOutputNorm)) last = postNorm("mlp_output_norm", Module::MlpOutputNorm, last, left, right);
+        if (has(Module::LayerDropout)) {
             const QRectF d = add("dropout", DiagramPart::Operation, q(f_.moduleLabel(Module::LayerDropout)), "identity in eval",
                                  std::nullopt, Module::LayerDropout, row(left, right));
             down(last, d);
@@ -298,8 +305,11 @@ private:
         return residualAdd("layer_output", Value::LayerOutput, last);
     }
 
+    bool has(Module m) const { return modules_.count(m) > 0; }
+
     const Family& f_;
     const ModelConfig& c_;
+    std::set<Module> modules_;
     DiagramLayout out_;
     QRectF layersBox_;
     double y_ = 0;
