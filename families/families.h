@@ -1,22 +1,10 @@
 // SPDX-License-Identifier: MIT
-// One function per family file; registry.cpp lists them.
+// What family files share. Each file defines `Family <name>Family()`; the build registers every such function it finds
+// in families/*.cpp (core/CMakeLists.txt writes the list registry.cpp includes).
 #pragma once
 #include "core/family.h"
 
 namespace nnscope {
-Family arceeFamily();
-Family apertusFamily();
-Family ernie4_5Family();
-Family persimmonFamily();
-Family qwen2Family();
-Family qwen3Family();
-Family mistralFamily();
-Family gemma2Family();
-Family gemma3Family();
-Family olmo2Family();
-Family gptNeoxFamily();
-Family gpt2Family();
-Family phi3Family();
 
 /// Reads a Llama-like config whose sliding_window, when set, applies to every layer (Mistral, Phi-3: transformers picks
 /// the sliding mask for the whole model from config.sliding_window). Throws nnscope::Error naming the key.
