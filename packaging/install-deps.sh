@@ -10,6 +10,7 @@ pkgs=(
   libtorch-dev libopenblas0-pthread
   libqcustomplot-dev nlohmann-json3-dev binutils
   xvfb xauth
+  help2man desktop-file-utils   # the man page made from --help; the package test validates the menu entry
 )
 missing=()
 for p in "${pkgs[@]}"; do
