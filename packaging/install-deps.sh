@@ -11,7 +11,7 @@ pkgs=(
   libtorch-dev libopenblas0-pthread
   libqcustomplot-dev nlohmann-json3-dev binutils
   xvfb xauth
-  help2man desktop-file-utils   # the man page made from --help; the package test validates the menu entry
+  help2man desktop-file-utils file   # the man page made from --help; the menu entry's check; cpack's Depends (file)
 )
 missing=()
 for p in "${pkgs[@]}"; do

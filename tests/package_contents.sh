@@ -20,6 +20,8 @@ if ! command -v dpkg-deb >/dev/null 2>&1 || ! command -v dpkg-shlibdeps >/dev/nu
   exit 77
 fi
 fail() { echo "package_contents: FAIL: $*" >&2; exit 1; }
+# CPack's DEB generator runs `file` to find the programs whose libraries dpkg-shlibdeps reads.
+command -v file >/dev/null 2>&1 || fail "the file utility is not installed (packaging/install-deps.sh installs it): cpack cannot compute Depends"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
