@@ -14,6 +14,7 @@
 #include "core/model.h"
 #include "core/support.h"
 #include "core/trace.h"
+#include "defaultmodel.h"
 
 #include <QCommandLineParser>
 #include <QTextStream>
@@ -648,6 +649,9 @@ int runCli(const QStringList& arguments) {
     }
     if (arguments[1] == "--version") {
         std::cout << "nnscope " << version() << std::endl;
+        // The demo model the window opens by default, as this program finds it (installed: ../share/nnscope/demo-model).
+        const QString demo = demoModelDir();
+        std::cout << "Demo model: " << (demo.isEmpty() ? std::string("none found") : s(demo)) << std::endl;
         if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
         return 0;
     }

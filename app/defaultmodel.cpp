@@ -7,9 +7,14 @@
 
 namespace nnscope {
 
+#ifndef NNSCOPE_DEMO_FROM_BINDIR
+#define NNSCOPE_DEMO_FROM_BINDIR "../share/nnscope/demo-model"
+#endif
+
 QString demoModelDir() {
     const QStringList candidates = {
-        QCoreApplication::applicationDirPath() + "/../share/nnscope/demo-model",  // installed
+        // installed: the path from the program's folder to the demo's (from GNUInstallDirs, app/CMakeLists.txt)
+        QCoreApplication::applicationDirPath() + QStringLiteral("/" NNSCOPE_DEMO_FROM_BINDIR),
 #ifdef NNSCOPE_SOURCE_DIR
         QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model"),  // a build tree
 #endif

@@ -4,7 +4,8 @@
 
 namespace nnscope {
 /// The checkpoint the window opens when it is given none and has no recent model: the demo model shipped in
-/// resources/demo-model (installed under share/nnscope/demo-model), or an empty string when there is none.
+/// resources/demo-model as installed beside the program (share/nnscope/demo-model), else the source tree's copy when
+/// the program runs from its build tree, or an empty string when there is none.
 QString demoModelDir();
 
 /// The prompt traced when the demo model opens with none given: a word run that repeats, so that the attention

@@ -156,6 +156,7 @@ int runGui(int& argc, char** argv) {
     QApplication::setApplicationName("nnscope");
     QApplication::setApplicationVersion(version());
     QApplication::setApplicationDisplayName("nnscope");
+    QApplication::setDesktopFileName("nnscope");  // the menu entry (packaging/nnscope.desktop) the window belongs to
     if (screenshot && options.model.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
     if (screenshot && options.model.isEmpty())
         return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
