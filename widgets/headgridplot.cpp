@@ -23,6 +23,7 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     plot_ = new QCustomPlot;
     plot_->setInteractions({});
     plot_->setMouseTracking(true);
+    plot_->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(plot_);
     scroll->setWidgetResizable(true);

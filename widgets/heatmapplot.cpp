@@ -19,6 +19,9 @@ constexpr int kMaxCellTexts = 4000;  // beyond this many visible cells, text lab
 HeatmapPlot::HeatmapPlot(QWidget* parent) : QWidget(parent) {
     plot_ = new QCustomPlot(this);
     plot_->setInteractions({});
+    // QCustomPlot keeps every mouse event to itself (Qt::WA_NoMousePropagation), so the context menu event Qt makes
+    // from a right-click stopped at the plot and the view's menu (the head and neuron ablations) never opened.
+    plot_->setAttribute(Qt::WA_NoMousePropagation, false);
     plot_->setNoAntialiasingOnDrag(true);
     plot_->plotLayout()->insertRow(0);
     title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));

@@ -31,6 +31,7 @@ QCustomPlot* barPlot(QWidget* parent, QCPBars** bars) {
     plot->xAxis->setTickLabelRotation(90);
     plot->xAxis->setSubTicks(false);
     plot->setMinimumHeight(180);
+    plot->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
     return plot;
 }
 
