@@ -37,7 +37,7 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     // QCustomPlot takes every wheel event; the grid is taller than its scroll area, so the wheel scrolls the area.
     connect(plot_, &QCustomPlot::mouseWheel, this, [scroll](QWheelEvent* event) {
         QScrollBar* bar = event->modifiers() & Qt::ShiftModifier ? scroll->horizontalScrollBar() : scroll->verticalScrollBar();
-        bar->setValue(bar->value() - event->angleDelta().y() / 120 * bar->singleStep() * 3);
+        bar->setValue(bar->value() - qRound(event->angleDelta().y() / 120.0 * bar->singleStep() * 3));
     });
     followPalette(plot_);
 }
