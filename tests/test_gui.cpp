@@ -36,6 +36,9 @@
 #include <torch/torch.h>
 
 #include <QElapsedTimer>
+#include <QCheckBox>
+#include <QToolButton>
+#include <QWindow>
 #include <QFile>
 #include <QImage>
 #include <QJsonDocument>
@@ -59,6 +62,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -235,6 +239,10 @@ private slots:
     void generateView();
     void flowView();
     void headsView();
+    void attentionAtAnyLength_data();
+    void attentionAtAnyLength();
+    void attentionLogScale();
+    void contextMenuFromPlots();
 
 private:
     QTemporaryDir tmp_;
@@ -1401,6 +1409,381 @@ void TestGui::headsView() {
     QTest::mouseDClick(hv->table()->viewport(), Qt::LeftButton, Qt::NoModifier, cell.center());
     QCOMPARE(w->attentionView()->head(), head);
     QVERIFY(w->currentView() == w->attentionView());
+}
+
+// ---- attention at any length ----------------------------------------------------------------------------------
+
+namespace {
+
+/// A prompt of `tokens` tokens as `model` encodes it (its BOS included), made of repeated words.
+QString promptOfLength(const Model& model, int tokens) {
+    const QStringList words = {"the", "cat", "sat", "on", "a", "mat", "and", "the", "dog", "saw", "it"};
+    const QStringList fillers = words + QStringList{"I", "x", "."};
+    const auto count = [&](const QStringList& text) { return static_cast<int>(encodeBatch(model, {text.join(' ').toStdString()}).ids.at(0).size()); };
+    QStringList text;
+    int n = count(text);
+    const int perSentence = count(words) - n;
+    while (n + 2 * perSentence < tokens) {  // whole sentences while far from the length
+        text << words;
+        n = count(text);
+    }
+    for (bool grew = true; n < tokens && grew;) {  // then the first word that does not overshoot, one at a time
+        grew = false;
+        for (const QString& word : fillers) {
+            const int m = count(text + QStringList{word});
+            if (m <= tokens) {
+                text << word;
+                n = m;
+                grew = true;
+                break;
+            }
+        }
+    }
+    return text.join(' ');
+}
+
+/// How many pixels of `image` differ (by more than `tolerance` in a channel) from what they must show: pixel (x, y)
+/// covers the cells' columns [c0 + x·nc/w, c0 + (x+1)·nc/w) and rows alike, and shows the largest of them on
+/// `gradient` over `range` (log: at log(v / lower) / log(upper / lower), values below the range at its bottom).
+int imageMismatches(const QImage& image, QRect cells, const torch::Tensor& values, QCPColorGradient gradient, QCPRange range,
+                    bool log, QString* first, int tolerance = 4) {
+    const torch::Tensor v = values.to(torch::kFloat32).contiguous();
+    const float* data = v.data_ptr<float>();
+    const int64_t stride = v.size(1);
+    const int w = image.width(), h = image.height();
+    int bad = 0;
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            const int ra = cells.y() + static_cast<int>(int64_t(y) * cells.height() / h), rb = cells.y() + static_cast<int>(int64_t(y + 1) * cells.height() / h);
+            const int ca = cells.x() + static_cast<int>(int64_t(x) * cells.width() / w), cb = cells.x() + static_cast<int>(int64_t(x + 1) * cells.width() / w);
+            double best = -std::numeric_limits<double>::infinity();
+            for (int r = ra; r < rb; ++r)
+                for (int c = ca; c < cb; ++c) best = std::max(best, static_cast<double>(data[r * stride + c]));
+            double position = log ? (best <= range.lower ? 0 : std::log(best / range.lower) / std::log(range.upper / range.lower))
+                                  : (best - range.lower) / range.size();
+            position = std::clamp(position, 0.0, 1.0);
+            const QColor want = QColor::fromRgb(gradient.color(position, QCPRange(0, 1))), got = image.pixelColor(x, y);
+            if (std::abs(want.red() - got.red()) > tolerance || std::abs(want.green() - got.green()) > tolerance ||
+                std::abs(want.blue() - got.blue()) > tolerance) {
+                if (bad++ == 0 && first)
+                    *first = QString("pixel (%1, %2) = %3, want %4 for %5 (cells %6..%7 x %8..%9)")
+                                 .arg(x).arg(y).arg(got.name(), want.name()).arg(best).arg(ca).arg(cb - 1).arg(ra).arg(rb - 1);
+            }
+        }
+    return bad;
+}
+
+/// A wheel turn of `notches` over `widget` at `pos`, sent as the window sends it: to the widget under the pointer
+/// (which must be `widget`).
+bool wheel(QWidget* widget, QPoint pos, int notches) {
+    QWidget* window = widget->window();
+    const QPoint inWindow = widget->mapTo(window, pos);
+    QWidget* target = window->childAt(inWindow);
+    if (target != widget) return false;
+    QWheelEvent event(QPointF(pos), QPointF(widget->mapToGlobal(pos)), QPoint(), QPoint(0, 120 * notches), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(target, &event);
+    return true;
+}
+
+/// A drag with the left button from `from` to `to` in `widget` (with `modifiers` held), through the window.
+void drag(QWidget* widget, QPoint from, QPoint to, Qt::KeyboardModifiers modifiers = {}) {
+    QWindow* window = widget->window()->windowHandle();
+    const QPoint a = widget->mapTo(widget->window(), from), b = widget->mapTo(widget->window(), to);
+    QTest::mousePress(window, Qt::LeftButton, modifiers, a);
+    for (int i = 1; i <= 4; ++i) QTest::mouseMove(window, a + (b - a) * i / 4);
+    QTest::mouseRelease(window, Qt::LeftButton, modifiers, b);
+}
+
+/// Right-clicks `widget` at `pos` through the window (the window picks the widget under the cursor and Qt makes the
+/// context menu event, as on a desktop) and triggers the entry `label` of the menu that opens. Returns the entries
+/// seen, empty when no menu opened.
+QStringList rightClickMenu(QWidget* widget, QPoint pos, const QString& label) {
+    QStringList seen;
+    QTimer::singleShot(300, widget, [&] {
+        auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+        if (!menu) return;
+        QAction* chosen = nullptr;
+        for (QAction* a : menu->actions()) {
+            seen << a->text();
+            if (a->text() == label) chosen = a;
+        }
+        menu->close();
+        if (chosen) chosen->trigger();
+    });
+    QTest::mouseClick(widget->window()->windowHandle(), Qt::RightButton, {}, widget->mapTo(widget->window(), pos));
+    QTest::qWait(400);
+    return seen;
+}
+
+}  // namespace
+
+void TestGui::attentionAtAnyLength_data() {
+    QTest::addColumn<int>("tokens");
+    QTest::newRow("300 tokens") << 300;
+    QTest::newRow("2048 tokens") << 2048;
+}
+
+void TestGui::attentionAtAnyLength() {
+    // A long prompt's whole pattern is fitted to the view as one image whose pixels are the engine's probabilities
+    // (each pixel the largest of the cells it covers); the wheel, a drag, Shift+drag zoom and pan it; Fit,
+    // double-click and Home show the whole again; the token labels are thinned to what fits and all drawn once
+    // zoomed in; hovering names both tokens and the value. Prints how long a head takes to draw.
+    QFETCH(int, tokens);
+    const QString dir = modelDir("tiny-llama");
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    const QString prompt = promptOfLength(*w->model(), tokens);
+    QVERIFY(runFromPanel(*w, {prompt}));
+    const int n = static_cast<int>(w->snapshot()->result.batch.ids.at(0).size());
+    QCOMPARE(n, tokens);
+    const Reference ref = engineTrace(dir, {prompt});
+    QVERIFY(w->showView("attention"));
+    AttentionView* av = w->attentionView();
+    HeatmapPlot* hm = av->heatmap();
+    QCustomPlot* plot = hm->plot();
+    av->setBlock(1);
+    av->setHead(0);
+    QCoreApplication::processEvents();
+
+    // Time to show another head: the matrix cut from the trace, the image, the labels, drawn.
+    QElapsedTimer timer;
+    timer.start();
+    av->setHead(1);
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const qint64 headMs = timer.elapsed();
+    const torch::Tensor probs = ref.result.value({Value::AttentionProbabilities, 1})[0][1];
+
+    // The whole pattern, as one image: every cell in the map's data, every pixel the largest of its cells.
+    QCOMPARE(hm->colorMap()->data()->keySize(), n);
+    QCOMPARE(hm->colorMap()->data()->valueSize(), n);
+    for (const auto& [q, k] : std::vector<std::pair<int, int>>{{0, 0}, {n - 1, 0}, {n - 1, n - 1}, {n / 2, n / 3}, {n - 1, n / 2}})
+        QVERIFY(std::fabs(hm->colorMap()->data()->cell(k, q) - probs[q][k].item<double>()) <= 1e-6);
+    QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
+    QCOMPARE(plot->plottableCount(), 1);  // one image, not a cell per item
+    QCOMPARE(plot->itemCount(), 1);       // the selection mark only
+    const QRect area = plot->axisRect()->rect();
+    const QImage image = hm->colorMap()->lastImage();
+    QCOMPARE(hm->colorMap()->lastImageCells(), QRect(0, 0, n, n));
+    // one pixel per cell, or per screen pixel when the cells are smaller
+    QVERIFY2(image.width() == std::min(n, area.width()) || image.width() == std::min(n, area.width() + 1), qPrintable(QString::number(image.width())));
+    QVERIFY2(image.height() == std::min(n, area.height()) || image.height() == std::min(n, area.height() + 1), qPrintable(QString::number(image.height())));
+    QString why;
+    QVERIFY2(imageMismatches(image, QRect(0, 0, n, n), probs, hm->colorMap()->gradient(), QCPRange(0, 1), false, &why) == 0, qPrintable(why));
+
+    // The labels: thinned to what fits, the whole prompt in view.
+    auto* rowTicks = dynamic_cast<TokenTicker*>(plot->yAxis->ticker().data());
+    QVERIFY(rowTicks);
+    QCOMPARE(rowTicks->ticks().size(), n);  // every token's label is there to be drawn
+    const int lineHeight = QFontMetrics(plot->yAxis->tickLabelFont()).height();
+    QVERIFY2(plot->yAxis->tickVector().size() < n && plot->yAxis->tickVector().size() <= area.height() / lineHeight + 1,
+             qPrintable(QString("%1 row labels for %2 tokens in %3 px").arg(plot->yAxis->tickVector().size()).arg(n).arg(area.height())));
+    QVERIFY(plot->xAxis->tickVector().size() < n);
+    for (int i = 1; i < plot->yAxis->tickVector().size(); ++i)  // labels never overlap
+        QVERIFY(std::fabs(plot->yAxis->coordToPixel(plot->yAxis->tickVector()[i]) - plot->yAxis->coordToPixel(plot->yAxis->tickVector()[i - 1])) >= lineHeight);
+    const QString labelled = plot->yAxis->tickVectorLabels().value(1);  // a thinned label says where it is
+    QCOMPARE(labelled, QString("%1 %2").arg(plot->yAxis->tickVector().value(1)).arg(rowTicks->ticks().value(plot->yAxis->tickVector().value(1))));
+
+    // The wheel zooms about the cursor (one notch in, then more), Fit shows the whole again.
+    const QPoint centre = hm->cellCenter(n / 2, n / 4);
+    timer.restart();
+    QVERIFY(wheel(plot, centre, 1));
+    const qint64 zoomMs = timer.elapsed();
+    QRect seen = hm->visibleCells();
+    QVERIFY2(seen.width() < n && seen.height() < n && seen.contains(n / 4, n / 2), qPrintable(QString("%1 %2 %3 %4").arg(seen.x()).arg(seen.y()).arg(seen.width()).arg(seen.height())));
+    QVERIFY(av->fitButton()->isEnabled());
+    QTest::mouseClick(av->fitButton(), Qt::LeftButton);
+    QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
+    QVERIFY(!av->fitButton()->isEnabled());
+    // ... and double-click and Home too.
+    QVERIFY(wheel(plot, centre, 3));
+    QVERIFY(hm->visibleCells().width() < n);
+    QTest::mouseDClick(plot, Qt::LeftButton, {}, centre);
+    QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
+    QVERIFY(wheel(plot, centre, 2));
+    plot->setFocus();
+    QTest::keyClick(plot, Qt::Key_Home);
+    QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
+
+    // Shift+drag: the rectangle's cells fill the view.
+    const int q0 = n / 4, q1 = q0 + 12, k0 = n / 8, k1 = k0 + 12;
+    const QPoint from(qRound(plot->xAxis->coordToPixel(k0 - 0.3)), qRound(plot->yAxis->coordToPixel(q0 - 0.3)));
+    const QPoint to(qRound(plot->xAxis->coordToPixel(k1 + 0.3)), qRound(plot->yAxis->coordToPixel(q1 + 0.3)));
+    drag(plot, from, to, Qt::ShiftModifier);
+    seen = hm->visibleCells();
+    const int slackX = 1 + n / area.width(), slackY = 1 + n / area.height();  // the mouse lands on whole pixels
+    QVERIFY2(std::abs(seen.left() - k0) <= slackX && std::abs(seen.right() - k1) <= slackX && std::abs(seen.top() - q0) <= slackY &&
+                 std::abs(seen.bottom() - q1) <= slackY,
+             qPrintable(QString("rectangle %1..%2 x %3..%4, view %5..%6 x %7..%8").arg(k0).arg(k1).arg(q0).arg(q1)
+                            .arg(seen.left()).arg(seen.right()).arg(seen.top()).arg(seen.bottom())));
+    // Zoomed in, every token in view is labelled with its own text, and the image holds just these cells.
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(rowTicks->step(), 1);
+    QCOMPARE(plot->yAxis->tickVector().size(), seen.height());
+    for (int i = 0; i < seen.height(); ++i) {
+        QCOMPARE(plot->yAxis->tickVector()[i], double(seen.top() + i));
+        QCOMPARE(plot->yAxis->tickVectorLabels()[i], rowTicks->ticks().value(seen.top() + i));
+    }
+    QVERIFY(hm->colorMap()->lastImageCells().contains(seen));
+    QVERIFY2(imageMismatches(hm->colorMap()->lastImage(), hm->colorMap()->lastImageCells(), probs, hm->colorMap()->gradient(), QCPRange(0, 1), false, &why) == 0,
+             qPrintable(why));
+
+    // A drag pans: the content follows the mouse (dragged left and up: later keys and queries come into view).
+    const QRect before = hm->visibleCells();
+    const double cellW = plot->xAxis->coordToPixel(1) - plot->xAxis->coordToPixel(0), cellH = plot->yAxis->coordToPixel(1) - plot->yAxis->coordToPixel(0);
+    timer.restart();
+    drag(plot, area.center(), area.center() - QPoint(qRound(3 * cellW), qRound(2 * cellH)));
+    const qint64 panMs = timer.elapsed();
+    seen = hm->visibleCells();
+    QVERIFY2(std::abs(seen.left() - (before.left() + 3)) <= 1 && std::abs(seen.top() - (before.top() + 2)) <= 1 && seen.size() == before.size(),
+             qPrintable(QString("from %1,%2 to %3,%4").arg(before.left()).arg(before.top()).arg(seen.left()).arg(seen.top())));
+    // Another head keeps the view, and its image is that head's.
+    av->setHead(2);
+    QCOMPARE(hm->visibleCells(), seen);
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(imageMismatches(hm->colorMap()->lastImage(), hm->colorMap()->lastImageCells(), ref.result.value({Value::AttentionProbabilities, 1})[0][2],
+                             hm->colorMap()->gradient(), QCPRange(0, 1), false, &why) == 0, qPrintable(why));
+
+    // Hovering a cell names the query and the key with their positions, and the probability.
+    const int q = seen.top() + 2, k = std::min(seen.left() + 1, q);
+    QTest::mouseMove(plot, hm->cellCenter(q, k));
+    const QString hover = hm->hoverText();
+    const QStringList& labels = w->snapshot()->tokens.at(0);
+    const double p = ref.result.value({Value::AttentionProbabilities, 1})[0][2][q][k].item<double>();
+    QVERIFY2(hover.contains(QString("query %1 “%2”").arg(q).arg(labels[q])) && hover.contains(QString("key %1 “%2”").arg(k).arg(labels[k])) &&
+                 hover.contains(QString::number(p, 'g', 6)),
+             qPrintable(hover));
+
+    // The neuron view's one-neuron plot thins its token labels the same way.
+    QVERIFY(w->showView("neurons"));
+    QCustomPlot* bars = w->neuronView()->neuronBars()->parentPlot();
+    bars->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(dynamic_cast<TokenTicker*>(bars->xAxis->ticker().data()));
+    const int barLine = QFontMetrics(bars->xAxis->tickLabelFont()).height();
+    QVERIFY2(bars->xAxis->tickVector().size() < n && bars->xAxis->tickVector().size() <= bars->axisRect()->width() / barLine + 1,
+             qPrintable(QString("%1 labels for %2 bars in %3 px").arg(bars->xAxis->tickVector().size()).arg(n).arg(bars->axisRect()->width())));
+
+    qInfo().noquote() << QString("attention at %1 tokens: a head drawn in %2 ms, a wheel zoom in %3 ms, a pan (4 moves) in %4 ms")
+                             .arg(n).arg(headMs).arg(zoomMs).arg(panMs);
+    QVERIFY2(headMs < 3000 && zoomMs < 1000 && panMs < 2000, "the view is not interactive at this length");
+}
+
+void TestGui::attentionLogScale() {
+    // The log colour scale: a cell's colour sits at log(p / 1e-5) / log(1 / 1e-5) of the gradient (the masked future
+    // keys, p = 0, at its bottom); the linear one at p. Read from the pixels drawn in the window.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY(runFromPanel(*w, {demoPrompt()}));
+    QVERIFY(w->showView("attention"));
+    AttentionView* av = w->attentionView();
+    HeatmapPlot* hm = av->heatmap();
+    av->setBlock(kDemoInductionBlock);
+    av->setHead(1);
+    const torch::Tensor probs = w->snapshot()->result.value({Value::AttentionProbabilities, kDemoInductionBlock})[0][1];
+    const int n = static_cast<int>(probs.size(0));
+    QCPColorGradient gradient = hm->colorMap()->gradient();
+    QString why;
+    // a cell whose two colours differ a lot, so that the test tells the scales apart
+    int q = n - 1, k = 1;
+    for (int c = 0; c < n; ++c) {
+        const double v = probs[n - 1][c].item<double>();
+        if (v > 1e-3 && v < 0.05) k = c;
+    }
+    const auto pixelAt = [&](int row, int column) {
+        const QPoint p = hm->cellCenter(row, column);
+        hm->plot()->replot(QCustomPlot::rpImmediateRefresh);
+        return hm->plot()->grab().toImage().pixelColor(p);  // what the window shows
+    };
+    const auto near = [](QColor a, QColor b) {
+        return std::abs(a.red() - b.red()) <= 4 && std::abs(a.green() - b.green()) <= 4 && std::abs(a.blue() - b.blue()) <= 4;
+    };
+    const double v = probs[q][k].item<double>();
+    const QColor linear = QColor::fromRgb(gradient.color(v, QCPRange(0, 1)));
+    const QColor logColour = QColor::fromRgb(gradient.color(std::log(v / 1e-5) / std::log(1e5), QCPRange(0, 1)));
+    QVERIFY2(!near(linear, logColour), "pick a cell whose colours differ");
+    QVERIFY2(near(pixelAt(q, k), linear), qPrintable(pixelAt(q, k).name() + " vs " + linear.name()));
+    QVERIFY2(imageMismatches(hm->colorMap()->lastImage(), hm->colorMap()->lastImageCells(), probs, gradient, QCPRange(0, 1), false, &why) == 0, qPrintable(why));
+
+    QTest::mouseClick(av->logCheck(), Qt::LeftButton);
+    QVERIFY(av->logScale());
+    QCOMPARE(hm->colorMap()->dataScaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(hm->colorMap()->colorScale()->axis()->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(av->settings().value("view.scale"), QString("log"));
+    QVERIFY2(near(pixelAt(q, k), logColour), qPrintable(pixelAt(q, k).name() + " vs " + logColour.name()));
+    QVERIFY2(near(pixelAt(0, n - 1), QColor::fromRgb(gradient.color(0, QCPRange(0, 1)))), "a masked key is not at the bottom of the scale");
+    QVERIFY2(imageMismatches(hm->colorMap()->lastImage(), hm->colorMap()->lastImageCells(), probs, gradient, QCPRange(1e-5, 1), true, &why) == 0, qPrintable(why));
+    QTest::mouseClick(av->logCheck(), Qt::LeftButton);
+    QVERIFY(near(pixelAt(q, k), linear));
+    QCOMPARE(av->settings().value("view.scale"), QString("linear"));
+
+    // Under a dark palette the plot's background, axes, labels and title follow it.
+    const QPalette light = QApplication::palette();
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+    dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+    dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+    dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
+    dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+    dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+    QApplication::setPalette(dark);
+    QCoreApplication::processEvents();
+    QCustomPlot* plot = hm->plot();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const QImage shot = plot->grab().toImage();
+    QCOMPARE(shot.pixelColor(2, 2), dark.color(QPalette::Base));  // the corner, outside the axes
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis, hm->colorMap()->colorScale()->axis()}) {
+        QCOMPARE(axis->tickLabelColor(), dark.color(QPalette::Text));
+        QCOMPARE(axis->labelColor(), dark.color(QPalette::Text));
+        QCOMPARE(axis->basePen().color(), dark.color(QPalette::Text));
+    }
+    // the labels are drawn in the text colour: some pixels left of the plot (the row labels) are light
+    int lightPixels = 0;
+    for (int y = plot->axisRect()->top(); y < plot->axisRect()->bottom(); ++y)
+        for (int x = 0; x < plot->axisRect()->left() - 4; ++x) lightPixels += qGray(shot.pixel(x, y)) > 150;
+    QVERIFY2(lightPixels > 50, qPrintable(QString("%1 light pixels among the row labels").arg(lightPixels)));
+    QApplication::setPalette(light);
+    QCoreApplication::processEvents();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(plot->grab().toImage().pixelColor(2, 2), light.color(QPalette::Base));  // and back
+}
+
+void TestGui::contextMenuFromPlots() {
+    // A right-click on the attention heatmap (on a cell), on the grid of heads and on the neuron heatmap opens the
+    // view's menu, made by Qt from the mouse press in the window as on a desktop, and its entry adds the intervention.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    QVERIFY(runFromPanel(*w, {"the cat sat on the mat and the dog saw it"}));
+    InterventionPanel* panel = w->interventionPanel();
+    QVERIFY(w->showView("attention"));
+    AttentionView* av = w->attentionView();
+    av->setBlock(1);
+    av->setHead(2);
+    QCustomPlot* plot = av->heatmap()->plot();
+    const QPoint cell = av->heatmap()->cellCenter(5, 2);
+    QCOMPARE(w->childAt(plot->mapTo(w.get(), cell)), static_cast<QWidget*>(plot));  // the plot is what is under the mouse
+    QStringList seen = rightClickMenu(plot, cell, "Zero-ablate head 2 of block 1");
+    QVERIFY2(seen.contains("Zero-ablate head 2 of block 1"), qPrintable("menu: " + seen.join(" | ")));
+    QCOMPARE(panel->active(), QStringList{"layers.1.self_attn.attention_head_outputs[:, :, 2] = 0"});
+
+    av->setHead(-1);
+    QCustomPlot* grid = av->grid()->plot();
+    const QPoint tile = av->grid()->cellCenter(1, 4, 1);
+    QCOMPARE(w->childAt(grid->mapTo(w.get(), tile)), static_cast<QWidget*>(grid));
+    seen = rightClickMenu(grid, tile, "Zero-ablate head 1 of block 1");
+    QVERIFY2(seen.contains("Zero-ablate head 0 of block 1"), qPrintable("menu: " + seen.join(" | ")));
+    QVERIFY(panel->active().contains("layers.1.self_attn.attention_head_outputs[:, :, 1] = 0"));
+
+    QVERIFY(w->showView("neurons"));
+    NeuronView* nv = w->neuronView();
+    nv->setBlock(0);
+    nv->setNeuron(7);
+    const QPoint neuronCell = nv->heatmap()->cellCenter(3, 7);
+    seen = rightClickMenu(nv->heatmap()->plot(), neuronCell, "Zero neuron 7 of block 0");
+    QVERIFY2(seen.contains("Zero neuron 7 of block 0"), qPrintable("menu: " + seen.join(" | ")));
+    QVERIFY(panel->active().contains("layers.0.mlp.mlp_neurons[:, :, 7] = 0"));
 }
 
 #include "test_gui.moc"

@@ -6,11 +6,13 @@
 
 #include <torch/torch.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSpinBox>
 #include <QStackedWidget>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -21,6 +23,14 @@ AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
     blockSpin_->setPrefix(tr("layers."));
     headCombo_ = new QComboBox(content);
     headCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    logCheck_ = new QCheckBox(tr("Log scale"), content);
+    logCheck_->setToolTip(tr("Colour the probabilities on a logarithmic scale from 10⁻⁵ to 1 (smaller ones, and the masked "
+                             "future keys, take the lowest colour), to see the small weights of a long prompt"));
+    fitButton_ = new QToolButton(content);
+    fitButton_->setText(tr("Fit"));
+    fitButton_->setToolTip(tr("Show the whole pattern (double-click the plot, or Home). Wheel: zoom · drag: pan · "
+                              "Shift+drag: zoom to a rectangle"));
+    fitButton_->setEnabled(false);
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompt"), content));
     controls->addWidget(promptCombo_, 1);
@@ -28,12 +38,15 @@ AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(blockSpin_);
     controls->addWidget(new QLabel(tr("Head"), content));
     controls->addWidget(headCombo_);
+    controls->addWidget(logCheck_);
+    controls->addWidget(fitButton_);
 
     model_ = new MatrixModel(this);
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(probabilityGradient());
     heatmap_->setDataRange(0, 1);
-    heatmap_->setMinCellSize(QSize(18, 18));
+    heatmap_->setMinCellSize(QSize(18, 18));  // what an export gives each cell
+    heatmap_->setZoomable(true);              // the whole pattern fitted to the view, at any length
     heatmap_->setModel(model_);
     grid_ = new HeadGridPlot(content);
     plots_ = new QStackedWidget(content);
@@ -53,7 +66,13 @@ AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
         emit blockChanged(block);
     });
     connect(grid_, &HeadGridPlot::headClicked, this, &AttentionView::setHead);
+    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) { heatmap_->setLogScale(on, kLogFloor); });
+    connect(fitButton_, &QToolButton::clicked, heatmap_, &HeatmapPlot::resetView);
+    connect(heatmap_, &HeatmapPlot::viewChanged, this, [this] { fitButton_->setEnabled(heatmap_->isZoomed()); });
 }
+
+void AttentionView::setLogScale(bool on) { logCheck_->setChecked(on); }
+bool AttentionView::logScale() const { return logCheck_->isChecked(); }
 
 void AttentionView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
@@ -130,6 +149,7 @@ QMap<QString, QString> AttentionView::settings() const {
             {"view.value", snapshot_ ? snapshot_->path({Value::AttentionProbabilities, block()}) : QString()},
             {"view.block", QString::number(block())},
             {"view.head", head() < 0 ? QString("all") : QString::number(head())},
+            {"view.scale", logScale() ? QString("log") : QString("linear")},
             {"view.prompt", QString::number(prompt() + 1)}};
 }
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "headgridplot.h"
 
+#include "heatmapplot.h"
 #include "traceview.h"
 
 #include <torch/torch.h>
 
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -23,6 +25,7 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     plot_ = new QCustomPlot;
     plot_->setInteractions({});
     plot_->setMouseTracking(true);
+    plot_->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
     auto* scroll = new QScrollArea(this);
     scroll->setWidget(plot_);
     scroll->setWidgetResizable(true);
@@ -31,6 +34,12 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     layout->addWidget(scroll);
     connect(plot_, &QCustomPlot::mouseMove, this, &HeadGridPlot::onMouseMove);
     connect(plot_, &QCustomPlot::mousePress, this, &HeadGridPlot::onMousePress);
+    // QCustomPlot takes every wheel event; the grid is taller than its scroll area, so the wheel scrolls the area.
+    connect(plot_, &QCustomPlot::mouseWheel, this, [scroll](QWheelEvent* event) {
+        QScrollBar* bar = event->modifiers() & Qt::ShiftModifier ? scroll->horizontalScrollBar() : scroll->verticalScrollBar();
+        bar->setValue(bar->value() - qRound(event->angleDelta().y() / 120.0 * bar->singleStep() * 3));
+    });
+    followPalette(plot_);
 }
 
 void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& tokens) {
@@ -66,9 +75,8 @@ void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& t
         }
         y->setRangeReversed(true);
         x->setLabel(tr("head %1").arg(h));
-        auto* map = new QCPColorMap(x, y);
-        map->setInterpolate(false);
-        map->setTightBoundary(false);
+        auto* map = new MatrixImage(x, y);  // drawn as one image, pooled when a cell is smaller than a pixel
+        map->setMatrix(data + static_cast<size_t>(h) * n * n, n, n);
         // A one-token prompt gives a one-cell map, which QCPColorMap draws with no width: duplicate it.
         const int size = n == 1 ? 2 : n;
         map->data()->setSize(size, size);
@@ -84,6 +92,7 @@ void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& t
     const int tile = std::clamp(n * kCellPixels, kMinTile, 900);
     plot_->setMinimumHeight(rows * tile);
     plot_->setMinimumWidth(tile > kMinTile ? columns * tile : 2 * kMinTile);
+    followPalette(plot_);  // the new axes and titles
     plot_->replot();
 }
 

@@ -31,6 +31,8 @@ QCustomPlot* barPlot(QWidget* parent, QCPBars** bars) {
     plot->xAxis->setTickLabelRotation(90);
     plot->xAxis->setSubTicks(false);
     plot->setMinimumHeight(180);
+    plot->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
+    followPalette(plot);
     return plot;
 }
 
@@ -188,12 +190,16 @@ void NeuronView::refreshDetails() {
     // one neuron across the prompt
     const int n = neuron();
     QVector<double> positions, acts1;
-    QSharedPointer<QCPAxisTickerText> tokTicker(new QCPAxisTickerText);
+    // the tokens under the bars, thinned to what fits (at 300 tokens they printed on top of each other)
+    QSharedPointer<TokenTicker> tokTicker(new TokenTicker(neuronPlot_->xAxis));
+    QStringList tickLabels;
+    const torch::Tensor column = acts.index({torch::indexing::Slice(), n}).to(torch::kFloat64).contiguous();
     for (int p = 0; p < acts.size(0); ++p) {
         positions << p;
-        acts1 << acts[p][n].item<double>();
-        tokTicker->addTick(p, tokens.value(p));
+        acts1 << column.data_ptr<double>()[p];
+        tickLabels << tokens.value(p);
     }
+    tokTicker->setLabels(tickLabels);
     neuronBars_->setData(positions, acts1, true);
     neuronPlot_->xAxis->setTicker(tokTicker);
     neuronPlot_->xAxis->setRange(-0.7, acts.size(0) - 0.3);
