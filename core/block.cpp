@@ -17,7 +17,8 @@ StepValue again(Value v, ReadSide side) {
     return s;
 }
 
-/// Every name of a module ("o_proj/dense" gives o_proj and dense).
+}  // namespace
+
 std::vector<std::string> moduleNames(const Family& f, Module m) {
     std::vector<std::string> names;
     const std::string label = f.moduleLabel(m);
@@ -30,6 +31,8 @@ std::vector<std::string> moduleNames(const Family& f, Module m) {
     }
     return names;
 }
+
+namespace {
 
 const char* hostPrefix(Host h) {
     switch (h) {

@@ -40,6 +40,10 @@ struct BlockStep {
     std::vector<StepValue> values;
 };
 
+/// Every name of module `m` in `family`, in its label's order: "o_proj/dense" gives {"o_proj", "dense"}; empty when the
+/// family has no such module.
+std::vector<std::string> moduleNames(const Family& family, Module m);
+
 /// The forward pass of `family` with `config`, in order: the root's steps before the blocks, one block's steps (every
 /// block runs the same steps), the root's steps after. Steps and values the config switches off are absent (q_norm
 /// without qk norms, o_proj's bias does not matter here). Each standard value appears exactly once without `repeat`;

@@ -6,7 +6,7 @@
 #include "generate.h"
 #include "error.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <set>
@@ -37,15 +37,8 @@ const char* hostPrefix(Host h) {
 /// "layers.1.self_attn.c_attn.output", GPT-NeoX's "layers.1.attention.dense.input" is "layers.1.self_attn.dense.input".
 std::string standardHosts(const Family& f, const std::string& path) {
     auto isAlias = [&](Module m, const std::string& word) {
-        const std::string label = f.moduleLabel(m);
-        size_t start = 0;
-        while (!label.empty() && start <= label.size()) {
-            const size_t slash = label.find('/', start);
-            if (label.substr(start, slash == std::string::npos ? std::string::npos : slash - start) == word) return true;
-            if (slash == std::string::npos) break;
-            start = slash + 1;
-        }
-        return false;
+        const std::vector<std::string> names = moduleNames(f, m);
+        return std::find(names.begin(), names.end(), word) != names.end();
     };
     std::vector<std::string> parts;
     size_t start = 0;
@@ -151,21 +144,13 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
             // compare with every alias of the module name
             const ValueInfo& info = valueInfo(val);
             const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
-            for (int m = 0; m < static_cast<int>(Module::Count); ++m) {
-                const std::string label = fam.moduleLabel(static_cast<Module>(m));
-                if (label.empty()) continue;
-                size_t start = 0;
-                while (start <= label.size()) {
-                    const size_t slash = label.find('/', start);
-                    const std::string alias = label.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-                    if (rest == host + alias + "." + info.name && canonical.find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
+            for (int m = 0; m < static_cast<int>(Module::Count); ++m)
+                for (const std::string& alias : moduleNames(fam, static_cast<Module>(m)))
+                    if (rest == host + alias + "." + info.name &&
+                        canonical.find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
                         if (!fam.hasValue(val, model.config(), &why)) throw Error("value path '" + path + "': " + why + ".");
                         return {val, layer};
                     }
-                    if (slash == std::string::npos) break;
-                    start = slash + 1;
-                }
-            }
         }
     }
     throw Error("unknown value path '" + nativePath + "'. Valid paths look like 'logits', 'layers.0.layer_output', "
