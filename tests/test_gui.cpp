@@ -10,6 +10,7 @@
 #include "core/block.h"
 #include "core/analysis.h"
 #include "core/error.h"
+#include "core/openblas.h"
 #include "core/family.h"
 #include "core/safetensors.h"
 #include "widgets/attentionview.h"
@@ -33,7 +34,7 @@
 #include "widgets/tracepanel.h"
 #include "widgets/valueplotview.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QElapsedTimer>
 #include <QCheckBox>
@@ -1228,6 +1229,7 @@ void TestGui::patchingView() {
 }
 
 int main(int argc, char** argv) {
+    nnscope::restartWithOpenBlasCoreType(argv);  // as nnscope does; the nnscope processes started below inherit it
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     TestGui test;

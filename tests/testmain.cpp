@@ -3,6 +3,8 @@
 // them all in turn; --list prints their names.
 #include "testsuite.h"
 
+#include "core/openblas.h"
+
 #include <QCoreApplication>
 
 #include <cstdio>
@@ -10,6 +12,9 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+    // As nnscope does: the engine runs on the OpenBLAS kernels for this CPU, and the nnscope processes the suites start
+    // inherit OPENBLAS_CORETYPE instead of each restarting once (about 0.5 s apiece; test_errors starts dozens).
+    nnscope::restartWithOpenBlasCoreType(argv);
     QCoreApplication app(argc, argv);
     const auto& all = nnscope::test::suites();
     if (argc > 1 && std::strcmp(argv[1], "--list") == 0) {
