@@ -13,7 +13,7 @@
 #include "core/trace.h"
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <unistd.h>
 

@@ -13,7 +13,7 @@
 #include "error.h"
 #include "trace.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <array>

@@ -6,7 +6,7 @@
 #include "safetensors.h"
 #include "trace.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 #include "error.h"
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <iomanip>
 #include <sstream>

@@ -6,7 +6,7 @@
 #include "error.h"
 
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstring>
 #include <sstream>

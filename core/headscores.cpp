@@ -4,7 +4,7 @@
 #include "analysis.h"
 #include "error.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <unordered_map>

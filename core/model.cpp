@@ -12,7 +12,7 @@
 #include "gemv.h"
 #include "weights.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <limits>

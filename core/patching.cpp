@@ -3,7 +3,8 @@
 
 #include "error.h"
 
-#include <torch/torch.h>
+#include <torch/csrc/autograd/autograd.h>  // torch::autograd::grad
+#include <torch/types.h>
 
 namespace nnscope {
 

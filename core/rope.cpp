@@ -3,7 +3,7 @@
 
 #include "error.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 

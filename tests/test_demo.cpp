@@ -15,7 +15,7 @@
 
 #include <QtTest>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>

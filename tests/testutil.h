@@ -3,7 +3,7 @@
 #pragma once
 #include "core/model.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QString>
 #include <QTest>

@@ -5,7 +5,7 @@
 #include "core/error.h"
 
 #include <qcustomplot.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QComboBox>
 #include <QHBoxLayout>

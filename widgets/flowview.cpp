@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "flowview.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>

@@ -4,7 +4,7 @@
 #include "heatmapplot.h"
 #include "traceview.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QScrollArea>
 #include <QScrollBar>

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QCheckBox>
 #include <QDir>

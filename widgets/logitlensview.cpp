@@ -4,7 +4,7 @@
 #include "core/analysis.h"
 #include "core/error.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QComboBox>
 #include <QHBoxLayout>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "matrixmodel.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace nnscope {
 

@@ -4,7 +4,7 @@
 #include "core/analysis.h"
 #include "core/edit.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QCheckBox>
 #include <QComboBox>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "patchingview.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 

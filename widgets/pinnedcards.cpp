@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "pinnedcards.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QHBoxLayout>
 #include <QLabel>

@@ -8,7 +8,7 @@
 #include <QFileInfo>
 
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace nnscope {
 
