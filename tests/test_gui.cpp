@@ -1883,6 +1883,22 @@ void TestGui::headOverview() {
     QCOMPARE(w->attentionView()->block(), b);
     QCOMPARE(w->attentionView()->head(), h);
     QCOMPARE(hv->table()->currentIndex().row(), hv->rowOf(b, h));
+
+    // 16 blocks × 16 heads at 512 tokens: building every thumbnail and painting the overview takes a fraction of a second
+    HeadOverview big;
+    big.resize(1000, 900);
+    const torch::Tensor causal = torch::ones({512, 512}).tril().log();  // -inf above the diagonal
+    const torch::Tensor pattern = torch::softmax(torch::randn({16, 512, 512}) + causal, -1);
+    const auto source = [&](int) { return pattern.clone(); };  // the copy attentionPattern makes of each block's value
+    big.setPatterns(source, 16, 16, 512);
+    QElapsedTimer timer;
+    timer.start();
+    big.thumbnail(0, 0);
+    const QImage painted = big.grab().toImage();
+    const qint64 ms = timer.elapsed();
+    qInfo("overview of 16 x 16 heads at 512 tokens: thumbnails of %d px built and painted in %lld ms", big.tileSize(), static_cast<long long>(ms));
+    QVERIFY2(ms < 2000, qPrintable(QString("%1 ms").arg(ms)));  // generous: the CI machine is shared
+    QVERIFY(!painted.isNull());
 }
 
 void TestGui::textView() {
