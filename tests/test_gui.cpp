@@ -1976,6 +1976,7 @@ void TestGui::textView() {
     const int L = induction.layer, H = induction.head;
     const int last1 = static_cast<int>(w->snapshot()->tokens.at(1).size()) - 1;  // the second prompt keeps its last token
     const torch::Tensor a0 = attentionPattern(*ref.model, ref.result, L, 0), a1 = attentionPattern(*ref.model, ref.result, L, 1);
+    QVERIFY2(tv->statusText().contains(QString("value %1").arg(a0[H][park][park].item<double>(), 0, 'g', 5)), qPrintable(tv->statusText()));
     check({a0.index({H, park}), a1.index({H, last1})}, false, "attention from");
     // the induction head's strongest key from the second "park" is the token after the first "park"
     QCOMPARE(a0.index({H, park}).argmax().item<int64_t>(), static_cast<int64_t>(tokens.indexOf(tokens[park]) + 1));

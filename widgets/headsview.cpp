@@ -9,7 +9,6 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QScrollArea>
-#include <QScrollBar>
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QTableView>
@@ -37,7 +36,7 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->verticalHeader()->hide();
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     overview_ = new HeadOverview(content);
     auto* scroll = new QScrollArea(content);
     scroll->setWidget(overview_);
@@ -52,11 +51,12 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(new QLabel(tr("Mark by"), content));
     controls->addWidget(markCombo_);
     controls->addStretch(1);
-    auto* split = new QSplitter(Qt::Horizontal, content);
+    // the overview above the table: the central area is wider than tall only once the docks are closed
+    auto* split = new QSplitter(Qt::Vertical, content);
     split->addWidget(scroll);
     split->addWidget(table_);
-    split->setStretchFactor(0, 1);  // the overview takes what the table's columns leave
-    split->setStretchFactor(1, 0);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
     split->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -150,10 +150,8 @@ void HeadsView::refresh() {
         }
         model_->appendRow(row);
     }
-    // the sort chosen before (a new trace refills the rows in block order), and a table as wide as its columns
+    // the sort chosen before (a new trace refills the rows in block order)
     table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
-    table_->resizeColumnsToContents();
-    table_->setMinimumWidth(table_->horizontalHeader()->length() + table_->verticalScrollBar()->sizeHint().width() + 2 * table_->frameWidth());
     status_->setStyleSheet(QString());
     status_->setText(tr("%n head(s). Each score is a mean attention probability over the prompt's tokens (docs/ANALYSES.md). Click a "
                         "column to sort and mark the heads by it; click a pattern (or double-click a row) to open that head in the "

@@ -205,7 +205,7 @@ void TokenText::leaveEvent(QEvent* event) {
 
 // ---- ColourLegend -------------------------------------------------------------------------------------------------
 
-ColourLegend::ColourLegend(QWidget* parent) : QWidget(parent) { setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed); }
+ColourLegend::ColourLegend(QWidget* parent) : QWidget(parent) { setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed); }
 
 void ColourLegend::setScale(const QCPColorGradient& gradient, QCPRange range, const QString& name) {
     gradient_ = gradient;
@@ -278,6 +278,8 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
     legend_ = new ColourLegend(content);
     status_ = new QLabel(content);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setWordWrap(true);
+    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // a long line never widens the window
     text_ = new TokenText(content);
     auto* scroll = new QScrollArea(content);
     scroll->setWidget(text_);
@@ -519,10 +521,13 @@ void TextView::onHover(int row, int position) {
     if (row >= static_cast<int>(prompts.size())) return;
     const TokenText::Prompt& p = prompts[static_cast<size_t>(row)];
     const double v = position < static_cast<int>(p.values.size()) ? p.values[static_cast<size_t>(position)] : kNan;
-    QString text = tr("prompt %1 · position %2 “%3” · %4 = %5")
-                       .arg(row + 1).arg(position).arg(p.tokens.value(position), valueName()).arg(v, 0, 'g', 5);
+    // the value's name is the legend's; the line says which token and what it holds
+    QString text = tr("prompt %1 · position %2 “%3” · value %4").arg(row + 1).arg(position).arg(p.tokens.value(position)).arg(v, 0, 'g', 5);
     if (mode() == Mode::AttentionFrom || mode() == Mode::AttentionTo)
-        text += tr(" · selected: position %1 “%2”%3").arg(selectedToken(row)).arg(p.tokens.value(selectedToken(row)))
+        text += tr(" · colours: attention %1 position %2 “%3”%4")
+                    .arg(mode() == Mode::AttentionFrom ? tr("from") : tr("to"))
+                    .arg(selectedToken(row))
+                    .arg(p.tokens.value(selectedToken(row)))
                     .arg(locked_ ? tr(" (kept: click it to follow the mouse again)") : QString());
     status_->setText(text);
     const QRect box = text_->tokenRect(row, position);
