@@ -70,7 +70,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: auto (the checkpoint's own where this CPU computes it natively, else float32), float32 or bfloat16."), "D");
-    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model, family, compare (before / after), patching, attribution (who wrote the next token), generate, flow (information flow routes) or heads (per-head scores)."), "NAME");
+    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model, family, compare (before / after), patching, attribution (who wrote the next token), generate, flow (information flow routes), heads (every head's pattern and scores) or text (the prompts coloured by attention, a neuron or a norm)."), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
     const QCommandLineOption skip("skip", QApplication::translate("gui", "Skip block N: its output is its input (repeatable)."), "N");
@@ -127,7 +127,7 @@ int runGui(int& argc, char** argv) {
             return usageError(QString::fromStdString(e.what()));
         }
     }
-    const QStringList views = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads"};
+    const QStringList views = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
     if (!options.view.isEmpty() && !views.contains(options.view))
         return usageError(QString("--view must be one of %1, not '%2'.").arg(views.join(", "), options.view));
     const QString screenshotPath = p.value(shot);

@@ -13,6 +13,7 @@
 #include "widgets/attributionview.h"
 #include "widgets/flowview.h"
 #include "widgets/headsview.h"
+#include "widgets/textview.h"
 #include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
@@ -68,7 +69,7 @@ namespace {
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads"};
+const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
@@ -225,7 +226,7 @@ void MainWindow::createActions() {
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
     const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
-                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate"), tr("F&low"), tr("&Heads")};
+                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate"), tr("F&low"), tr("&Heads"), tr("Te&xt")};
     for (int i = 0; i < titles.size(); ++i) {
         auto* a = new QAction(titles[i], this);
         if (i < 10) a->setShortcut(QKeySequence(Qt::CTRL | (i < 9 ? Qt::Key_1 + i : Qt::Key_0)));  // Ctrl+1 ... Ctrl+9, Ctrl+0
@@ -273,8 +274,11 @@ void MainWindow::createCentral() {
         diagram_->setBlock(layer);
         attention_->setBlock(layer);
         attention_->setHead(head);
+        text_->setHead(head);
         showView("attention");
     });
+    text_ = new TextView(this);
+    views_->addTab(text_, tr("Text"));
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
     connect(generate_, &GenerateView::cancelRequested, this, [this] {
         if (generateId_) worker_->cancel();
@@ -291,6 +295,7 @@ void MainWindow::createCentral() {
     // The checks cost a few forward passes: they run the first time the page is looked at, not on every open.
     connect(views_, &QTabWidget::currentChanged, this, [this] {
         if (views_->currentWidget() == family_ && model_ && !family_->checks() && checksId_ == 0) runChecks(family_->checkPrompt());
+        if (views_->currentWidget() == text_) text_->followNeuron(neurons_->neuron());  // the neuron picked there
     });
 
     centralStack_ = new QStackedWidget(this);
@@ -321,7 +326,7 @@ void MainWindow::createCentral() {
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_)})
+    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(text_)})
         connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(attribution_)})
         connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
@@ -389,6 +394,7 @@ void MainWindow::createDocks() {
     connect(pinned_, &PinnedCardsPanel::plotRequested, this, &MainWindow::plotValue);
     connect(pinned_, &PinnedCardsPanel::exportRequested, this, &MainWindow::exportValueDialog);
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::updatePinMarks);
+    connect(pinned_, &PinnedCardsPanel::pinsChanged, this, [this] { text_->setPinnedKeys(pinned_->keys()); });
 
     interventions_ = new InterventionPanel(this);
     interventionsDock_ = new QDockWidget(tr("Interventions"), this);
@@ -565,7 +571,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     updatePinMarks();
     for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(compare_)})
+                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(text_)})
         v->setSnapshot(nullptr);
     interventions_->setModel(model_);
     for (const QString& text : start_.interventions) {  // the command line's --edit/--skip/--steer
@@ -839,12 +845,15 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     generate_->setSnapshot(snapshot_);
     flow_->setSnapshot(snapshot_);
     heads_->setSnapshot(snapshot_);
+    text_->setPinnedKeys(pinned_->keys());
+    text_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setSnapshot(snapshot_);
     const int block = diagram_->block();
     attention_->setBlock(block);
     neurons_->setBlock(block);
+    text_->setBlock(block);
     const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
@@ -958,6 +967,7 @@ void MainWindow::onBlockChanged(int block) {
     if (diagram_->block() != block) diagram_->setBlock(block);
     attention_->setBlock(block);
     neurons_->setBlock(block);
+    text_->setBlock(block);
     updatePinMarks();
 }
 

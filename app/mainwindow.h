@@ -35,6 +35,7 @@ class AttributionView;
 class GenerateView;
 class FlowView;
 class HeadsView;
+class TextView;
 struct GenerateRequest;
 class FamilyView;
 class LogitLensView;
@@ -96,6 +97,7 @@ public:
     GenerateView* generateView() const { return generate_; }
     FlowView* flowView() const { return flow_; }
     HeadsView* headsView() const { return heads_; }
+    TextView* textView() const { return text_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
@@ -208,6 +210,7 @@ private:
     GenerateView* generate_;
     FlowView* flow_;
     HeadsView* heads_;
+    TextView* text_;
     quint64 generateId_ = 0;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;

@@ -23,6 +23,8 @@
 #include "widgets/attributionview.h"
 #include "widgets/flowview.h"
 #include "widgets/headsview.h"
+#include "widgets/headoverview.h"
+#include "widgets/textview.h"
 #include "widgets/generateview.h"
 #include "widgets/patchingview.h"
 #include "widgets/familyview.h"
@@ -244,6 +246,8 @@ private slots:
     void attentionAtAnyLength();
     void attentionLogScale();
     void contextMenuFromPlots();
+    void headOverview();
+    void textView();
 
 private:
     QTemporaryDir tmp_;
@@ -1786,6 +1790,221 @@ void TestGui::contextMenuFromPlots() {
     seen = rightClickMenu(nv->heatmap()->plot(), neuronCell, "Zero neuron 7 of block 0");
     QVERIFY2(seen.contains("Zero neuron 7 of block 0"), qPrintable("menu: " + seen.join(" | ")));
     QVERIFY(panel->active().contains("layers.0.mlp.mlp_neurons[:, :, 7] = 0"));
+}
+
+// ---- every head at once; the prompt as coloured text -------------------------------------------------------------
+
+namespace {
+/// Clicks (or moves the mouse onto) `pos` of `widget` through its window, as a user's pointer does.
+void clickThroughWindow(QWidget* widget, QPoint pos) {
+    QTest::mouseClick(widget->window()->windowHandle(), Qt::LeftButton, {}, widget->mapTo(widget->window(), pos));
+}
+void moveThroughWindow(QWidget* widget, QPoint pos) {
+    QTest::mouseMove(widget->window()->windowHandle(), widget->mapTo(widget->window(), pos));
+}
+bool sameColour(QColor a, QColor b, int tolerance = 2) {
+    return std::abs(a.red() - b.red()) <= tolerance && std::abs(a.green() - b.green()) <= tolerance && std::abs(a.blue() - b.blue()) <= tolerance;
+}
+}  // namespace
+
+void TestGui::headOverview() {
+    // The Heads view's layers × heads overview: each thumbnail's pixels are the engine's pattern (one pixel per cell on
+    // the demo prompt, pooled to the largest probability on a 300-token one) and are what the screen shows; the demo's
+    // induction head ranks first by induction (sorting the table marks the overview by that score); choosing a row
+    // outlines its thumbnail; clicking a thumbnail opens that block and head in the Attention view.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    QVERIFY(startTraceDone(*w));
+    const Model& m = *w->model();
+    const QStringList prompts = {demoPrompt(), promptOfLength(m, 300)};
+    QVERIFY(runFromPanel(*w, prompts));
+    QVERIFY(w->showView("heads"));
+    HeadsView* hv = w->headsView();
+    HeadOverview* ov = hv->overview();
+    QTest::qWait(100);  // laid out and painted
+    const Reference ref = engineTrace(demoModelDir(), prompts);
+    const int blocks = static_cast<int>(m.config().numLayers), heads = static_cast<int>(m.config().numHeads);
+    QCOMPARE(ov->blocks(), blocks);
+    QCOMPARE(ov->heads(), heads);
+    for (int row : {0, 1}) {
+        hv->setPrompt(row);
+        QTest::qWait(50);
+        const QImage screen = ov->grab().toImage();
+        for (int b = 0; b < blocks; ++b) {
+            const torch::Tensor pattern = attentionPattern(*ref.model, ref.result, b, row);
+            const int n = static_cast<int>(pattern.size(1));
+            for (int h = 0; h < heads; ++h) {
+                const QImage& image = ov->thumbnail(b, h);
+                QCOMPARE(image.width(), std::min(n, ov->tileSize()));
+                QString first;
+                const int bad = imageMismatches(image, QRect(0, 0, n, n), pattern.index({h}), probabilityGradient(), QCPRange(0, 1), false, &first);
+                QVERIFY2(bad == 0, qPrintable(QString("prompt %1, block %2, head %3: %4 pixels differ; %5").arg(row).arg(b).arg(h).arg(bad).arg(first)));
+                // on screen: the centre of each image pixel, drawn scaled to the tile
+                const QRect tile = ov->tileRect(b, h);
+                const double scale = static_cast<double>(tile.width()) / image.width();
+                for (int y = 0; y < image.height(); y += std::max(1, image.height() / 7))
+                    for (int x = 0; x < image.width(); x += std::max(1, image.width() / 7)) {
+                        const QPoint at(tile.left() + static_cast<int>((x + 0.5) * scale), tile.top() + static_cast<int>((y + 0.5) * scale));
+                        QVERIFY2(sameColour(screen.pixelColor(at), image.pixelColor(x, y)),
+                                 qPrintable(QString("block %1 head %2 pixel (%3, %4) on screen %5, image %6").arg(b).arg(h).arg(x).arg(y)
+                                                .arg(screen.pixelColor(at).name(), image.pixelColor(x, y).name())));
+                    }
+            }
+        }
+    }
+    QVERIFY(ov->tileSize() < 300);  // the long prompt's thumbnails were pooled
+
+    // The engine's induction scores rank block 1's head first; sorting the table by induction marks the overview by it.
+    hv->setPrompt(0);
+    const auto scores = headScores(*ref.model, ref.result, 0);
+    const auto best = std::max_element(scores.begin(), scores.end(), [](const HeadScore& a, const HeadScore& b) { return a.induction < b.induction; });
+    QCOMPARE(best->layer, kDemoInductionBlock);
+    hv->sortBy(2);  // previous_token, then induction
+    QCOMPARE(ov->markScore(), 0);
+    hv->sortBy(3);
+    QCOMPARE(ov->markScore(), 1);
+    QCOMPARE(hv->markCombo()->currentText(), QString("induction"));
+    QCOMPARE(ov->ranking().front(), std::make_pair(best->layer, best->head));
+    QCOMPARE(hv->model()->item(0, 0)->data(Qt::DisplayRole).toInt(), best->layer);
+    QCOMPARE(hv->model()->item(0, 1)->data(Qt::DisplayRole).toInt(), best->head);
+    for (const HeadScore& s : scores) QVERIFY(std::abs(ov->markValue(s.layer, s.head) - s.induction) < 1e-9);
+
+    // a row chosen in the table outlines its head
+    QTest::qWait(50);
+    const int row = hv->rowOf(0, 2);
+    QVERIFY(row >= 0);
+    clickThroughWindow(hv->table()->viewport(), hv->table()->visualRect(hv->model()->index(row, 2)).center());
+    QCOMPARE(ov->selectedLayer(), 0);
+    QCOMPARE(ov->selectedHead(), 2);
+
+    // a click on a thumbnail opens that head in the Attention view, and selects its row
+    const int b = 1, h = best->head == 0 ? 1 : 0;
+    clickThroughWindow(ov, ov->tileRect(b, h).center());
+    QVERIFY(w->currentView() == w->attentionView());
+    QCOMPARE(w->attentionView()->block(), b);
+    QCOMPARE(w->attentionView()->head(), h);
+    QCOMPARE(hv->table()->currentIndex().row(), hv->rowOf(b, h));
+
+    // 16 blocks × 16 heads at 512 tokens: building every thumbnail and painting the overview takes a fraction of a second
+    HeadOverview big;
+    big.resize(1000, 900);
+    const torch::Tensor causal = torch::ones({512, 512}).tril().log();  // -inf above the diagonal
+    const torch::Tensor pattern = torch::softmax(torch::randn({16, 512, 512}) + causal, -1);
+    const auto source = [&](int) { return pattern.clone(); };  // the copy attentionPattern makes of each block's value
+    big.setPatterns(source, 16, 16, 512);
+    QElapsedTimer timer;
+    timer.start();
+    big.thumbnail(0, 0);
+    const QImage painted = big.grab().toImage();
+    const qint64 ms = timer.elapsed();
+    qInfo("overview of 16 x 16 heads at 512 tokens: thumbnails of %d px built and painted in %lld ms", big.tileSize(), static_cast<long long>(ms));
+    QVERIFY2(ms < 2000, qPrintable(QString("%1 ms").arg(ms)));  // generous: the CI machine is shared
+    QVERIFY(!painted.isNull());
+}
+
+void TestGui::textView() {
+    // The Text view shows every prompt as wrapped tokens, one prompt under another; hovering a token selects it, and
+    // each token's colour on screen is the colour of the engine's value on the legend's scale: the attention from the
+    // selected token (one head, then the head mean), to it, a neuron's activation, and the layer_output norm.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    QVERIFY(startTraceDone(*w));
+    const QStringList prompts = {demoPrompt(), "lily saw a red ball"};
+    QVERIFY(runFromPanel(*w, prompts));
+    QVERIFY(w->showView("text"));
+    TextView* tv = w->textView();
+    TokenText* tt = tv->tokenText();
+    const Reference ref = engineTrace(demoModelDir(), prompts);
+    const auto scores = headScores(*ref.model, ref.result, 0);
+    const auto induction = *std::max_element(scores.begin(), scores.end(), [](const HeadScore& a, const HeadScore& b) { return a.induction < b.induction; });
+    tv->setBlock(induction.layer);
+    tv->setHead(induction.head);
+    tv->setMode(TextView::Mode::AttentionFrom);
+    QTest::qWait(100);
+    const QStringList& tokens = w->snapshot()->tokens.at(0);
+    const int n = static_cast<int>(tokens.size());
+    QCOMPARE(tt->prompts().size(), size_t(2));
+    QVERIFY(tt->tokenRect(1, 0).top() > tt->tokenRect(0, n - 1).bottom());  // the second prompt under the first
+
+    // The second "park": an induction head attends from it to what followed the first one ("with").
+    int park = -1;
+    for (int i = 0; i < n; ++i)
+        if (QString(tokens[i]).remove(QStringLiteral("␣")) == "park") park = i;
+    QVERIFY(park > 0);
+    moveThroughWindow(tt, tt->tokenRect(0, 2).center());
+    moveThroughWindow(tt, tt->tokenRect(0, park).center());
+    QCOMPARE(tv->selectedToken(0), park);
+    QVERIFY2(tv->statusText().contains(QString("position %1").arg(park)) && tv->statusText().contains(tokens[park]), qPrintable(tv->statusText()));
+
+    // Each token's colour on screen against the engine's value; the scale runs from 0 to the largest value shown.
+    const auto check = [&](const std::vector<torch::Tensor>& expected, bool symmetric, const QString& what) {
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (const auto& e : expected) {
+            lo = std::min(lo, e.min().item<double>());
+            hi = std::max(hi, e.max().item<double>());
+        }
+        const QCPRange range = tt->range();
+        if (symmetric) {
+            QVERIFY2(std::abs(range.upper - std::max(std::abs(lo), std::abs(hi))) < 1e-5 && std::abs(range.lower + range.upper) < 1e-9, qPrintable(what));
+        } else {
+            QVERIFY2(std::abs(range.lower) < 1e-12 && std::abs(range.upper - hi) < 1e-5, qPrintable(what + QString(": range %1..%2, max %3").arg(range.lower).arg(range.upper).arg(hi)));
+        }
+        QVERIFY2(tv->legend()->text().contains(QString::number(range.upper, 'g', 4)), qPrintable(tv->legend()->text()));
+        QCPColorGradient gradient = tt->gradient();
+        const QImage screen = tt->grab().toImage();
+        for (size_t r = 0; r < expected.size(); ++r) {
+            const torch::Tensor e = expected[r].to(torch::kFloat64).contiguous();
+            QCOMPARE(static_cast<int64_t>(tt->prompts()[r].values.size()), e.numel());
+            for (int i = 0; i < e.numel(); ++i) {
+                const double v = e[i].item<double>();
+                QVERIFY2(std::abs(tt->prompts()[r].values[static_cast<size_t>(i)] - v) < 1e-5, qPrintable(what + QString(" value %1/%2").arg(r).arg(i)));
+                const QColor want = QColor::fromRgb(gradient.color(v, range)), got = screen.pixelColor(tt->fillPoint(static_cast<int>(r), i));
+                QVERIFY2(sameColour(got, want), qPrintable(what + QString(": prompt %1 token %2 (%3) is %4, want %5").arg(r).arg(i).arg(v).arg(got.name(), want.name())));
+            }
+            // the colour's intensity follows the value: of two tokens the larger value is the darker (sequential scales)
+            if (!symmetric)
+                for (int i = 0; i + 1 < e.numel(); ++i)
+                    for (int j = i + 1; j < e.numel(); ++j) {
+                        const double a = e[i].item<double>(), c = e[j].item<double>();
+                        if (std::abs(a - c) < 0.02 * range.upper) continue;
+                        const double la = screen.pixelColor(tt->fillPoint(static_cast<int>(r), i)).lightnessF();
+                        const double lc = screen.pixelColor(tt->fillPoint(static_cast<int>(r), j)).lightnessF();
+                        QVERIFY2((a > c) == (la < lc), qPrintable(what + QString(": tokens %1 and %2").arg(i).arg(j)));
+                    }
+        }
+    };
+    const int L = induction.layer, H = induction.head;
+    const int last1 = static_cast<int>(w->snapshot()->tokens.at(1).size()) - 1;  // the second prompt keeps its last token
+    const torch::Tensor a0 = attentionPattern(*ref.model, ref.result, L, 0), a1 = attentionPattern(*ref.model, ref.result, L, 1);
+    QVERIFY2(tv->statusText().contains(QString("value %1").arg(a0[H][park][park].item<double>(), 0, 'g', 5)), qPrintable(tv->statusText()));
+    check({a0.index({H, park}), a1.index({H, last1})}, false, "attention from");
+    // the induction head's strongest key from the second "park" is the token after the first "park"
+    QCOMPARE(a0.index({H, park}).argmax().item<int64_t>(), static_cast<int64_t>(tokens.indexOf(tokens[park]) + 1));
+    tv->setHead(-1);
+    check({a0.mean(0).index({park}), a1.mean(0).index({last1})}, false, "attention from, mean over heads");
+    tv->setHead(H);
+    tv->setMode(TextView::Mode::AttentionTo);
+    check({a0.index({H, Slice(), park}), a1.index({H, Slice(), last1})}, false, "attention to");
+
+    // a click keeps the selection while the mouse moves on
+    clickThroughWindow(tt, tt->tokenRect(0, 3).center());
+    QVERIFY(tv->locked());
+    moveThroughWindow(tt, tt->tokenRect(0, 5).center());
+    QCOMPARE(tv->selectedToken(0), 3);
+    check({a0.index({H, Slice(), 3}), a1.index({H, Slice(), last1})}, false, "attention to a clicked token");
+
+    tv->setMode(TextView::Mode::Neuron);
+    tv->setNeuron(17);
+    const torch::Tensor n0 = neuronActivations(*ref.model, ref.result, L, 0), n1 = neuronActivations(*ref.model, ref.result, L, 1);
+    check({n0.index({Slice(), 17}), n1.index({Slice(), 17})}, true, "neuron 17");
+
+    tv->setMode(TextView::Mode::Norm);
+    QCOMPARE(tv->normKey()->value, Value::LayerOutput);
+    const ValueKey out{Value::LayerOutput, L};
+    check({promptValue(*ref.model, ref.result, out, 0).norm(2, -1), promptValue(*ref.model, ref.result, out, 1).norm(2, -1)}, false,
+          "layer_output norm");
 }
 
 #include "test_gui.moc"

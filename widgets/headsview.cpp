@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "headsview.h"
 
+#include "core/analysis.h"
+#include "headoverview.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -32,14 +37,32 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->verticalHeader()->hide();
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    overview_ = new HeadOverview(content);
+    auto* scroll = new QScrollArea(content);
+    scroll->setWidget(overview_);
+    scroll->setWidgetResizable(true);  // the thumbnails fit the area down to a legible size, then it scrolls
+    markCombo_ = new QComboBox(content);
+    markCombo_->addItems({tr("nothing"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal")});
+    markCombo_->setToolTip(tr("Mark every head by this score: a bar under its pattern, the best three numbered (sorting the "
+                              "table by a score chooses it too)"));
     auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Prompt"), content));
     controls->addWidget(promptCombo_);
+    controls->addWidget(new QLabel(tr("Mark by"), content));
+    controls->addWidget(markCombo_);
     controls->addStretch(1);
+    // the overview above the table: the central area is wider than tall only once the docks are closed
+    auto* split = new QSplitter(Qt::Vertical, content);
+    split->addWidget(scroll);
+    split->addWidget(table_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setChildrenCollapsible(false);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(controls);
     layout->addWidget(status_);
-    layout->addWidget(table_, 1);
+    layout->addWidget(split, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
     connect(this, &TraceView::promptChanged, this, [this] { refresh(); });
@@ -47,6 +70,36 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
         const int row = index.row();
         emit headChosen(model_->item(row, 0)->data(Qt::DisplayRole).toInt(), model_->item(row, 1)->data(Qt::DisplayRole).toInt());
     });
+    // the table and the overview follow each other: the current row is outlined, a clicked thumbnail becomes the row
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& index) {
+        if (!index.isValid()) return;
+        overview_->setSelectedHead(model_->item(index.row(), 0)->data(Qt::DisplayRole).toInt(),
+                                   model_->item(index.row(), 1)->data(Qt::DisplayRole).toInt());
+    });
+    connect(overview_, &HeadOverview::headClicked, this, [this](int layer, int head) {
+        const int row = rowOf(layer, head);
+        if (row >= 0) {
+            table_->selectRow(row);
+            table_->scrollTo(model_->index(row, 0));
+        }
+        emit headChosen(layer, head);
+    });
+    // sorting by a score marks the overview by it; choosing a mark sorts the table by it, largest first
+    connect(table_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder) {
+        if (column >= 2) markCombo_->setCurrentIndex(column - 1);
+    });
+    connect(markCombo_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        overview_->setMarkScore(index - 1);
+        if (index > 0 && table_->horizontalHeader()->sortIndicatorSection() != index + 1) sortBy(index + 1);
+    });
+    markCombo_->setCurrentIndex(2);  // induction: the heads a repeated phrase brings out
+}
+
+int HeadsView::rowOf(int layer, int head) const {
+    for (int r = 0; r < model_->rowCount(); ++r)
+        if (model_->item(r, 0)->data(Qt::DisplayRole).toInt() == layer && model_->item(r, 1)->data(Qt::DisplayRole).toInt() == head)
+            return r;
+    return -1;
 }
 
 void HeadsView::setSnapshot(SnapshotPtr snapshot) {
@@ -54,6 +107,7 @@ void HeadsView::setSnapshot(SnapshotPtr snapshot) {
     if (!snapshot_) {
         scores_.clear();
         model_->removeRows(0, model_->rowCount());
+        overview_->clear();
         showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
         return;
     }
@@ -65,6 +119,7 @@ void HeadsView::setSnapshot(SnapshotPtr snapshot) {
 void HeadsView::refresh() {
     scores_.clear();
     model_->removeRows(0, model_->rowCount());
+    overview_->clear();
     if (!snapshot_) return;
     try {
         scores_ = headScores(*snapshot_->model, snapshot_->result, prompt());
@@ -73,6 +128,13 @@ void HeadsView::refresh() {
         status_->setText(QString::fromStdString(e.what()));
         return;
     }
+    // the thumbnails read each block's pattern when they are (re)built, from this snapshot and prompt
+    const SnapshotPtr snapshot = snapshot_;
+    const int row = prompt();
+    overview_->setPatterns([snapshot, row](int block) { return attentionPattern(*snapshot->model, snapshot->result, block, row); },
+                           snapshot_->numLayers(), static_cast<int>(snapshot_->model->config().numHeads),
+                           static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size()));
+    overview_->setScores(scores_);
     for (const HeadScore& h : scores_) {
         QList<QStandardItem*> row;
         for (double v : {static_cast<double>(h.layer), static_cast<double>(h.head), h.previousToken, h.induction, h.firstToken, h.diagonal}) {
@@ -88,9 +150,12 @@ void HeadsView::refresh() {
         }
         model_->appendRow(row);
     }
+    // the sort chosen before (a new trace refills the rows in block order)
+    table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
     status_->setStyleSheet(QString());
     status_->setText(tr("%n head(s). Each score is a mean attention probability over the prompt's tokens (docs/ANALYSES.md). Click a "
-                        "column to sort, double-click a head to open it in the Attention view.",
+                        "column to sort and mark the heads by it; click a pattern (or double-click a row) to open that head in the "
+                        "Attention view.",
                         nullptr, static_cast<int>(scores_.size())));
 }
 

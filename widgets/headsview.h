@@ -1,17 +1,22 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Heads view: every (block, head) of the traced prompt with its pattern scores (core/headscores.h:
-// previous_token, induction, first_token, diagonal) in one sortable table, to find the interesting head; double-click
-// a row to open that head in the Attention view. The command-line twin is `nnscope heads`.
+// The Heads view: every (block, head) of the traced prompt at once, as a layers × heads overview of small attention
+// patterns (HeadOverview) above a sortable table of their pattern scores (core/headscores.h: previous_token,
+// induction, first_token, diagonal), to find the interesting head. Sorting the table by a score marks the overview by
+// it (a bar per head, the best three numbered); choosing a row outlines its thumbnail; clicking a thumbnail or
+// double-clicking a row opens that head in the Attention view. The command-line twin is `nnscope heads`.
 #include "traceview.h"
 
 #include "core/headscores.h"
 
+class QComboBox;
 class QStandardItemModel;
 class QTableView;
 class QLabel;
 
 namespace nnscope {
+
+class HeadOverview;
 
 class HeadsView : public TraceView {
     Q_OBJECT
@@ -29,15 +34,22 @@ public:
     /// Sorts the table by column `column` (0 block, 1 head, 2 previous_token, 3 induction, 4 first_token, 5 diagonal),
     /// largest first for the scores.
     void sortBy(int column);
+    HeadOverview* overview() const { return overview_; }
+    /// The overview's marking score (0 previous_token ... 3 diagonal, -1 none), also chosen by sorting the table.
+    QComboBox* markCombo() const { return markCombo_; }
+    /// The table row of (layer, head) under the current sort (-1 when absent).
+    int rowOf(int layer, int head) const;
 
 signals:
-    /// A row was double-clicked: show this head.
+    /// A thumbnail was clicked or a row double-clicked: show this head.
     void headChosen(int layer, int head);
 
 private:
     void refresh();
 
     QLabel* status_;
+    QComboBox* markCombo_;
+    HeadOverview* overview_;
     QTableView* table_;
     QStandardItemModel* model_;
     std::vector<HeadScore> scores_;
