@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `nnscope [gui] [--model DIR] [--prompt TEXT]... [--screenshot FILE.png] [--dtype D]`: the explorer window.
+// `nnscope [gui] [--model DIR | --open-trace FILE] [--prompt TEXT]... [--screenshot FILE.png] [--dtype D]`: the explorer window.
 // The options are checked before any window opens; a bad combination is an error on stderr with status 2.
 #include "mainwindow.h"
 
@@ -80,7 +80,8 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption answer("answer", QApplication::translate("gui", "Activation patching: the answer token (text of one token, or #ID)."), "TOKEN");
     const QCommandLineOption wrong("wrong", QApplication::translate("gui", "Activation patching: the wrong token (metric: logit difference)."), "TOKEN");
     const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
-    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site});
+    const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
+    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -98,6 +99,14 @@ int runGui(int& argc, char** argv) {
 
     StartOptions options;
     options.model = p.value(model);
+    options.traceFile = p.value(openTrace);
+    if (p.isSet(openTrace)) {
+        if (p.isSet(model) || p.isSet(prompt) || p.isSet(edit) || p.isSet(skip) || p.isSet(steer) || p.isSet(clean) ||
+            p.isSet(corrupted) || p.isSet(answer))
+            return usageError("--open-trace browses a trace file, which runs nothing: it takes no --model, --prompt, --edit, "
+                              "--skip, --steer or patching options (--view, --pin and --screenshot apply).");
+        options.openDefault = false;
+    }
     options.prompts = p.values(prompt);
     options.view = p.value(view);
     options.pins = p.values(pin);
@@ -135,7 +144,7 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
-        if (options.prompts.isEmpty() && !options.model.isEmpty() && !patching)
+        if (options.prompts.isEmpty() && !options.model.isEmpty() && !patching && options.traceFile.isEmpty())
             return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt (only the demo model has a prompt of its own).");
         options.useSettings = false;
         options.openDefault = false;
@@ -157,8 +166,8 @@ int runGui(int& argc, char** argv) {
     QApplication::setApplicationVersion(version());
     QApplication::setApplicationDisplayName("nnscope");
     QApplication::setDesktopFileName("nnscope");  // the menu entry (packaging/nnscope.desktop) the window belongs to
-    if (screenshot && options.model.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
-    if (screenshot && options.model.isEmpty())
+    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
+    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty())
         return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
 
     MainWindow window(options);
@@ -180,7 +189,13 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
         QObject::connect(&window, &MainWindow::startOptionRefused, &window, [&](const QString& message) { fail(message); });
-        if (patching && options.prompts.isEmpty()) {  // a patching run and no trace: shoot when the grid is there
+        if (!options.traceFile.isEmpty()) {  // a trace file: shoot when it is open
+            QObject::connect(&window, &MainWindow::traceFileFailed, &window, [&](const QString&, const QString& message) { fail(message); });
+            QObject::connect(&window, &MainWindow::traceFileOpened, &window, [&] {
+                window.showView(options.view);
+                shoot();
+            });
+        } else if (patching && options.prompts.isEmpty()) {  // a patching run and no trace: shoot when the grid is there
             QObject::connect(&window, &MainWindow::patchEnded, &window, [&] {
                 if (!window.patchingView()->result()) return fail(window.patchingView()->statusLabel()->text());
                 shoot();

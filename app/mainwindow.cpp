@@ -6,6 +6,7 @@
 #include "core/analysis.h"
 #include "core/error.h"
 #include "core/export.h"
+#include "core/valuestats.h"
 #include "widgets/attentionview.h"
 #include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
@@ -134,6 +135,41 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         generate_->setFailed(message == "cancelled" ? tr("Generation was cancelled.") : tr("Generation failed: %1").arg(message));
         emit generateEnded();
     });
+    connect(worker_, &TraceWorker::valuesRead, this, [this](quint64 id, SnapshotPtr snapshot) {
+        if (id != rereadId_) return;
+        rereadId_ = 0;
+        // the values read from the last trace's inputs join it, unless another trace has come since
+        if (snapshot_ && snapshot->serial == snapshot_->serial && snapshot->model == snapshot_->model) {
+            snapshot_ = std::move(snapshot);
+            pinned_->setSnapshot(snapshot_);
+            for (int i = kFixedViews; i < views_->count(); ++i)
+                if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
+        }
+        readMissingPins();
+        emit pinsRead();
+    });
+    connect(worker_, &TraceWorker::valuesReadFailed, this, [this](quint64 id, const QString& message) {
+        if (id != rereadId_) return;
+        rereadId_ = 0;
+        pinned_->setUnreadText(message == "cancelled" ? tr("Reading it was cancelled: the next trace reads it.")
+                                                      : tr("Could not read it from the last trace's inputs: %1").arg(message));
+        emit pinsRead();
+    });
+    connect(worker_, &TraceWorker::traceFileOpened, this, &MainWindow::onTraceFileOpened);
+    connect(worker_, &TraceWorker::traceFileFailed, this, [this](quint64 id, const QString& path, const QString& message) {
+        if (id != openTraceId_) return;
+        openTraceId_ = 0;
+        QString why = message;
+        if (why.startsWith(path + ": ")) why = why.mid(path.size() + 2);  // the file is named once
+        showError(tr("Could not open the trace file %1: %2").arg(path, why));
+        statusBar()->showMessage(tr("Could not open %1").arg(path), 5000);
+        if (!model_) {
+            startPage_->setHtml(tr("<h2>nnscope</h2><p>Open a checkpoint folder or a trace file to look inside a model.</p>"));
+            updateRecentMenu();
+        }
+        updateActions();
+        emit traceFileFailed(path, message);
+    });
     connect(worker_, &TraceWorker::checksFinished, this, [this](quint64 id, CheckResultsPtr results) {
         if (id != checksId_) return;
         checksId_ = 0;
@@ -148,6 +184,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     });
 
     if (!start_.prompts.isEmpty()) tracePanel_->setPrompts(start_.prompts);
+    if (!start_.traceFile.isEmpty()) openTraceFile(start_.traceFile);
     QString first = start_.model;
     if (first.isEmpty() && start_.openDefault) {
         for (const QString& dir : recent_)
@@ -173,11 +210,22 @@ void MainWindow::createActions() {
     openAct_->setStatusTip(tr("Open a checkpoint folder (config.json, model.safetensors, tokenizer)"));
     connect(openAct_, &QAction::triggered, this, &MainWindow::openDialog);
 
+    openTraceAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open &Trace…"), this);
+    openTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    openTraceAct_->setStatusTip(tr("Browse a trace saved to .safetensors (nnscope trace --out, Export ▸ Trace, or nnterp) "
+                                   "without the model's weights"));
+    connect(openTraceAct_, &QAction::triggered, this, &MainWindow::openTraceDialog);
+
+    exportTraceAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Trace…"), this);
+    exportTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_S));
+    exportTraceAct_->setStatusTip(tr("Write every value of the last trace to one .safetensors file, which File ▸ Open Trace reads back"));
+    connect(exportTraceAct_, &QAction::triggered, this, &MainWindow::exportTraceDialog);
+
     reloadAct_ = new QAction(QIcon::fromTheme("view-refresh"), tr("&Reload Checkpoint"), this);
     reloadAct_->setShortcuts(QKeySequence::Refresh);
     reloadAct_->setStatusTip(tr("Open the current checkpoint again (after changing the compute dtype)"));
     connect(reloadAct_, &QAction::triggered, this, [this] {
-        if (model_) openModel(QString::fromStdString(model_->dir()));
+        if (canRun()) openModel(QString::fromStdString(model_->dir()));
     });
 
     clearRecentAct_ = new QAction(tr("&Clear List"), this);
@@ -294,7 +342,7 @@ void MainWindow::createCentral() {
     connect(family_, &FamilyView::runChecksRequested, this, &MainWindow::runChecks);
     // The checks cost a few forward passes: they run the first time the page is looked at, not on every open.
     connect(views_, &QTabWidget::currentChanged, this, [this] {
-        if (views_->currentWidget() == family_ && model_ && !family_->checks() && checksId_ == 0) runChecks(family_->checkPrompt());
+        if (views_->currentWidget() == family_ && canRun() && !family_->checks() && checksId_ == 0) runChecks(family_->checkPrompt());
         if (views_->currentWidget() == text_) text_->followNeuron(neurons_->neuron());  // the neuron picked there
     });
 
@@ -395,6 +443,14 @@ void MainWindow::createDocks() {
     connect(pinned_, &PinnedCardsPanel::exportRequested, this, &MainWindow::exportValueDialog);
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::updatePinMarks);
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, [this] { text_->setPinnedKeys(pinned_->keys()); });
+    connect(pinned_, &PinnedCardsPanel::message, this, [this](const QString& text) { statusBar()->showMessage(text, 6000); });
+    // a double-click on a row of the support table or the printout pins its value at the block shown
+    auto pinRow = [this](std::optional<Value> v) {
+        if (!v || !model_) return;
+        pinValue({*v, valueInfo(*v).host == Host::Model ? -1 : diagram_->block()});
+    };
+    connect(supportView_, &QTableView::doubleClicked, this, [this, pinRow](const QModelIndex& i) { pinRow(supportModel_->valueAt(i.row())); });
+    connect(printoutView_, &QListView::doubleClicked, this, [this, pinRow](const QModelIndex& i) { pinRow(printoutModel_->valueAt(i.row())); });
 
     interventions_ = new InterventionPanel(this);
     interventionsDock_ = new QDockWidget(tr("Interventions"), this);
@@ -438,6 +494,7 @@ void MainWindow::showEvent(QShowEvent* event) {
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(openAct_);
+    file->addAction(openTraceAct_);
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(reloadAct_);
     file->addSeparator();
@@ -457,6 +514,7 @@ void MainWindow::createMenus() {
     QMenu* exp = menuBar()->addMenu(tr("&Export"));
     exp->addAction(exportPlotAct_);
     exp->addAction(exportValueAct_);
+    exp->addAction(exportTraceAct_);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(aboutAct_);
@@ -540,9 +598,12 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     if (id != loadId_) return;
     loadId_ = 0;
     // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
-    const bool sameModel = model_ && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
+    const bool sameModel = canRun() && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
     model_ = std::move(model);
     snapshot_.reset();
+    traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
+    rereadId_ = 0;
+    pinned_->setUnreadText({});
     const QString dir = QString::fromStdString(model_->dir());
     setWindowTitle(tr("%1 — nnscope").arg(QFileInfo(dir).fileName()));
     modelLabel_->setText(tr("model: %1 · %2 · %3")
@@ -552,6 +613,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());
     summary_->setHtml(modelSummaryHtml(*model_));
+    pinned_->setModel(model_);
     if (sameModel)
         pinned_->setSnapshot(nullptr);
     else
@@ -573,6 +635,8 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
                          static_cast<TraceView*>(compare_), static_cast<TraceView*>(text_)})
         v->setSnapshot(nullptr);
+    for (TraceView* v : {static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
+        v->setSnapshot(nullptr);  // a trace file's values do not belong to this model
     interventions_->setModel(model_);
     for (const QString& text : start_.interventions) {  // the command line's --edit/--skip/--steer
         const QString error = addIntervention(text);
@@ -627,6 +691,93 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
         start_.prompts.clear();
         runTrace();
     }
+}
+
+void MainWindow::openTraceFile(const QString& path) {
+    clearError();
+    openTraceId_ = worker_->openTrace(QFileInfo(path).absoluteFilePath(), lensTopK_);
+    statusBar()->showMessage(tr("Opening the trace file %1…").arg(path));
+    if (!model_) {
+        startPage_->setHtml(tr("<h2>Opening the trace file %1…</h2>").arg(path.toHtmlEscaped()));
+        centralStack_->setCurrentWidget(startPage_);
+    }
+}
+
+namespace {
+/// The Model tab's first section for a trace file: where its parts came from.
+QString traceFileHtml(const TraceSnapshot& s) {
+    QString h = QObject::tr("<h2>Trace file <small style='color:#666'>no model</small></h2><p><tt>%1</tt></p>").arg(s.sourceFile.toHtmlEscaped());
+    h += "<ul>";
+    for (const QString& note : s.fileNotes) h += "<li>" + note.toHtmlEscaped() + "</li>";
+    h += "</ul>";
+    QStringList paths;
+    for (const auto& [key, t] : s.result.values) paths << s.path(key);
+    h += QObject::tr("<p><b>%n value(s)</b>: ", nullptr, static_cast<int>(paths.size())) + paths.join(", ").toHtmlEscaped() + "</p>";
+    h += QObject::tr("<p><b>Prompts</b></p><ol>");
+    for (int r = 0; r < s.numPrompts(); ++r)
+        h += QString("<li>%1 <small>(%2 tokens)</small></li>").arg(s.prompt(r).toHtmlEscaped()).arg(s.tokens.at(static_cast<size_t>(r)).size());
+    h += "</ol><hr>";
+    return h;
+}
+}  // namespace
+
+void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
+    if (id != openTraceId_) return;
+    openTraceId_ = 0;
+    // The trace file takes the window's place of a model: its values in every view, nothing that runs the model.
+    if (tracePanel_->isRunning()) {  // its result would belong to the model the file replaces
+        worker_->cancel();
+        tracePanel_->traceCancelled(0, 0);
+    }
+    loadId_ = traceId_ = patchId_ = generateId_ = checksId_ = rereadId_ = 0;
+    traceFile_ = snapshot->sourceFile;
+    model_ = snapshot->model;
+    snapshot_ = std::move(snapshot);
+    const QString name = QFileInfo(traceFile_).fileName();
+    const bool weights = model_->hasWeights();
+    setWindowTitle(tr("%1 — trace file, no model — nnscope").arg(name));
+    modelLabel_->setText(tr("trace file: %1 · %2 · %3").arg(name, QString::fromStdString(model_->family().modelType),
+                                                           weights ? tr("lens from the checkpoint's weights") : tr("no weights")));
+    diagram_->setModel(model_);
+    supportModel_->setFamily(&model_->family());
+    printoutModel_->setModel(model_.get());
+    summary_->setHtml(traceFileHtml(*snapshot_) + modelSummaryHtml(*model_));
+    pinned_->setModel(model_);
+    pinned_->clear();
+    pinned_->setUnreadText({});
+    for (const QString& path : start_.pins) {
+        try {
+            pinned_->pin(valueKeyInfo(*model_, parseValuePath(*model_, path.toStdString())));
+        } catch (const Error& e) {
+            const QString message = tr("--pin %1: %2").arg(path, QString::fromStdString(e.what()));
+            showError(message);
+            emit startOptionRefused(message);
+        }
+    }
+    start_.pins.clear();
+    updatePinMarks();
+    for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
+    interventions_->setModel(nullptr);
+    patching_->setModel(nullptr);
+    generate_->setModel(nullptr);
+    family_->setModel(model_);
+    family_->setFailed(tr("A trace file is open: the checks run the model. Open its checkpoint to run them."));
+    tracePanel_->setModelReady(false);
+    centralStack_->setCurrentWidget(views_);
+    showSnapshot(snapshot_);
+    readMissingPins();
+    int tokens = 0;
+    for (const QStringList& row : snapshot_->tokens) tokens += static_cast<int>(row.size());
+    // said short (where the config, tokens and weights came from: the Model tab)
+    statusBar()->showMessage(tr("Opened the trace file %1: %2 values, %n prompt(s), %3 tokens; nothing runs until a checkpoint is open.",
+                                nullptr, snapshot_->numPrompts())
+                                 .arg(name)
+                                 .arg(snapshot_->result.values.size())
+                                 .arg(tokens));
+    if (!start_.view.isEmpty()) showView(start_.view);
+    else if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
+    updateActions();
+    emit traceFileOpened(traceFile_);
 }
 
 void MainWindow::onLoadFailed(quint64 id, const QString& dir, const QString& message) {
@@ -793,7 +944,7 @@ void MainWindow::steeringDialog() {
 }
 
 void MainWindow::runChecks(const QString& prompt) {
-    if (!model_) return;
+    if (!canRun()) return;
     checksPrompt_ = prompt;
     family_->setRunning();
     checksId_ = worker_->checks(model_, prompt);
@@ -802,6 +953,11 @@ void MainWindow::runChecks(const QString& prompt) {
 void MainWindow::runTrace() {
     if (!model_) {
         showError(tr("Open a checkpoint first (File ▸ Open Checkpoint…)."));
+        return;
+    }
+    if (!canRun()) {
+        showError(tr("A trace file is open (%1): it holds values, not the model's weights. Open the checkpoint "
+                     "(File ▸ Open Checkpoint…) to run traces.").arg(traceFile_));
         return;
     }
     if (tracePanel_->isRunning()) return;
@@ -849,6 +1005,7 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     text_->setSnapshot(snapshot_);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
+    pinned_->setUnreadText({});
     pinned_->setSnapshot(snapshot_);
     const int block = diagram_->block();
     attention_->setBlock(block);
@@ -878,6 +1035,25 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     updateActions();
     emit traceDone();
     emit traceEnded();
+    readMissingPins();  // values pinned while the trace ran
+}
+
+// The same list as onTraceFinished's, for a trace file (a view added there belongs here too).
+void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
+    attention_->setSnapshot(snapshot);
+    neurons_->setSnapshot(snapshot);
+    lens_->setSnapshot(snapshot);
+    compare_->setSnapshot(snapshot);
+    attribution_->setSnapshot(snapshot);
+    generate_->setSnapshot(snapshot);
+    flow_->setSnapshot(snapshot);
+    heads_->setSnapshot(snapshot);
+    for (int i = kFixedViews; i < views_->count(); ++i)
+        if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot);
+    pinned_->setSnapshot(snapshot);
+    const int block = diagram_->block();
+    attention_->setBlock(block);
+    neurons_->setBlock(block);
 }
 
 void MainWindow::onTraceCancelled(quint64 id, int done, int total) {
@@ -922,9 +1098,7 @@ void MainWindow::onPartClicked(const QString& id) {
         syncing_ = false;
     }
     if (!info.key) return;
-    if (pinned_->pin(info))
-        statusBar()->showMessage(tr("Pinned %1%2").arg(info.path, snapshot_ && !snapshot_->result.value(*info.key).defined()
-                                                                     ? tr(": run the trace to read it") : QString()), 6000);
+    pinValue(*info.key);
     // the view that draws this value follows
     switch (info.key->value) {
         case Value::AttentionProbabilities: case Value::AttentionScores: showView("attention"); break;
@@ -971,7 +1145,48 @@ void MainWindow::onBlockChanged(int block) {
     updatePinMarks();
 }
 
+bool MainWindow::pinValue(const ValueKey& key) {
+    if (!model_) return false;
+    const PartInfo info = valueKeyInfo(*model_, key);
+    if (!pinned_->pin(info)) return false;
+    const bool read = snapshot_ && snapshot_->result.value(key).defined();
+    statusBar()->showMessage(tr("Pinned %1%2").arg(info.path, read || !snapshot_ ? QString() : tr(": not in the last trace")), 6000);
+    readMissingPins();
+    return true;
+}
+
+void MainWindow::readMissingPins() {
+    if (!snapshot_ || !model_) return;
+    std::vector<ValueKey> missing;
+    bool askedBefore = false;
+    for (const ValueKey& k : pinned_->keys()) {
+        if (snapshot_->result.value(k).defined()) continue;
+        if (snapshot_->serial == rereadSerial_ && std::find(rereadAsked_.begin(), rereadAsked_.end(), k) != rereadAsked_.end())
+            askedBefore = true;  // read again already, and the pass did not give it
+        else
+            missing.push_back(k);
+    }
+    if (missing.empty()) {
+        if (askedBefore && traceFile_.isEmpty()) pinned_->setUnreadText(tr("The pass over the last trace's inputs did not give this value."));
+        return;
+    }
+    if (!traceFile_.isEmpty()) return pinned_->setUnreadText(tr("The trace file does not hold this value."));
+    if (snapshot_->model != model_) return pinned_->setUnreadText({});  // the model changed: the next trace reads it
+    if (tracePanel_->isRunning() || rereadId_) return;  // the running trace saves it; a running read looks again when done
+    // Tracing the last inputs again is quick on a small model (the demo takes milliseconds): read the value at once.
+    const double cost = traceMultiplyAdds(model_->config(), snapshot_->result.batch);
+    if (cost > rereadBudget_)
+        return pinned_->setUnreadText(tr("The last trace did not read it; tracing this model again costs about %1 multiply-adds, "
+                                         "so the next run reads it (Trace ▸ Run).").arg(cost, 0, 'g', 2));
+    pinned_->setUnreadText(tr("Reading it from the last trace's inputs…"));
+    if (rereadSerial_ != snapshot_->serial) rereadAsked_.clear();
+    rereadSerial_ = snapshot_->serial;
+    rereadAsked_.insert(rereadAsked_.end(), missing.begin(), missing.end());
+    rereadId_ = worker_->reread(snapshot_, missing, interventions_->baseDir());
+}
+
 void MainWindow::onPromptChanged(int row) {
+    pinned_->setPrompt(row);
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
                          static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
         v->setPrompt(row);
@@ -1023,6 +1238,19 @@ QString MainWindow::exportPlotTo(const QString& path) {
     if (!view || !snapshot_) return tr("There is no plot to export: run a trace and pick a plot view.");
     const auto metadata = snapshot_->exportMetadata(view->settings());
     return exportPlot(view->plotSource(), path, metadata);
+}
+
+QString MainWindow::exportTraceTo(const QString& path) {
+    if (!snapshot_ || snapshot_->result.values.empty()) return tr("There is no trace to export: run a trace first.");
+    if (!path.endsWith(".safetensors", Qt::CaseInsensitive)) return tr("Cannot export the trace to %1: a trace is written to a .safetensors file.").arg(path);
+    try {
+        std::map<std::string, std::string> extra{{"exported_from", "nnscope gui"}};
+        if (!snapshot_->interventions.isEmpty()) extra["interventions"] = snapshot_->interventions.join(" ; ").toStdString();
+        exportValues(path.toStdString(), *snapshot_->model, snapshot_->result, extra);
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
 }
 
 QString MainWindow::exportValueTo(const ValueKey& key, const QString& path) {
@@ -1094,6 +1322,28 @@ QString MainWindow::saveScreenshot(const QString& path) {
 }
 
 // ---- dialogs, settings, status ------------------------------------------------------------------------------
+
+void MainWindow::openTraceDialog() {
+    const QString start = !traceFile_.isEmpty() ? QFileInfo(traceFile_).absolutePath() : lastExportDir_;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open trace file"), start, tr("Trace files (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) openTraceFile(path);
+}
+
+void MainWindow::exportTraceDialog() {
+    if (!snapshot_ || snapshot_->result.values.empty()) {
+        showError(tr("There is no trace to export: run a trace first."));
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export trace"), lastExportDir_ + "/trace.safetensors",
+                                                      tr("safetensors (*.safetensors)"));
+    if (path.isEmpty()) return;
+    lastExportDir_ = QFileInfo(path).absolutePath();
+    const QString error = exportTraceTo(path);
+    if (error.isEmpty())
+        statusBar()->showMessage(tr("Wrote %1 (File ▸ Open Trace reads it back)").arg(path), 5000);
+    else
+        showError(error);
+}
 
 void MainWindow::openDialog() {
     const QString start = model_ ? QFileInfo(QString::fromStdString(model_->dir())).absolutePath() : QDir::homePath();
@@ -1185,9 +1435,10 @@ QString MainWindow::errorText() const { return messageLabel_->text(); }
 
 void MainWindow::updateActions() {
     const bool running = tracePanel_->isRunning();
-    runAct_->setEnabled(model_ && !running);
+    runAct_->setEnabled(canRun() && !running);
     cancelAct_->setEnabled(running);
-    reloadAct_->setEnabled(model_ && !running);
+    reloadAct_->setEnabled(canRun() && !running);
+    exportTraceAct_->setEnabled(snapshot_ && !snapshot_->result.values.empty());
     const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);
     exportPlotAct_->setEnabled(plot);
     exportValueAct_->setEnabled(plot && !currentView()->settings().value("view.value").isEmpty());

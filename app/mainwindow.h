@@ -6,6 +6,7 @@
 // on close. The model runs only in the TraceWorker thread.
 #include "traceworker.h"
 
+#include "core/valuestats.h"
 #include "widgets/patchingview.h"
 #include "widgets/tracesnapshot.h"
 
@@ -49,6 +50,7 @@ class TraceView;
 /// What the command line asks the window to do at start.
 struct StartOptions {
     QString model;           ///< --model DIR
+    QString traceFile;       ///< --open-trace FILE: browse a trace file instead of opening a checkpoint
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
     QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
     std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
@@ -66,6 +68,18 @@ public:
     ~MainWindow() override;
 
     void openModel(const QString& dir);
+    /// Reads a trace file (core/tracefile.h) in the worker and browses it: the views show its values, nothing runs
+    /// (the window says a trace file is open, no model). A file that cannot be read leaves the window as it was and
+    /// shows why.
+    void openTraceFile(const QString& path);
+    /// The trace file the window browses, or "" when a checkpoint (or nothing) is open.
+    QString traceFile() const { return traceFile_; }
+    /// Pins value `key` of the open model (as a click on its diagram part does), then reads it from the last trace's
+    /// inputs at once where that is cheap (traceMultiplyAdds under kImmediateRereadBudget). False when already pinned.
+    bool pinValue(const ValueKey& key);
+    /// Up to how many multiply-adds (traceMultiplyAdds) a pinned value is read from the last trace's inputs at once
+    /// (kImmediateRereadBudget; the tests lower it to see the "next run" path).
+    void setRereadBudget(double multiplyAdds) { rereadBudget_ = multiplyAdds; }
     void runTrace();
     void cancelTrace();
     /// Shows a central view by name: "model", "attention", "neurons", "lens", "family", "compare" or "patching".
@@ -73,6 +87,9 @@ public:
     /// Writes the current view's plot (.png/.svg/.pdf) / a traced value (.npy/.safetensors/.csv). Returns the error, or "".
     QString exportPlotTo(const QString& path);
     QString exportValueTo(const ValueKey& key, const QString& path);
+    /// Writes every value the last trace saved to one .safetensors file (Export > Trace…), as `nnscope trace --out`
+    /// does; File > Open Trace reads it back. Returns the error, or "".
+    QString exportTraceTo(const QString& path);
     /// Grabs the whole window into a PNG. Returns the error, or "".
     QString saveScreenshot(const QString& path);
     /// Opens a traced value as a heatmap in a new tab.
@@ -122,6 +139,10 @@ signals:
     void checksEnded();  ///< the family checks finished or failed
     void patchEnded();   ///< activation patching finished, failed or was cancelled
     void generateEnded();  ///< generation finished, failed or was cancelled
+    void traceFileOpened(const QString& path);
+    void traceFileFailed(const QString& path, const QString& message);
+    /// Values pinned after the last trace were read from its inputs (the cards show them), or could not be.
+    void pinsRead();
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
     /// window's error bar); `gui --screenshot` exits with it.
     void startOptionRefused(const QString& message);
@@ -154,8 +175,16 @@ private:
     void onBlockChanged(int block);
     void onPromptChanged(int row);
     void updatePinMarks();
-
+    /// Reads the pinned values the last trace lacks from its inputs, when cheap; else the cards say the next run does.
+    void readMissingPins();
+    void onTraceFileOpened(quint64 id, SnapshotPtr snapshot);
+    /// Every trace view shows `snapshot` (nullptr: none).
+    void showSnapshot(const SnapshotPtr& snapshot);
+    /// The open model can run traces (a checkpoint, not a trace file).
+    bool canRun() const { return model_ && traceFile_.isEmpty(); }
     void openDialog();
+    void openTraceDialog();
+    void exportTraceDialog();
     void exportPlotDialog();
     void exportValueDialog(const ValueKey& key);
     void exportViewValueDialog();
@@ -172,7 +201,11 @@ private:
     TraceWorker* worker_;
     ModelPtr model_;
     SnapshotPtr snapshot_;
-    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0;
+    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0, rereadId_ = 0, openTraceId_ = 0;
+    QString traceFile_;  ///< the trace file browsed (no model), or ""
+    double rereadBudget_ = kImmediateRereadBudget;
+    quint64 rereadSerial_ = 0;         ///< the trace whose inputs were last read again
+    std::vector<ValueKey> rereadAsked_;  ///< what that read asked for (not asked twice: a pass that did not compute it)
     QString patchMetric_;
     QString checksPrompt_;
     QString loadingDir_;
@@ -221,6 +254,8 @@ private:
     QMenu* recentMenu_;
     QMenu* viewMenu_;
     QAction* openAct_;
+    QAction* openTraceAct_;
+    QAction* exportTraceAct_;
     QAction* reloadAct_;
     QAction* quitAct_;
     QAction* runAct_;

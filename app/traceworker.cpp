@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/taps.h"
+#include "core/tracefile.h"
 
 #include <c10/util/Exception.h>
 
@@ -30,7 +31,7 @@ TraceWorker::~TraceWorker() {
 quint64 TraceWorker::enqueue(Job job) {
     QMutexLocker lock(&mutex_);
     job.id = nextId_++;
-    if (job.kind == Job::Trace || job.kind == Job::Patch || job.kind == Job::Generate) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
+    if (job.kind == Job::Trace || job.kind == Job::Patch || job.kind == Job::Generate || job.kind == Job::Reread) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
     jobs_.push_back(std::move(job));
     if (!isRunning())
         start(LowPriority);
@@ -91,9 +92,27 @@ quint64 TraceWorker::generate(ModelPtr model, std::vector<int64_t> prompt, Gener
     return enqueue(std::move(job));
 }
 
+quint64 TraceWorker::reread(SnapshotPtr base, const std::vector<ValueKey>& keys, const QString& baseDir) {
+    Job job;
+    job.kind = Job::Reread;
+    job.model = base->model;
+    job.base = std::move(base);
+    job.save = keys;
+    job.baseDir = baseDir;
+    return enqueue(std::move(job));
+}
+
+quint64 TraceWorker::openTrace(const QString& path, int lensTopK) {
+    Job job;
+    job.kind = Job::OpenTrace;
+    job.dir = path;
+    job.lensTopK = lensTopK;
+    return enqueue(std::move(job));
+}
+
 void TraceWorker::cancel() {
     std::vector<std::pair<quint64, int>> dropped;
-    std::vector<quint64> droppedPatches, droppedGenerations;
+    std::vector<quint64> droppedPatches, droppedGenerations, droppedRereads;
     {
         QMutexLocker lock(&mutex_);
         for (auto it = jobs_.begin(); it != jobs_.end();) {
@@ -106,6 +125,9 @@ void TraceWorker::cancel() {
             } else if (it->kind == Job::Generate) {
                 droppedGenerations.push_back(it->id);
                 it = jobs_.erase(it);
+            } else if (it->kind == Job::Reread) {
+                droppedRereads.push_back(it->id);
+                it = jobs_.erase(it);
             } else {
                 ++it;
             }
@@ -115,6 +137,7 @@ void TraceWorker::cancel() {
     for (const auto& [id, blocks] : dropped) emit traceCancelled(id, 0, blocks);  // outside the lock: slots may queue more
     for (quint64 id : droppedPatches) emit patchFailed(id, tr("cancelled"));
     for (quint64 id : droppedGenerations) emit generateFailed(id, tr("cancelled"));
+    for (quint64 id : droppedRereads) emit valuesReadFailed(id, tr("cancelled"));
 }
 
 void TraceWorker::run() {
@@ -137,6 +160,8 @@ void TraceWorker::run() {
         case Job::Checks: runChecks(job); break;
         case Job::Patch: runPatch(job); break;
         case Job::Generate: runGenerate(job); break;
+        case Job::Reread: runReread(job); break;
+        case Job::OpenTrace: runOpenTrace(job); break;
         }
     }
 }
@@ -197,6 +222,36 @@ void TraceWorker::runTrace(const Job& job) {
         emit traceCancelled(job.id, done, total);
     } catch (const std::exception& e) {
         emit traceFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runReread(const Job& job) {
+    try {
+        const TraceSnapshot& base = *job.base;
+        TraceOptions options;
+        options.save = job.save;
+        options.cancel = &cancel_;
+        if (!base.interventions.isEmpty()) {  // the same pass as the snapshot's: its interventions, as it ran them
+            auto edits = std::make_shared<EditList>();
+            for (const QString& text : base.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
+            options.intervention = edits;
+        }
+        TraceResult result = nnscope::trace(*job.model, base.result.batch, options);
+        if (cancel_) throw Cancelled{};
+        emit valuesRead(job.id, withValues(base, result.values));
+    } catch (const Cancelled&) {
+        emit valuesReadFailed(job.id, tr("cancelled"));
+    } catch (const std::exception& e) {
+        emit valuesReadFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runOpenTrace(const Job& job) {
+    try {
+        const TraceFile file = readTraceFile(job.dir.toStdString());
+        emit traceFileOpened(job.id, makeFileSnapshot(file, job.id, job.lensTopK));
+    } catch (const std::exception& e) {
+        emit traceFileFailed(job.id, job.dir, messageOf(e));
     }
 }
 

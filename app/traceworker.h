@@ -49,6 +49,11 @@ public:
     /// stops it between tokens.
     quint64 generate(ModelPtr model, std::vector<int64_t> prompt, GenerateOptions options, const QStringList& interventions,
                      const QString& baseDir = ".");
+    /// Queues reading `keys` again from the inputs of `base`: a pass over its batch with its interventions (.npy paths
+    /// relative to `baseDir`) that saves only `keys`; valuesRead hands back `base` with them added (withValues).
+    quint64 reread(SnapshotPtr base, const std::vector<ValueKey>& keys, const QString& baseDir = ".");
+    /// Queues reading the trace file `path` (core/tracefile.h) into a snapshot (makeFileSnapshot).
+    quint64 openTrace(const QString& path, int lensTopK = 5);
     /// Stops the running trace within one block and drops queued ones.
     void cancel();
     /// libtorch's CPU threads for the passes this worker runs (0: every core). Applied in the worker thread, since
@@ -72,13 +77,17 @@ signals:
     void patchFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
     void generateFinished(quint64 id, nnscope::GenerationPairPtr result);
     void generateFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
+    void valuesRead(quint64 id, nnscope::SnapshotPtr snapshot);
+    void valuesReadFailed(quint64 id, const QString& message);  ///< also on cancel ("cancelled")
+    void traceFileOpened(quint64 id, nnscope::SnapshotPtr snapshot);
+    void traceFileFailed(quint64 id, const QString& path, const QString& message);
 
 protected:
     void run() override;
 
 private:
     struct Job {
-        enum Kind { Load, Trace, Checks, Patch, Generate } kind = Load;
+        enum Kind { Load, Trace, Checks, Patch, Generate, Reread, OpenTrace } kind = Load;
         quint64 id = 0;
         QString dir;
         std::optional<torch::ScalarType> dtype;  ///< nullopt: auto (LoadOptions::dtype)
@@ -92,6 +101,7 @@ private:
         std::vector<int64_t> clean, corrupted;
         PatchingOptions patching;
         GenerateOptions generation;
+        SnapshotPtr base;  ///< Reread: the snapshot whose inputs are traced again
     };
     quint64 enqueue(Job job);
     void runLoad(const Job& job);
@@ -99,6 +109,8 @@ private:
     void runChecks(const Job& job);
     void runPatch(const Job& job);
     void runGenerate(const Job& job);
+    void runReread(const Job& job);
+    void runOpenTrace(const Job& job);
 
     QMutex mutex_;
     QWaitCondition condition_;

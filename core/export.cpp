@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
@@ -18,12 +19,25 @@ static bool endsWith(const std::string& s, const std::string& suffix) {
 std::map<std::string, std::string> exportMetadata(const Model& model, const TraceResult& result,
                                                   const std::map<std::string, std::string>& extra) {
     std::map<std::string, std::string> md;
-    md["model"] = model.dir();
+    // a folder given relative to where the command ran is recorded whole, so that a trace file finds it from anywhere
+    std::error_code ec;
+    md["model"] = std::filesystem::is_directory(model.dir(), ec) ? std::filesystem::absolute(model.dir(), ec).string() : model.dir();
     md["family"] = model.family().modelType;
     md["architecture"] = model.config().architectures.front();
     md["dtype"] = dtypeName(model.dtype());
     md["prompts"] = nlohmann::json(result.batch.prompts).dump();
     md["input_ids"] = nlohmann::json(result.batch.ids).dump();
+    // what opening the file needs without the checkpoint (core/tracefile.h): config.json and each token's label
+    md["config"] = model.config().raw.dump();
+    if (const Tokenizer* tok = model.tokenizer()) {
+        nlohmann::json labels = nlohmann::json::array();
+        for (const auto& row : result.batch.ids) {
+            nlohmann::json r = nlohmann::json::array();
+            for (int64_t id : row) r.push_back(tok->tokenLabel(id));
+            labels.push_back(std::move(r));
+        }
+        md["tokens"] = labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     md["nnscope_version"] = version();
     for (const auto& [key, t] : result.values) {
         const std::string p = valuePath(model.family(), key);
@@ -52,8 +66,8 @@ void exportValues(const std::string& path, const Model& model, const TraceResult
     writeSafetensors(path, tensors, exportMetadata(model, result, extra));
 }
 
-void writeCsv(const std::string& path, const torch::Tensor& value, const std::vector<std::string>& axes,
-              const std::map<std::string, std::string>& metadata) {
+std::string csvText(const torch::Tensor& value, const std::vector<std::string>& axes,
+                    const std::map<std::string, std::string>& metadata) {
     torch::Tensor t = value.detach().to(torch::kFloat64).contiguous();
     if (t.dim() == 0) t = t.reshape({1});
     const int64_t last = t.size(-1);
@@ -74,7 +88,12 @@ void writeCsv(const std::string& path, const torch::Tensor& value, const std::ve
             idx[static_cast<size_t>(d)] = 0;
         }
     }
-    writeFileAtomically(path, out.str());
+    return out.str();
+}
+
+void writeCsv(const std::string& path, const torch::Tensor& value, const std::vector<std::string>& axes,
+              const std::map<std::string, std::string>& metadata) {
+    writeFileAtomically(path, csvText(value, axes, metadata));
 }
 
 }  // namespace nnscope

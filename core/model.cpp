@@ -212,6 +212,32 @@ std::shared_ptr<const Model> Model::fromTensors(const nlohmann::json& config, st
     return m;
 }
 
+std::shared_ptr<const Model> Model::withoutWeights(const nlohmann::json& config, const std::string& label, torch::ScalarType dtype,
+                                                  const std::string& tokenizerDir) {
+    if (!config.is_object()) throw Error(label + ": the config must be a JSON object, as config.json holds.");
+    const Family* family = nullptr;
+    ModelConfig resolved = resolveModelConfig(config, label + " (config)", &family);
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = label;
+    m->config_ = std::move(resolved);
+    m->family_ = family;
+    m->dtype_ = dtype == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat32;
+    m->tokenizerError_ = label + ": no tokenizer beside the trace file.";
+    if (!tokenizerDir.empty()) {
+        try {
+            m->tokenizer_ = Tokenizer::load(tokenizerDir);
+        } catch (const Error& e) {
+            m->tokenizerError_ = e.what();
+        }
+    }
+    return m;
+}
+
+void Model::requireWeights() const {
+    if (!store_)
+        throw Error(dir_ + " holds traced values, not the model's weights: this needs the checkpoint (File > Open Checkpoint).");
+}
+
 std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, const nlohmann::json& raw, const std::string& configFile,
                                     std::unique_ptr<WeightStore> store, const LoadOptions& options) {
     if (options.dtype && *options.dtype != torch::kFloat32 && *options.dtype != torch::kBFloat16)
@@ -355,10 +381,12 @@ torch::Tensor Model::norm(const torch::Tensor& x, const torch::Tensor& w, const 
 }
 
 torch::Tensor Model::finalNorm(const torch::Tensor& hidden) const {
+    requireWeights();
     return norm(hidden, finalNorm_, finalNormBias_, family_->norm, config_.hiddenSize);
 }
 
 torch::Tensor Model::projectOnVocab(const torch::Tensor& hidden) const {
+    requireWeights();
     return linear(finalNorm(hidden.to(dtype_)), lmHead_, torch::Tensor());
 }
 
@@ -546,6 +574,7 @@ torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) con
 }
 
 torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tensor& attentionMaskIn, Taps* taps) const {
+    requireWeights();
     if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(1) == 0)
         throw Error("input_ids must be a non-empty [batch, seq] tensor, got " +
                     (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
@@ -577,6 +606,7 @@ torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
 }
 
 torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache, bool lastOnly) const {
+    requireWeights();
     if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(0) != 1 || inputIdsIn.size(1) == 0)
         throw Error("a cached pass takes one row of input_ids [1, seq], got " +
                     (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");

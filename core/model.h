@@ -80,6 +80,15 @@ public:
     static std::shared_ptr<const Model> fromTensors(const nlohmann::json& config, std::map<std::string, torch::Tensor> tensors,
                                                     const LoadOptions& options = {}, const std::string& label = "(in memory)");
 
+    /// A model without weights, for browsing a trace file (core/tracefile.h): `config` as config.json holds it (the
+    /// family and every size), `dtype` the one the trace computed in, and the tokenizer of `tokenizerDir` where it is
+    /// not empty and holds one. forward(), forwardCached(), projectOnVocab(), finalNorm() and the weight accessors throw
+    /// nnscope::Error saying so. `label` is its dir() (the trace file). Throws nnscope::Error on a config it cannot read.
+    static std::shared_ptr<const Model> withoutWeights(const nlohmann::json& config, const std::string& label,
+                                                       torch::ScalarType dtype = torch::kFloat32, const std::string& tokenizerDir = "");
+    /// False for a model made by withoutWeights.
+    bool hasWeights() const { return store_ != nullptr; }
+
     const std::string& dir() const { return dir_; }
     const ModelConfig& config() const { return config_; }
     const Family& family() const { return *family_; }
@@ -94,15 +103,15 @@ public:
     /// What load chose that the user should know, one sentence each naming the folder: a bfloat16 checkpoint computing
     /// in float32 on a CPU without native bfloat16 (LoadOptions::dtype "auto"). Printed once, as warnings() are.
     const std::vector<std::string>& notes() const { return notes_; }
-    const WeightStore& weights() const { return *store_; }
-    const LayerWeights& layer(int i) const { return layers_.at(static_cast<size_t>(i)); }
-    const torch::Tensor& embedTokens() const { return embed_; }
+    const WeightStore& weights() const { return (requireWeights(), *store_); }
+    const LayerWeights& layer(int i) const { return (requireWeights(), layers_.at(static_cast<size_t>(i))); }
+    const torch::Tensor& embedTokens() const { return (requireWeights(), embed_); }
     /// GPT-2's learned position embeddings (wpe), [max_position_embeddings, hidden_size]; undefined elsewhere.
-    const torch::Tensor& positionEmbeddings() const { return positionEmbed_; }
-    const torch::Tensor& lmHead() const { return lmHead_; }
+    const torch::Tensor& positionEmbeddings() const { return (requireWeights(), positionEmbed_); }
+    const torch::Tensor& lmHead() const { return (requireWeights(), lmHead_); }
     /// The final norm's weight [hidden_size] and bias (undefined where the family's norm has none), compute dtype.
-    const torch::Tensor& finalNormWeight() const { return finalNorm_; }
-    const torch::Tensor& finalNormBias() const { return finalNormBias_; }
+    const torch::Tensor& finalNormWeight() const { return (requireWeights(), finalNorm_); }
+    const torch::Tensor& finalNormBias() const { return (requireWeights(), finalNormBias_); }
     /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
     bool headTied() const { return tied_; }
     const RopeTables& rope() const { return rope_; }
@@ -141,6 +150,8 @@ public:
 
 private:
     Model() = default;
+    /// Throws nnscope::Error when the model has no weights (withoutWeights).
+    void requireWeights() const;
     /// Reads every tensor of the schema of `config` (resolved once from `raw`, config.json, by resolveModelConfig) from
     /// `store` and sets up the rotary tables.
     static std::shared_ptr<Model> build(ModelConfig config, const Family& family, const nlohmann::json& raw,

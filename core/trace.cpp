@@ -108,9 +108,37 @@ std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
     return out;
 }
 
+namespace {
+/// nnterp's StandardizedTransformer accessors written as a name: "layers_output.3" or "layers_output[3]" is
+/// "layers.3.layer_output" (how a tensor saved from `model.layers_output[3]` is often named). "" when `path` is not one.
+std::string nnterpAccessorPath(const std::string& path) {
+    static const std::pair<const char*, const char*> kAccessors[] = {
+        {"layers_input", "layer_input"},        {"layers_output", "layer_output"},
+        {"attentions_input", "attention_norm_output"}, {"attentions_output", "self_attn.attention_output"},
+        {"mlps_input", "mlp_input"},                   {"mlps_output", "mlp.mlp_output"},
+        {"attention_probabilities", "self_attn.attention_probabilities"}};
+    for (const auto& [accessor, value] : kAccessors) {
+        const std::string a = accessor;
+        if (path.size() <= a.size() + 1 || path.compare(0, a.size(), a) != 0) continue;
+        std::string index = path.substr(a.size() + 1);
+        const char open = path[a.size()];
+        if (open == '[') {
+            if (index.empty() || index.back() != ']') continue;
+            index.pop_back();
+        } else if (open != '.') {
+            continue;
+        }
+        if (index.empty() || index.find_first_not_of("-0123456789") != std::string::npos) continue;
+        return "layers." + index + "." + value;
+    }
+    return {};
+}
+}  // namespace
+
 ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
     const Family& fam = model.family();
-    const std::string path = standardHosts(fam, nativePath);
+    const std::string accessor = nnterpAccessorPath(nativePath);
+    const std::string path = standardHosts(fam, accessor.empty() ? nativePath : accessor);
     const int n = static_cast<int>(model.config().numLayers);
     for (const auto& key : allValueKeys(model, true))
         if (valuePath(fam, key) == path) return key;

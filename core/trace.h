@@ -21,7 +21,9 @@ class Intervention;  // core/edit.h
 /// `layers.3.self_attn.attention_queries`, `layers.3.mlp.mlp_neurons`, or a native path such as
 /// `layers.3.mlp.up_proj.output`.
 std::string valuePath(const Family& family, const ValueKey& key);
-/// Parses a value path (standard or native, with aliases such as `layers.1.input` for layer_input).
+/// Parses a value path (standard or native, with aliases such as `layers.1.input` for layer_input, and nnterp's
+/// accessors written as names: `layers_output.3` or `layers_output[3]` for layers.3.layer_output, likewise
+/// layers_input, attentions_input, attentions_output, mlps_input, mlps_output and attention_probabilities).
 /// Throws nnscope::Error naming the path and listing what is valid.
 ValueKey parseValuePath(const Model& model, const std::string& path);
 /// Every value key a `--save` pattern selects: `all`, a full path, or a path with `*` wildcards

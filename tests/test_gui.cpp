@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/openblas.h"
 #include "core/family.h"
+#include "core/export.h"
 #include "core/safetensors.h"
 #include "widgets/attentionview.h"
 #include "core/family_page.h"
@@ -38,6 +39,8 @@
 
 #include <torch/types.h>
 
+#include <QClipboard>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QCheckBox>
 #include <QToolButton>
@@ -248,6 +251,8 @@ private slots:
     void contextMenuFromPlots();
     void headOverview();
     void textView();
+    void pinnedCardShowsTensor();
+    void openTraceFile();
 
 private:
     QTemporaryDir tmp_;
@@ -1792,6 +1797,7 @@ void TestGui::contextMenuFromPlots() {
     QVERIFY(panel->active().contains("layers.0.mlp.mlp_neurons[:, :, 7] = 0"));
 }
 
+
 // ---- every head at once; the prompt as coloured text -------------------------------------------------------------
 
 namespace {
@@ -2005,6 +2011,346 @@ void TestGui::textView() {
     const ValueKey out{Value::LayerOutput, L};
     check({promptValue(*ref.model, ref.result, out, 0).norm(2, -1), promptValue(*ref.model, ref.result, out, 1).norm(2, -1)}, false,
           "layer_output norm");
+}
+
+// ---- pinned cards and trace files ---------------------------------------------------------------------------------
+
+namespace {
+
+/// A colour map's cells as a [rows, columns] tensor (rows = its value axis).
+torch::Tensor mapTensor(QCPColorMap* map) {
+    const int cols = map->data()->keySize(), rows = map->data()->valueSize();
+    torch::Tensor t = torch::zeros({rows, cols}, torch::kFloat64);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) t[r][c] = map->data()->cell(c, r);
+    return t;
+}
+
+/// Clicks a tool button whose menu pops up and triggers the entry named `objectName`; false when it was not there.
+bool chooseFromButtonMenu(QToolButton* button, const QString& objectName) {
+    bool found = false;
+    QTimer::singleShot(300, button, [&] {
+        auto* menu = qobject_cast<QMenu*>(QApplication::activePopupWidget());
+        if (!menu) return;
+        QAction* chosen = nullptr;
+        for (QAction* a : menu->actions())
+            if (a->objectName() == objectName && a->isEnabled()) chosen = a;
+        menu->close();
+        if (chosen) {
+            found = true;
+            chosen->trigger();
+        }
+    });
+    QTest::mouseClick(button, Qt::LeftButton);
+    QTest::qWait(400);
+    return found;
+}
+
+/// Parses csvText's output (an axes header, then the indices and the last axis) back into a tensor of `shape`.
+torch::Tensor parseCsv(const QString& text, const std::vector<int64_t>& shape, QString* header) {
+    const QStringList lines = text.split('\n', Qt::SkipEmptyParts);
+    if (lines.isEmpty()) return {};
+    *header = lines.front();
+    const int64_t last = shape.back(), lead = static_cast<int64_t>(shape.size()) - 1;
+    std::vector<double> values;
+    for (int i = 1; i < lines.size(); ++i) {
+        const QStringList cells = lines[i].split(',');
+        if (cells.size() != lead + last) return {};
+        for (int64_t j = 0; j < last; ++j) values.push_back(cells[static_cast<int>(lead + j)].toDouble());
+    }
+    return torch::tensor(values, torch::kFloat64).reshape(shape);
+}
+
+}  // namespace
+
+void TestGui::pinnedCardShowsTensor() {
+    // On the demo model, after a trace, clicking a diagram part the trace did not save pins it and reads it at once from
+    // the same inputs; the card's statistics, its sparkline (the norm at each position) and its CSV copy are the
+    // engine's own tensor; it names the TransformerLens hook and copies an nnterp snippet.
+    const QString demo = demoModelDir();
+    QVERIFY2(!demo.isEmpty(), "no demo model found");
+    auto w = openWindow(demo);
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {demoPrompt()}), qPrintable(w->errorText()));
+    const ValueKey key{Value::AttentionQueries, 1};
+    QVERIFY(!w->snapshot()->result.value(key).defined());  // not one of the values the views save
+    BlockDiagram* d = w->diagramPanel()->diagram();
+    w->diagramPanel()->setBlock(1);
+    QSignalSpy read(w.get(), &MainWindow::pinsRead);
+    QTest::mouseClick(d, Qt::LeftButton, {}, hoverPart(d, "rotary_q"));
+    ValueCard* card = w->pinnedPanel()->card(key);
+    QVERIFY(card);
+    QVERIFY(read.count() > 0 || read.wait(30000));
+    QVERIFY2(card->hasValue(), qPrintable(card->statusText()));
+
+    // the engine's own tensor, on a model loaded apart
+    const auto model = Model::load(demo.toStdString());
+    TraceOptions options;
+    options.save = {key};
+    const TraceResult ref = trace(*model, encodeBatch(*model, {demoPrompt().toStdString()}), options);
+    const torch::Tensor expected = ref.value(key).to(torch::kFloat64);
+    QVERIFY(maxDiff(w->snapshot()->result.value(key), expected) <= 1e-6);
+    const ValueStats& s = card->stats();
+    QCOMPARE(s.shape, expected.sizes().vec());
+    QCOMPARE(s.nanCount, expected.isnan().sum().item<int64_t>());
+    QCOMPARE(s.infCount, expected.isinf().sum().item<int64_t>());
+    QVERIFY(std::fabs(s.min - expected.min().item<double>()) <= 1e-6);
+    QVERIFY(std::fabs(s.max - expected.max().item<double>()) <= 1e-6);
+    QVERIFY(std::fabs(s.mean - expected.mean().item<double>()) <= 1e-6);
+    const int64_t seq = expected.size(2);
+    QVERIFY2(card->statusText().contains(QString("traced: [batch 1, num_heads %1, seq %2, qk_head_dim %3] float32")
+                                             .arg(expected.size(1)).arg(seq).arg(expected.size(3))), qPrintable(card->statusText()));
+    // the sparkline: one point per position, at the norm over heads and head_dim
+    const torch::Tensor norms = expected[0].permute({1, 0, 2}).reshape({seq, -1}).norm(2, 1);
+    const std::vector<double>& line = card->sparkline()->values();
+    QCOMPARE(static_cast<int64_t>(line.size()), seq);
+    for (int64_t p = 0; p < seq; ++p) QVERIFY(std::fabs(line[static_cast<size_t>(p)] - norms[p].item<double>()) <= 1e-6);
+    const QVector<QPointF> points = card->sparkline()->points();
+    QCOMPARE(static_cast<int64_t>(points.size()), seq);
+    const int64_t hi = norms.argmax().item<int64_t>(), lo = norms.argmin().item<int64_t>();
+    for (int64_t p = 0; p < seq; ++p) {  // the largest norm is drawn highest, the smallest lowest, left to right
+        QVERIFY(points[static_cast<int>(p)].y() >= points[static_cast<int>(hi)].y() - 1e-9);
+        QVERIFY(points[static_cast<int>(p)].y() <= points[static_cast<int>(lo)].y() + 1e-9);
+        if (p) QVERIFY(points[static_cast<int>(p)].x() > points[static_cast<int>(p - 1)].x());
+    }
+    QCOMPARE(card->hookName(), QString("blocks.1.attn.hook_rot_q"));
+    QVERIFY(card->hookText().contains("axis 2"));
+
+    // Copy ▸ Values as CSV reads back to the tensor; the path; an nnterp snippet that reads the same value
+    QClipboard* clip = QApplication::clipboard();
+    clip->clear();
+    QVERIFY(chooseFromButtonMenu(card->copyButton(), "copyCsv"));
+    QString header;
+    const torch::Tensor csv = parseCsv(clip->text(), expected.sizes().vec(), &header);
+    QVERIFY2(csv.defined(), qPrintable(clip->text().left(200)));
+    QVERIFY2(header.startsWith("batch,num_heads,seq,qk_head_dim=0,qk_head_dim=1"), qPrintable(header));
+    QVERIFY(((csv - expected).abs() <= 1e-6 * (1 + expected.abs())).all().item<bool>());
+    QVERIFY(chooseFromButtonMenu(card->copyButton(), "copyPath"));
+    QCOMPARE(clip->text(), QString("layers.1.self_attn.attention_queries"));
+    QVERIFY(chooseFromButtonMenu(card->copyButton(), "copyNnterp"));
+    const QString snippet = clip->text();
+    QVERIFY2(snippet.contains("from nnterp import StandardizedTransformer") && snippet.contains(demo) &&
+                 snippet.contains("value = model.layers[1].self_attn.attention_queries.save()") &&
+                 snippet.contains("with model.trace(\"" + demoPrompt() + "\"):"),
+             qPrintable(snippet));
+
+    // a double-click on a row of the support table, or on a line of the printout, pins its value at the diagram's block
+    auto* tablesDock = w->findChild<QDockWidget*>("tablesDock");
+    QVERIFY(tablesDock);
+    tablesDock->raise();
+    auto* tables = qobject_cast<QTabWidget*>(tablesDock->widget());
+    QVERIFY(tables);
+    tables->setCurrentWidget(w->supportView());
+    QCoreApplication::processEvents();
+    const QModelIndex midRow = w->supportModel()->index(w->supportModel()->rowOf(Value::LayerMid), 0);
+    w->supportView()->scrollTo(midRow);
+    QCoreApplication::processEvents();
+    read.clear();
+    const QPoint midCell = w->supportView()->visualRect(midRow).center();
+    QTest::mouseClick(w->supportView()->viewport(), Qt::LeftButton, Qt::NoModifier, midCell);  // a double-click's first press
+    QTest::mouseDClick(w->supportView()->viewport(), Qt::LeftButton, Qt::NoModifier, midCell);
+    QVERIFY(w->pinnedPanel()->card({Value::LayerMid, 1}));
+    QVERIFY(read.count() > 0 || read.wait(30000));
+    QVERIFY(w->pinnedPanel()->card({Value::LayerMid, 1})->hasValue());
+    tables->setCurrentWidget(w->printoutView());
+    QCoreApplication::processEvents();
+    const QModelIndex neuronsLine = w->printoutModel()->index(w->printoutModel()->rowOf(Value::MlpActivation));
+    QVERIFY(neuronsLine.isValid());
+    w->printoutView()->scrollTo(neuronsLine);
+    QCoreApplication::processEvents();
+    read.clear();
+    const QPoint lineCentre = w->printoutView()->visualRect(neuronsLine).center();
+    QTest::mouseClick(w->printoutView()->viewport(), Qt::LeftButton, Qt::NoModifier, lineCentre);
+    QTest::mouseDClick(w->printoutView()->viewport(), Qt::LeftButton, Qt::NoModifier, lineCentre);
+    QVERIFY(w->pinnedPanel()->card({Value::MlpActivation, 1}));
+    QVERIFY(read.count() > 0 || read.wait(30000));
+    QVERIFY(w->pinnedPanel()->card({Value::MlpActivation, 1})->hasValue());
+
+    // a value the trace saved: the card shows it at once, and its hook
+    QVERIFY(w->pinValue({Value::LayerOutput, 1}));
+    ValueCard* out = w->pinnedPanel()->card({Value::LayerOutput, 1});
+    QVERIFY(out->hasValue());
+    QCOMPARE(out->hookName(), QString("blocks.1.hook_resid_post"));
+    // the sparkline follows the prompt chosen in the views (a batch of two)
+    QVERIFY(runFromPanel(*w, {demoPrompt(), "one two"}));
+    w->attentionView()->setPrompt(1);
+    QCOMPARE(static_cast<int64_t>(out->sparkline()->values().size()),
+             static_cast<int64_t>(w->snapshot()->result.batch.ids.at(1).size()));
+
+    // on a model too large to trace again at once, the card says the next run reads it, and the next run does
+    w->setRereadBudget(0);
+    QVERIFY(w->pinValue({Value::MlpInput, 0}));
+    ValueCard* later = w->pinnedPanel()->card({Value::MlpInput, 0});
+    QVERIFY(!later->hasValue());
+    QVERIFY2(later->statusText().contains("the next run reads it"), qPrintable(later->statusText()));
+    QCOMPARE(later->hookName(), QString());  // no TransformerLens hook holds the normed stream the MLP reads
+    QVERIFY(runFromPanel(*w, {demoPrompt()}));
+    QVERIFY(later->hasValue());
+}
+
+void TestGui::openTraceFile() {
+    // A trace written by `nnscope trace --out` and by the window's Export ▸ Trace opens without running anything: the
+    // attention, neuron and logit-lens views show the values of a live trace; a file that lacks values says which
+    // views need them; a file without the checkpoint at hand has no logit lens; a broken file is refused by name.
+    const QString demo = demoModelDir();
+    QVERIFY2(!demo.isEmpty(), "no demo model found");
+    const QString cliFile = tmp_.filePath("cli-trace.safetensors");
+    {
+        QProcess p;
+        p.start(kBinary, {"trace", "--model", demo, "--prompt", demoPrompt(), "--save", "all", "--out", cliFile});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    }
+    auto w = openWindow(demo);
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {demoPrompt()}), qPrintable(w->errorText()));
+    const QString windowFile = tmp_.filePath("window-trace.safetensors");
+    QCOMPARE(w->exportTraceTo(windowFile), QString());
+    const QString oneValue = tmp_.filePath("one-value.safetensors");
+    QCOMPARE(w->exportValueTo({Value::AttentionProbabilities, 1}, oneValue), QString());
+
+    // what the live trace shows: every head of every block, the neurons of every block, the lens
+    const int layers = static_cast<int>(w->model()->config().numLayers), heads = static_cast<int>(w->model()->config().numHeads);
+    std::vector<torch::Tensor> live;
+    auto collect = [&]() {
+        std::vector<torch::Tensor> maps;
+        QVERIFY(w->showView("attention"));
+        for (int b = 0; b < layers; ++b) {
+            w->attentionView()->setBlock(b);
+            for (int h = 0; h < heads; ++h) {
+                w->attentionView()->setHead(h);
+                maps.push_back(mapTensor(w->attentionView()->heatmap()->colorMap()));
+            }
+        }
+        QVERIFY(w->showView("neurons"));
+        for (int b = 0; b < layers; ++b) {
+            w->neuronView()->setBlock(b);
+            maps.push_back(mapTensor(w->neuronView()->heatmap()->colorMap()));
+        }
+        QVERIFY(w->showView("lens"));
+        maps.push_back(mapTensor(w->lensView()->heatmap()->colorMap()));
+        live = maps;
+    };
+    collect();
+    const std::vector<torch::Tensor> expected = live;
+    QCOMPARE(static_cast<int>(expected.size()), layers * heads + layers + 1);
+    const QString liveTitle = w->windowTitle();
+
+    for (const QString& file : {cliFile, windowFile}) {
+        QSignalSpy opened(w.get(), &MainWindow::traceFileOpened);
+        w->openTraceFile(file);
+        QVERIFY2(opened.wait(60000), qPrintable(w->errorText()));
+        QCOMPARE(w->traceFile(), file);
+        QVERIFY2(w->windowTitle().contains("trace file") && w->windowTitle().contains("no model"), qPrintable(w->windowTitle()));
+        QVERIFY(!w->tracePanel()->runButton()->isEnabled());  // nothing runs on a trace file
+        QVERIFY(w->snapshot() && w->snapshot()->sourceFile == file);
+        QCOMPARE(w->snapshot()->tokens.at(0).size(), static_cast<qsizetype>(w->snapshot()->result.batch.ids.at(0).size()));
+        collect();
+        QCOMPARE(live.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) {
+            QCOMPARE(live[i].sizes(), expected[i].sizes());
+            // the command line ran its own pass (float32 sums may round apart); the window's export holds the trace itself
+            const double scale = 1 + expected[i].abs().max().item<double>();
+            const double tolerance = file == cliFile ? 1e-6 * scale : 1e-9;
+            QVERIFY2(maxDiff(live[i], expected[i]) <= tolerance,
+                     qPrintable(QString("%1: map %2 differs by %3").arg(file).arg(i).arg(maxDiff(live[i], expected[i]))));
+        }
+        // a value pinned from the file's diagram shows; one the file lacks says so
+        QVERIFY(w->pinValue({Value::LayerOutput, 0}));
+        QVERIFY(w->pinnedPanel()->card({Value::LayerOutput, 0})->hasValue());
+    }
+    // Run is refused while a trace file is open
+    w->runTrace();
+    QVERIFY(w->errorText().contains("trace file"));
+
+    // a file with one value: its view shows it, the others say what they need
+    {
+        QSignalSpy opened(w.get(), &MainWindow::traceFileOpened);
+        w->openTraceFile(oneValue);
+        QVERIFY(opened.wait(60000));
+        QVERIFY(w->showView("attention"));
+        w->attentionView()->setBlock(1);
+        w->attentionView()->setHead(0);
+        QCOMPARE(w->attentionView()->placeholderText(), QString());
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads)]) <= 1e-6);
+        w->attentionView()->setBlock(0);
+        QVERIFY2(w->attentionView()->placeholderText().contains("layers.0.self_attn.attention_probabilities") &&
+                     w->attentionView()->placeholderText().contains(oneValue) &&
+                     w->attentionView()->placeholderText().contains("Blocks that have it: 1"),
+                 qPrintable(w->attentionView()->placeholderText()));
+        QVERIFY2(w->neuronView()->placeholderText().contains("mlp_neurons"), qPrintable(w->neuronView()->placeholderText()));
+        QVERIFY2(w->lensView()->placeholderText().contains("layer_output"), qPrintable(w->lensView()->placeholderText()));
+        QVERIFY(w->pinValue({Value::MlpOutput, 0}));
+        QVERIFY2(w->pinnedPanel()->card({Value::MlpOutput, 0})->statusText().contains("does not hold"),
+                 qPrintable(w->pinnedPanel()->card({Value::MlpOutput, 0})->statusText()));
+    }
+
+    // the same trace where its checkpoint is not at hand: every view but the logit lens, which needs the weights
+    const QString away = tmp_.filePath("away.safetensors");
+    {
+        SafetensorsFile f(cliFile.toStdString());
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        for (const auto& [name, entry] : f.entries()) tensors.emplace_back(name, f.tensor(name));
+        auto md = f.metadata();
+        md["model"] = tmp_.filePath("elsewhere/demo-model").toStdString();
+        writeSafetensors(away.toStdString(), tensors, md);
+        QSignalSpy opened(w.get(), &MainWindow::traceFileOpened);
+        w->openTraceFile(away);
+        QVERIFY(opened.wait(60000));
+        QVERIFY(!w->model()->hasWeights());
+        QVERIFY(w->showView("attention"));
+        w->attentionView()->setBlock(1);
+        w->attentionView()->setHead(2);
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads + 2)]) <= 1e-5);
+        QVERIFY2(w->lensView()->placeholderText().contains("weights") && w->lensView()->placeholderText().contains("not on this machine"),
+                 qPrintable(w->lensView()->placeholderText()));
+        QVERIFY(w->attributionView()->placeholderText().contains("weights"));
+        // the tokens came from the file: the first prompt's labels are the live trace's
+        QCOMPARE(w->snapshot()->tokens.at(0).size(), static_cast<qsizetype>(w->snapshot()->result.batch.ids.at(0).size()));
+    }
+
+    // a broken file: a clear message naming it, and the window keeps what it showed
+    const QString broken = tmp_.filePath("broken.safetensors");
+    {
+        QFile f(broken);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("not a safetensors file at all\n");
+    }
+    for (const QString& bad : {broken, tmp_.filePath("missing.safetensors")}) {
+        QSignalSpy failed(w.get(), &MainWindow::traceFileFailed);
+        w->openTraceFile(bad);
+        QVERIFY(failed.wait(30000));
+        QVERIFY2(w->errorText().contains(bad) && w->errorText().startsWith("Could not open the trace file"), qPrintable(w->errorText()));
+        QCOMPARE(w->traceFile(), away);
+    }
+    // opening the checkpoint again leaves the trace file
+    QSignalSpy reopened(w.get(), &MainWindow::modelOpened);
+    w->openModel(demo);
+    QVERIFY(reopened.wait(60000));
+    QCOMPARE(w->traceFile(), QString());
+    QVERIFY(w->tracePanel()->runButton()->isEnabled());
+    Q_UNUSED(liveTitle);
+
+    // the command line: gui --open-trace FILE, and its refusals
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    env.insert("XDG_CONFIG_HOME", tmp_.filePath("open-trace-config"));
+    p.setProcessEnvironment(env);
+    const QString shot = tmp_.filePath("trace-file.png");
+    p.start(kBinary, {"gui", "--open-trace", cliFile, "--view", "neurons", "--pin", "layers.1.mlp.mlp_output", "--screenshot", shot});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QVERIFY(!QImage(shot).isNull());
+    p.start(kBinary, {"gui", "--open-trace", broken, "--screenshot", tmp_.filePath("none.png")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(QString::fromUtf8(p.readAllStandardError()).contains(broken));
+    p.start(kBinary, {"gui", "--open-trace", cliFile, "--model", demo});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
 }
 
 #include "test_gui.moc"

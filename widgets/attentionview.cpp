@@ -110,6 +110,11 @@ int AttentionView::head() const { return headCombo_->currentData().toInt(); }
 
 void AttentionView::refresh() {
     if (!snapshot_) return;
+    if (const QString why = missingAtBlock(Value::AttentionProbabilities, block(), tr("The attention view")); !why.isEmpty()) {
+        model_->setMatrix({});
+        return showPlaceholder(why);
+    }
+    showContent();
     const torch::Tensor pattern = attentionPattern(*snapshot_->model, snapshot_->result, block(), prompt());
     const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(prompt()));
     const QString title = tr("%1 · prompt %2").arg(snapshot_->path({Value::AttentionProbabilities, block()})).arg(prompt() + 1);

@@ -128,6 +128,10 @@ void AttributionView::setSnapshot(SnapshotPtr snapshot) {
         showPlaceholder(tr("Run a trace: this view decomposes the next-token logit into what each block, head and neuron wrote."));
         return;
     }
+    if (const QString why = missingWeights(tr("Direct logit attribution")); !why.isEmpty()) {
+        attribution_.reset();
+        return showPlaceholder(why);
+    }
     fillPromptCombo(promptCombo_, *snapshot_);
     const int n = static_cast<int>(snapshot_->result.batch.ids.at(static_cast<size_t>(prompt())).size());
     {

@@ -185,6 +185,10 @@ void FlowView::setSnapshot(SnapshotPtr snapshot) {
         showPlaceholder(tr("Run a trace: this view draws how information flows from token to token through the blocks."));
         return;
     }
+    if (const QString why = missingWeights(tr("The information flow")); !why.isEmpty()) {
+        stale_ = false;
+        return showPlaceholder(why);
+    }
     fillPromptCombo(promptCombo_, *snapshot_);
     showContent();
     stale_ = true;

@@ -3,7 +3,7 @@
 
 #include "traceview.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QMouseEvent>
 #include <QPainter>

@@ -111,6 +111,13 @@ void HeadsView::setSnapshot(SnapshotPtr snapshot) {
         showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
         return;
     }
+    std::vector<ValueKey> patterns;
+    for (int i = 0; i < snapshot_->numLayers(); ++i) patterns.push_back({Value::AttentionProbabilities, i});
+    if (const QString why = snapshot_->missing(patterns, tr("The head scores")); !why.isEmpty() && !snapshot_->sourceFile.isEmpty()) {
+        scores_.clear();
+        model_->removeRows(0, model_->rowCount());
+        return showPlaceholder(why);
+    }
     fillPromptCombo(promptCombo_, *snapshot_);
     showContent();
     refresh();

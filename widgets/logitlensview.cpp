@@ -83,11 +83,18 @@ void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
         showPlaceholder(tr("Run a trace to see the logit lens: each block's output read through the final norm and lm_head."));
         return;
     }
+    if (!snapshot_->lensMissing.isEmpty()) {  // a trace file without every layer_output, or without the weights
+        const QString why = snapshot_->lensMissing;
+        snapshot_.reset();
+        model_->setMatrix({});
+        showPlaceholder(why);
+        return;
+    }
     fillPromptCombo(promptCombo_, *snapshot_);
     positionPicked_ = false;
     if (targetId_ < 0 || targetId_ >= snapshot_->model->config().vocabSize) {
         // default target: the model's own most probable next token after the first prompt
-        targetId_ = snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>();
+        targetId_ = snapshot_->result.nextTokenProbs.defined() ? snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>() : 0;
     }
     showContent();
     refresh();

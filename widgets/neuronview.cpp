@@ -142,6 +142,11 @@ int NeuronView::neuron() const { return neuronSpin_->value(); }
 
 void NeuronView::refresh() {
     if (!snapshot_) return;
+    if (const QString why = missingAtBlock(Value::MlpNeurons, block(), tr("The neuron view")); !why.isEmpty()) {
+        model_->setMatrix({});
+        return showPlaceholder(why);
+    }
+    showContent();
     Matrix m;
     m.values = neuronActivations(*snapshot_->model, snapshot_->result, block(), prompt());
     m.rowLabels = snapshot_->tokens.at(static_cast<size_t>(prompt()));

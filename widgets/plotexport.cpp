@@ -93,8 +93,9 @@ QString exportPlot(const PlotSource& source, const QString& path, const std::map
         svg.setOutputDevice(&file);
         svg.setSize(page);
         svg.setViewBox(QRect(QPoint(0, 0), page));
-        svg.setTitle(caption);
-        svg.setDescription(QString::fromUtf8(json));
+        // QSvgGenerator writes both into the XML as they are: escaped, a token such as "<s>" keeps the file valid
+        svg.setTitle(caption.toHtmlEscaped());
+        svg.setDescription(QString::fromUtf8(json).toHtmlEscaped());
         QCPPainter painter;
         painter.begin(&svg);
         painter.setMode(QCPPainter::pmVectorized);

@@ -3,7 +3,7 @@
 
 #include "core/analysis.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <QComboBox>
 #include <QHBoxLayout>

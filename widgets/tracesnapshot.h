@@ -30,6 +30,12 @@ struct TraceSnapshot {
     /// The same prompts traced without the interventions, saving the same values (set when the trace had
     /// interventions and asked for the before/after comparison; nullptr otherwise).
     std::shared_ptr<const TraceSnapshot> baseline;
+    /// The trace file the values were read from (File > Open Trace), or "" for a trace run in this window.
+    QString sourceFile;
+    /// Why `lens` is empty ("" when it was computed): the lens needs every block's layer_output and the weights.
+    QString lensMissing;
+    /// For a trace file: where its config, tokens and weights came from, and the tensors it skipped (one line each).
+    QStringList fileNotes;
 
     int numLayers() const { return static_cast<int>(model->config().numLayers); }
     int numPrompts() const { return static_cast<int>(tokens.size()); }
@@ -38,6 +44,9 @@ struct TraceSnapshot {
     QString path(const ValueKey& key) const;
     /// What every export records: model folder, family, dtype, prompts, nnscope version, plus `settings`.
     std::map<std::string, std::string> exportMetadata(const QMap<QString, QString>& settings) const;
+    /// "" when the snapshot holds every value of `keys`; else a sentence for a view's placeholder, "<what> needs
+    /// <the first few missing paths>, which the trace file F does not hold." (or "which the last trace did not save.").
+    QString missing(const std::vector<ValueKey>& keys, const QString& what) const;
 };
 
 using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
@@ -45,6 +54,14 @@ using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
 /// Builds the snapshot of a finished trace (token labels and logit lens included). Throws nnscope::Error.
 SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5,
                          const QStringList& interventions = {}, SnapshotPtr baseline = nullptr);
+
+struct TraceFile;
+/// A snapshot of the values of a trace file (core/tracefile.h): the file's token labels, the logit lens where the
+/// file holds every layer_output and the model has weights (else lensMissing says why). Throws nnscope::Error.
+SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial, int lensTopK = 5);
+
+/// `base` with `values` added (a pinned value read again from the same inputs); the rest is shared.
+SnapshotPtr withValues(const TraceSnapshot& base, const std::vector<std::pair<ValueKey, torch::Tensor>>& values);
 
 /// Short readable label of a value key for titles ("layers.2.mlp.mlp_neurons").
 QString valueKeyPath(const Model& model, const ValueKey& key);

@@ -59,8 +59,29 @@ void TraceView::showPlaceholder(const QString& text) {
     stack_->setCurrentWidget(placeholder_);
 }
 
+QString TraceView::placeholderText() const {
+    return stack_->currentWidget() == placeholder_ ? placeholder_->text() : QString();
+}
+
 void TraceView::showContent() {
     if (stack_->count() > 1) stack_->setCurrentIndex(1);
+}
+
+QString TraceView::missingAtBlock(Value v, int block, const QString& what) const {
+    if (!snapshot_) return {};
+    QString why = snapshot_->missing({{v, block}}, what);
+    if (why.isEmpty()) return {};
+    QStringList have;
+    for (int i = 0; i < snapshot_->numLayers(); ++i)
+        if (snapshot_->result.value({v, i}).defined()) have << QString::number(i);
+    if (!have.isEmpty()) why += " " + tr("Blocks that have it: %1 (the block diagram's slider picks one).").arg(have.join(", "));
+    return why;
+}
+
+QString TraceView::missingWeights(const QString& what) const {
+    if (!snapshot_ || snapshot_->model->hasWeights()) return {};
+    return tr("%1 needs the model's weights, which the trace file %2 does not hold: open the checkpoint (File ▸ Open "
+              "Checkpoint) and trace the prompt there.").arg(what, snapshot_->sourceFile);
 }
 
 void fillPromptCombo(QComboBox* combo, const TraceSnapshot& snapshot) {

@@ -42,6 +42,8 @@ public:
     /// The interventions the view offers for what it shows now (the head, the neuron, the block), listed by its
     /// right-click menu; choosing one emits interventionRequested. None by default.
     virtual QVector<InterventionOffer> interventionOffers() const { return {}; }
+    /// What the view says instead of its content (no trace yet, a value it needs is missing), or "" when it shows it.
+    QString placeholderText() const;
 
 signals:
     void blockChanged(int block);
@@ -56,6 +58,11 @@ protected:
     /// Shows `text` instead of the content (no trace yet, or the value is missing).
     void showPlaceholder(const QString& text);
     void showContent();
+    /// "" when the snapshot holds value `v` at `block`; else what the placeholder says: `what` needs it (a trace file
+    /// opened without it, a trace that did not save it), and which blocks have it.
+    QString missingAtBlock(Value v, int block, const QString& what) const;
+    /// "" when the snapshot's model has its weights; else what the placeholder says: `what` needs them.
+    QString missingWeights(const QString& what) const;
 
     SnapshotPtr snapshot_;
     QComboBox* promptCombo_;  ///< the views put it in their control row
