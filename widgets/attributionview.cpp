@@ -65,6 +65,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     blockPlot_->xAxis->setSubTicks(false);
     blockPlot_->yAxis->setLabel(tr("share of the logit"));
     blockPlot_->setMinimumHeight(220);
+    followPalette(blockPlot_);
 
     headModel_ = new MatrixModel(this);
     heads_ = new HeatmapPlot(content);

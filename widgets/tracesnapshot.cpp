@@ -20,7 +20,16 @@ std::map<std::string, std::string> TraceSnapshot::exportMetadata(const QMap<QStr
     return nnscope::exportMetadata(*model, header, extra);
 }
 
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK, const QStringList& interventions,
+TraceSnapshot::LensPtr TraceSnapshot::lens(int row, bool lastPosition) const {
+    if (auto it = lenses_.find({row, false}); it != lenses_.end()) return it->second;  // all positions: the last one too
+    if (!lastPosition) return nullptr;
+    auto it = lenses_.find({row, true});
+    return it != lenses_.end() ? it->second : nullptr;
+}
+
+void TraceSnapshot::storeLens(int row, bool lastPosition, LensPtr lens) const { lenses_[{row, lastPosition}] = std::move(lens); }
+
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, const QStringList& interventions,
                          SnapshotPtr baseline) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = std::move(model);
@@ -34,7 +43,6 @@ SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int
             labels << (tok ? QString::fromStdString(tok->tokenLabel(id)) : QString::number(id));
         s->tokens.push_back(labels);
     }
-    s->lens = logitLens(*s->model, result, lensTopK);
     s->result = std::move(result);
     return s;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// One finished trace, immutable and shared: the model it ran on, the saved values, the token labels and the
-// logit lens. The worker thread builds it and hands it to the window through a queued signal; every view and
-// table model reads it and none changes it.
+// One finished trace, immutable and shared: the model it ran on, the saved values and the token labels. The worker
+// thread builds it and hands it to the window through a queued signal; every view and table model reads it and none
+// changes it. The one exception is the logit lens, which costs several times the forward pass on a large vocabulary:
+// it is not part of the trace but computed when a view shows it, for the prompt shown, and kept here.
 #include "core/analysis.h"
 #include "core/model.h"
 #include "core/trace.h"
@@ -12,6 +13,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <map>
 #include <memory>
 
 namespace nnscope {
@@ -21,7 +23,6 @@ using ModelPtr = std::shared_ptr<const Model>;
 struct TraceSnapshot {
     ModelPtr model;
     TraceResult result;
-    LogitLens lens;
     std::vector<QStringList> tokens;  ///< per prompt: a readable label for each of its own tokens
     quint64 serial = 0;               ///< which trace of the session this is
     /// The interventions applied during this pass, as written in the Interventions list (core/edit.h's
@@ -31,6 +32,17 @@ struct TraceSnapshot {
     /// interventions and asked for the before/after comparison; nullptr otherwise).
     std::shared_ptr<const TraceSnapshot> baseline;
 
+    using LensPtr = std::shared_ptr<const LogitLens>;
+    /// The logit lens of prompt `row` (all its positions), or one that has at least its last position when
+    /// `lastPosition`; nullptr when it has not been computed.
+    LensPtr lens(int row, bool lastPosition = false) const;
+    /// Keeps a lens the worker computed (GUI thread only; see the file comment).
+    void storeLens(int row, bool lastPosition, LensPtr lens) const;
+    /// Forgets the computed lenses (the number of tokens listed per cell changed).
+    void clearLenses() const { lenses_.clear(); }
+    /// How many lenses are kept.
+    int lensCount() const { return static_cast<int>(lenses_.size()); }
+
     int numLayers() const { return static_cast<int>(model->config().numLayers); }
     int numPrompts() const { return static_cast<int>(tokens.size()); }
     QString prompt(int row) const { return QString::fromStdString(result.batch.prompts.at(static_cast<size_t>(row))); }
@@ -38,13 +50,17 @@ struct TraceSnapshot {
     QString path(const ValueKey& key) const;
     /// What every export records: model folder, family, dtype, prompts, nnscope version, plus `settings`.
     std::map<std::string, std::string> exportMetadata(const QMap<QString, QString>& settings) const;
+
+private:
+    /// (prompt row, last position only) -> lens. Written and read by the GUI thread only; the worker reads `result`.
+    mutable std::map<std::pair<int, bool>, LensPtr> lenses_;
 };
 
 using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
 
-/// Builds the snapshot of a finished trace (token labels and logit lens included). Throws nnscope::Error.
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5,
-                         const QStringList& interventions = {}, SnapshotPtr baseline = nullptr);
+/// Builds the snapshot of a finished trace (with its token labels; the logit lens is computed later, when shown).
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, const QStringList& interventions = {},
+                         SnapshotPtr baseline = nullptr);
 
 /// Short readable label of a value key for titles ("layers.2.mlp.mlp_neurons").
 QString valueKeyPath(const Model& model, const ValueKey& key);
