@@ -177,11 +177,13 @@ int latency(const QString& dir, int tokens) {
     auto w = openWindow(dir);
     if (!w) return 1;
     const Model& m = *w->model();
-    // " the" is one token of the Llama 3 vocabulary: the prompt is BOS and tokens - 1 of them, varied a little
     QString prompt;
     const QStringList words = {" the", " cat", " sat", " on", " a", " mat"};
-    for (int i = 0; i + 1 < tokens; ++i) prompt += words[i % words.size()];
-    const size_t n = encodeBatch(m, {prompt.toStdString()}).ids[0].size();
+    size_t n = 0;
+    for (int i = 0; n < static_cast<size_t>(tokens); ++i) {  // words until the prompt is `tokens` tokens, BOS included
+        prompt += words[i % words.size()];
+        if (i + 2 >= tokens) n = encodeBatch(m, {prompt.toStdString()}).ids[0].size();
+    }
     std::printf("model: %s (%lld blocks, hidden %lld, vocab %lld, %s); prompt: %zu tokens; %d threads\n\n",
                 dir.toUtf8().constData(), static_cast<long long>(m.config().numLayers), static_cast<long long>(m.config().hiddenSize),
                 static_cast<long long>(m.config().vocabSize), torch::toString(m.dtype()), n, torch::get_num_threads());
