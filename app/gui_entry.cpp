@@ -9,11 +9,13 @@
 #include "core/error.h"
 #include "core/model.h"
 #include "widgets/familyview.h"
+#include "widgets/palette.h"
 #include "widgets/patchingview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QLabel>
+#include <QStyle>
 #include <QTimer>
 
 #include <cstdio>
@@ -43,6 +45,7 @@ int runGui(int& argc, char** argv) {
     static const QStringList qtValued = {"style", "stylesheet", "platform", "platformpluginpath", "platformtheme", "plugin",
                                          "qwindowgeometry", "qwindowicon", "qwindowtitle", "display", "geometry", "session"};
     static const QStringList qtFlags = {"reverse", "widgetcount", "nograb", "dograb", "sync"};
+    bool qtStyle = false;  // -style NAME given: --color-scheme keeps that style and sets only the palette
     for (int i = 1; i < args.size();) {
         QString name = args[i];
         if (!name.startsWith('-')) {
@@ -53,6 +56,7 @@ int runGui(int& argc, char** argv) {
         const bool inlineValue = name.contains('=');
         name = name.section('=', 0, 0);
         if (qtValued.contains(name)) {
+            qtStyle |= name == "style";
             args.removeAt(i);
             if (!inlineValue && i < args.size()) args.removeAt(i);
         } else if (qtFlags.contains(name)) {
@@ -81,7 +85,8 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption wrong("wrong", QApplication::translate("gui", "Activation patching: the wrong token (metric: logit difference)."), "TOKEN");
     const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
     const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
-    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace});
+    const QCommandLineOption scheme("color-scheme", QApplication::translate("gui", "The window's colours: dark or light (the Fusion style with a dark or light palette, unless -style names another style); without it, the desktop's."), "SCHEME");
+    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, scheme});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -136,6 +141,9 @@ int runGui(int& argc, char** argv) {
             return usageError(QString::fromStdString(e.what()));
         }
     }
+    const QString colorScheme = p.value(scheme);
+    if (p.isSet(scheme) && colorScheme != "dark" && colorScheme != "light")
+        return usageError(QString("--color-scheme must be dark or light, not '%1'.").arg(colorScheme));
     const QStringList views = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
     if (!options.view.isEmpty() && !views.contains(options.view))
         return usageError(QString("--view must be one of %1, not '%2'.").arg(views.join(", "), options.view));
@@ -166,6 +174,10 @@ int runGui(int& argc, char** argv) {
     QApplication::setApplicationVersion(version());
     QApplication::setApplicationDisplayName("nnscope");
     QApplication::setDesktopFileName("nnscope");  // the menu entry (packaging/nnscope.desktop) the window belongs to
+    if (!colorScheme.isEmpty()) {  // Qt 6.4 has no colour-scheme switch of its own: Fusion draws with the palette it is given
+        if (!qtStyle) QApplication::setStyle("Fusion");
+        QApplication::setPalette(colorScheme == "dark" ? darkPalette() : QApplication::style()->standardPalette());
+    }
     if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
     if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty())
         return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
@@ -206,6 +218,8 @@ int runGui(int& argc, char** argv) {
                 window.showView(options.view);  // the family page starts its checks when shown: wait for them
                 if (options.view == "family" && !window.familyView()->checks())
                     QObject::connect(&window, &MainWindow::checksEnded, &window, shoot, Qt::SingleShotConnection);
+                else if (window.lensRunning())  // the logit lens is computed once its view is shown: wait for it
+                    QObject::connect(&window, &MainWindow::lensEnded, &window, shoot, Qt::SingleShotConnection);
                 else
                     shoot();
             });

@@ -106,6 +106,15 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     connect(worker_, &TraceWorker::traceFinished, this, &MainWindow::onTraceFinished);
     connect(worker_, &TraceWorker::traceCancelled, this, &MainWindow::onTraceCancelled);
     connect(worker_, &TraceWorker::traceFailed, this, &MainWindow::onTraceFailed);
+    connect(worker_, &TraceWorker::lensProgress, this, [this](quint64 id, int done, int total) {
+        if (id == lensId_) tracePanel_->analysisProgress(done, total);
+    });
+    connect(worker_, &TraceWorker::lensFinished, this, &MainWindow::onLensFinished);
+    connect(worker_, &TraceWorker::lensCancelled, this, [this](quint64 id) { onLensStopped(id, QString()); });
+    connect(worker_, &TraceWorker::lensFailed, this, &MainWindow::onLensStopped);
+    // The logit lens is computed when a view that shows it is shown, for the prompt it shows.
+    connect(views_, &QTabWidget::currentChanged, this, &MainWindow::ensureLens);
+    connect(lens_, &LogitLensView::lensRequested, this, &MainWindow::ensureLens);
     connect(worker_, &TraceWorker::patchProgress, this, [this](quint64 id, int done, int total) {
         if (id == patchId_) patching_->setProgress(done, total);
     });
@@ -491,6 +500,12 @@ void MainWindow::showEvent(QShowEvent* event) {
     sizedDocks_ = true;
 }
 
+void MainWindow::changeEvent(QEvent* event) {
+    QMainWindow::changeEvent(event);
+    // a dark (or light) palette set while the window is open: the model page's chips and notes take its colours
+    if (event->type() == QEvent::PaletteChange && model_) summary_->setHtml(modelSummaryHtml(*model_, summary_->palette()));
+}
+
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(openAct_);
@@ -600,6 +615,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
     const bool sameModel = canRun() && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
     model_ = std::move(model);
+    stopLens();
     snapshot_.reset();
     traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
     rereadId_ = 0;
@@ -612,7 +628,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     diagram_->setModel(model_);
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());
-    summary_->setHtml(modelSummaryHtml(*model_));
+    summary_->setHtml(modelSummaryHtml(*model_, summary_->palette()));
     pinned_->setModel(model_);
     if (sameModel)
         pinned_->setSnapshot(nullptr);
@@ -695,7 +711,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
 
 void MainWindow::openTraceFile(const QString& path) {
     clearError();
-    openTraceId_ = worker_->openTrace(QFileInfo(path).absoluteFilePath(), lensTopK_);
+    openTraceId_ = worker_->openTrace(QFileInfo(path).absoluteFilePath());
     statusBar()->showMessage(tr("Opening the trace file %1…").arg(path));
     if (!model_) {
         startPage_->setHtml(tr("<h2>Opening the trace file %1…</h2>").arg(path.toHtmlEscaped()));
@@ -706,7 +722,7 @@ void MainWindow::openTraceFile(const QString& path) {
 namespace {
 /// The Model tab's first section for a trace file: where its parts came from.
 QString traceFileHtml(const TraceSnapshot& s) {
-    QString h = QObject::tr("<h2>Trace file <small style='color:#666'>no model</small></h2><p><tt>%1</tt></p>").arg(s.sourceFile.toHtmlEscaped());
+    QString h = QObject::tr("<h2>Trace file <small>(no model)</small></h2><p><tt>%1</tt></p>").arg(s.sourceFile.toHtmlEscaped());
     h += "<ul>";
     for (const QString& note : s.fileNotes) h += "<li>" + note.toHtmlEscaped() + "</li>";
     h += "</ul>";
@@ -730,6 +746,7 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
         tracePanel_->traceCancelled(0, 0);
     }
     loadId_ = traceId_ = patchId_ = generateId_ = checksId_ = rereadId_ = 0;
+    stopLens();
     traceFile_ = snapshot->sourceFile;
     model_ = snapshot->model;
     snapshot_ = std::move(snapshot);
@@ -741,7 +758,7 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     diagram_->setModel(model_);
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());
-    summary_->setHtml(traceFileHtml(*snapshot_) + modelSummaryHtml(*model_));
+    summary_->setHtml(traceFileHtml(*snapshot_) + modelSummaryHtml(*model_, summary_->palette()));
     pinned_->setModel(model_);
     pinned_->clear();
     pinned_->setUnreadText({});
@@ -765,6 +782,7 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     tracePanel_->setModelReady(false);
     centralStack_->setCurrentWidget(views_);
     showSnapshot(snapshot_);
+    ensureLens();  // the logit lens when its view is the one shown (and the file allows it)
     readMissingPins();
     int tokens = 0;
     for (const QStringList& row : snapshot_->tokens) tokens += static_cast<int>(row.size());
@@ -968,8 +986,9 @@ void MainWindow::runTrace() {
             if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     for (const ValueKey& k : pinned_->keys())
         if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
+    stopLens();  // the lens of the last trace is not wanted any more: the worker starts the new trace at once
     traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
-    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, lensTopK_, interventions_->active(), interventions_->compare(),
+    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, interventions_->active(), interventions_->compare(),
                               interventions_->baseDir());
     tracePanel_->traceStarted(static_cast<int>(model_->config().numLayers));
     statusBar()->showMessage(tr("Tracing…"));
@@ -977,9 +996,76 @@ void MainWindow::runTrace() {
 }
 
 void MainWindow::cancelTrace() {
+    if (lensId_) worker_->cancel(lensId_);  // its cancelled signal ends it
     if (!tracePanel_->isRunning()) return;
-    worker_->cancel();
+    worker_->cancel(traceId_);
     statusBar()->showMessage(tr("Cancelling…"));
+}
+
+void MainWindow::ensureLens() {
+    if (!snapshot_ || !snapshot_->lensMissing.isEmpty() || tracePanel_->isRunning()) return;
+    std::vector<LensRequest> need;
+    int row = 0;
+    if (views_->currentWidget() == lens_) {
+        row = lens_->prompt();
+        if (!snapshot_->lens(row)) need.push_back({snapshot_, row, false});
+    } else if (views_->currentWidget() == compare_ && snapshot_->baseline) {
+        row = compare_->prompt();
+        for (const SnapshotPtr& s : {snapshot_->baseline, snapshot_})
+            if (!s->lens(row, true)) need.push_back({s, row, true});
+    }
+    // A lens already under way goes on when its view is hidden (it is there when the view comes back); it gives way
+    // when the view wants another one.
+    if (need.empty() || need == lensRequests_) return;
+    stopLens();
+    lensRequests_ = need;
+    lensId_ = worker_->lens(need, lensTopK_);
+    int total = 0;
+    for (const LensRequest& r : need) total += r.snapshot->numLayers();
+    tracePanel_->analysisStarted(tr("logit lens"), total);
+    lens_->setLensNote(tr("Computing the logit lens of prompt %1 (the trace panel counts its blocks; Esc cancels)…").arg(row + 1));
+    updateActions();
+}
+
+void MainWindow::stopLens() {
+    if (!lensId_) return;
+    worker_->cancel(lensId_);
+    lensId_ = 0;  // its cancelled signal finds no job of this window any more
+    lensRequests_.clear();
+    tracePanel_->analysisEnded();
+    updateActions();
+}
+
+void MainWindow::onLensFinished(quint64 id, LensResultsPtr lenses) {
+    if (id != lensId_) return;
+    lensId_ = 0;
+    for (size_t i = 0; i < lensRequests_.size() && i < lenses->size(); ++i)
+        lensRequests_[i].snapshot->storeLens(lensRequests_[i].row, lensRequests_[i].lastPosition, (*lenses)[i]);
+    lensRequests_.clear();
+    tracePanel_->analysisEnded();
+    lens_->lensChanged();
+    compare_->lensChanged();
+    updateActions();
+    ensureLens();  // the view may show another prompt by now
+    emit lensEnded();
+}
+
+void MainWindow::onLensStopped(quint64 id, const QString& message) {
+    if (id != lensId_) return;
+    lensId_ = 0;
+    lensRequests_.clear();
+    const QString again = tr("<a href='compute'>Compute it</a> (or show the view again).");
+    if (message.isEmpty()) {
+        tracePanel_->analysisEnded(tr("The logit lens was cancelled."));
+        lens_->setLensNote(tr("The logit lens was cancelled. %1").arg(again));
+        statusBar()->showMessage(tr("Logit lens cancelled"), 5000);
+    } else {
+        tracePanel_->analysisEnded(tr("The logit lens failed."));
+        lens_->setLensNote(tr("The logit lens failed: %1 %2").arg(message.toHtmlEscaped(), again));
+        showError(tr("The logit lens failed: %1").arg(message));
+    }
+    updateActions();
+    emit lensEnded();
 }
 
 void MainWindow::onTraceStarted(quint64 id, int blocks) {
@@ -993,24 +1079,8 @@ void MainWindow::onProgress(quint64 id, int done, int total) {
 void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     if (id != traceId_) return;
     snapshot_ = std::move(snapshot);
-    attention_->setSnapshot(snapshot_);
-    neurons_->setSnapshot(snapshot_);
-    lens_->setSnapshot(snapshot_);
-    compare_->setSnapshot(snapshot_);
-    attribution_->setSnapshot(snapshot_);
-    generate_->setSnapshot(snapshot_);
-    flow_->setSnapshot(snapshot_);
-    heads_->setSnapshot(snapshot_);
-    text_->setPinnedKeys(pinned_->keys());
-    text_->setSnapshot(snapshot_);
-    for (int i = kFixedViews; i < views_->count(); ++i)
-        if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
     pinned_->setUnreadText({});
-    pinned_->setSnapshot(snapshot_);
-    const int block = diagram_->block();
-    attention_->setBlock(block);
-    neurons_->setBlock(block);
-    text_->setBlock(block);
+    showSnapshot(snapshot_);
     const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
@@ -1032,13 +1102,14 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
     statusBar()->clearMessage();
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
+    ensureLens();  // the logit lens when its view is the one shown
     updateActions();
     emit traceDone();
     emit traceEnded();
     readMissingPins();  // values pinned while the trace ran
 }
 
-// The same list as onTraceFinished's, for a trace file (a view added there belongs here too).
+// Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     attention_->setSnapshot(snapshot);
     neurons_->setSnapshot(snapshot);
@@ -1048,12 +1119,15 @@ void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     generate_->setSnapshot(snapshot);
     flow_->setSnapshot(snapshot);
     heads_->setSnapshot(snapshot);
+    text_->setPinnedKeys(pinned_->keys());
+    text_->setSnapshot(snapshot);
     for (int i = kFixedViews; i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot);
     pinned_->setSnapshot(snapshot);
     const int block = diagram_->block();
     attention_->setBlock(block);
     neurons_->setBlock(block);
+    text_->setBlock(block);
 }
 
 void MainWindow::onTraceCancelled(quint64 id, int done, int total) {
@@ -1061,6 +1135,7 @@ void MainWindow::onTraceCancelled(quint64 id, int done, int total) {
     tracePanel_->traceCancelled(done, total);
     statusBar()->showMessage(tr("Trace cancelled"), 5000);
     updateActions();
+    ensureLens();
     emit traceEnded();
 }
 
@@ -1190,6 +1265,7 @@ void MainWindow::onPromptChanged(int row) {
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
                          static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
         v->setPrompt(row);
+    ensureLens();
 }
 
 void MainWindow::updatePinMarks() {
@@ -1377,7 +1453,15 @@ void MainWindow::preferencesDialog() {
     if (dialog.exec() != QDialog::Accepted) return;
     dtype_ = parseDtypeRequest(dtype->currentText().toStdString());
     threads_ = threads->value();
-    lensTopK_ = lensK->value();
+    if (lensK->value() != lensTopK_) {  // the lenses kept list another number of tokens: computed again when shown
+        lensTopK_ = lensK->value();
+        stopLens();
+        for (const SnapshotPtr& s : {snapshot_, snapshot_ ? snapshot_->baseline : nullptr})
+            if (s) s->clearLenses();
+        lens_->lensChanged();
+        compare_->lensChanged();
+        ensureLens();
+    }
     worker_->setThreads(threads_);
     writeSettings();
 }
@@ -1436,7 +1520,7 @@ QString MainWindow::errorText() const { return messageLabel_->text(); }
 void MainWindow::updateActions() {
     const bool running = tracePanel_->isRunning();
     runAct_->setEnabled(canRun() && !running);
-    cancelAct_->setEnabled(running);
+    cancelAct_->setEnabled(running || lensId_ != 0);
     reloadAct_->setEnabled(canRun() && !running);
     exportTraceAct_->setEnabled(snapshot_ && !snapshot_->result.values.empty());
     const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);

@@ -124,6 +124,12 @@ public:
     void runGeneration(const GenerateRequest& request);
     /// Runs the family notes' checks on the open model and `prompt` in the worker thread; the Family view shows them.
     void runChecks(const QString& prompt);
+    /// Asks the worker for the logit lens the shown view needs and the last trace lacks: the Logit lens view's prompt
+    /// (all positions), or the Before / after view's prompt in both runs (the last position). Nothing when another
+    /// view is shown, or while a trace runs (its end asks again). The trace panel counts its blocks; Esc cancels it.
+    void ensureLens();
+    /// Whether the worker is computing a logit lens for a view.
+    bool lensRunning() const { return lensId_ != 0; }
     QTabWidget* views() const { return views_; }
     TraceView* currentView() const;
     QTableView* supportView() const { return supportView_; }
@@ -143,6 +149,7 @@ signals:
     void traceFileFailed(const QString& path, const QString& message);
     /// Values pinned after the last trace were read from its inputs (the cards show them), or could not be.
     void pinsRead();
+    void lensEnded();      ///< a logit lens a view asked for was computed, failed or was cancelled
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
     /// window's error bar); `gui --screenshot` exits with it.
     void startOptionRefused(const QString& message);
@@ -150,6 +157,7 @@ signals:
 protected:
     void closeEvent(QCloseEvent* event) override;
     void showEvent(QShowEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void createActions();
@@ -167,6 +175,9 @@ private:
     void onTraceFinished(quint64 id, SnapshotPtr snapshot);
     void onTraceCancelled(quint64 id, int done, int total);
     void onTraceFailed(quint64 id, const QString& message);
+    void onLensFinished(quint64 id, LensResultsPtr lenses);
+    void onLensStopped(quint64 id, const QString& message);  ///< cancelled (empty message) or failed
+    void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
     void onPartHovered(const QString& id, const QString& html);
     void onPartClicked(const QString& id);
@@ -201,11 +212,12 @@ private:
     TraceWorker* worker_;
     ModelPtr model_;
     SnapshotPtr snapshot_;
-    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0, rereadId_ = 0, openTraceId_ = 0;
+    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0, rereadId_ = 0, openTraceId_ = 0, lensId_ = 0;
     QString traceFile_;  ///< the trace file browsed (no model), or ""
     double rereadBudget_ = kImmediateRereadBudget;
     quint64 rereadSerial_ = 0;         ///< the trace whose inputs were last read again
     std::vector<ValueKey> rereadAsked_;  ///< what that read asked for (not asked twice: a pass that did not compute it)
+    std::vector<LensRequest> lensRequests_;  ///< what the running lens job computes
     QString patchMetric_;
     QString checksPrompt_;
     QString loadingDir_;

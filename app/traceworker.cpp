@@ -15,13 +15,14 @@ TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
     qRegisterMetaType<nnscope::CheckResultsPtr>();
     qRegisterMetaType<nnscope::PatchingResultPtr>();
     qRegisterMetaType<nnscope::GenerationPairPtr>();
+    qRegisterMetaType<nnscope::LensResultsPtr>();
 }
 
 TraceWorker::~TraceWorker() {
     {
         QMutexLocker lock(&mutex_);
         abort_ = true;
-        cancel_ = true;
+        if (runningCancel_) *runningCancel_ = true;
         jobs_.clear();
         condition_.wakeOne();
     }
@@ -31,7 +32,6 @@ TraceWorker::~TraceWorker() {
 quint64 TraceWorker::enqueue(Job job) {
     QMutexLocker lock(&mutex_);
     job.id = nextId_++;
-    if (job.kind == Job::Trace || job.kind == Job::Patch || job.kind == Job::Generate || job.kind == Job::Reread) cancel_ = false;  // a new trace is not cancelled by an earlier Cancel
     jobs_.push_back(std::move(job));
     if (!isRunning())
         start(LowPriority);
@@ -48,17 +48,24 @@ quint64 TraceWorker::load(const QString& dir, std::optional<torch::ScalarType> d
     return enqueue(std::move(job));
 }
 
-quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save, int lensTopK,
+quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save,
                            const QStringList& interventions, bool compare, const QString& baseDir) {
     Job job;
     job.kind = Job::Trace;
     job.model = std::move(model);
     job.prompts = prompts;
     job.save = save;
-    job.lensTopK = lensTopK;
     job.interventions = interventions;
     job.compare = compare;
     job.baseDir = baseDir;
+    return enqueue(std::move(job));
+}
+
+quint64 TraceWorker::lens(std::vector<LensRequest> requests, int k) {
+    Job job;
+    job.kind = Job::Lens;
+    job.lenses = std::move(requests);
+    job.lensTopK = k;
     return enqueue(std::move(job));
 }
 
@@ -102,42 +109,55 @@ quint64 TraceWorker::reread(SnapshotPtr base, const std::vector<ValueKey>& keys,
     return enqueue(std::move(job));
 }
 
-quint64 TraceWorker::openTrace(const QString& path, int lensTopK) {
+quint64 TraceWorker::openTrace(const QString& path) {
     Job job;
     job.kind = Job::OpenTrace;
     job.dir = path;
-    job.lensTopK = lensTopK;
     return enqueue(std::move(job));
 }
 
+void TraceWorker::emitDropped(const Job& job) {
+    switch (job.kind) {
+    case Job::Trace: emit traceCancelled(job.id, 0, static_cast<int>(job.model->config().numLayers)); break;
+    case Job::Patch: emit patchFailed(job.id, tr("cancelled")); break;
+    case Job::Generate: emit generateFailed(job.id, tr("cancelled")); break;
+    case Job::Lens: emit lensCancelled(job.id); break;
+    case Job::Reread: emit valuesReadFailed(job.id, tr("cancelled")); break;
+    case Job::OpenTrace: emit traceFileFailed(job.id, job.dir, tr("cancelled")); break;
+    default: break;
+    }
+}
+
 void TraceWorker::cancel() {
-    std::vector<std::pair<quint64, int>> dropped;
-    std::vector<quint64> droppedPatches, droppedGenerations, droppedRereads;
+    std::vector<Job> dropped;
     {
         QMutexLocker lock(&mutex_);
         for (auto it = jobs_.begin(); it != jobs_.end();) {
-            if (it->kind == Job::Trace) {
-                dropped.emplace_back(it->id, static_cast<int>(it->model->config().numLayers));
-                it = jobs_.erase(it);
-            } else if (it->kind == Job::Patch) {
-                droppedPatches.push_back(it->id);
-                it = jobs_.erase(it);
-            } else if (it->kind == Job::Generate) {
-                droppedGenerations.push_back(it->id);
-                it = jobs_.erase(it);
-            } else if (it->kind == Job::Reread) {
-                droppedRereads.push_back(it->id);
+            if (it->kind != Job::Load && it->kind != Job::Checks) {  // loads and checks run to the end
+                dropped.push_back(std::move(*it));
                 it = jobs_.erase(it);
             } else {
                 ++it;
             }
         }
-        cancel_ = true;
+        if (runningCancel_) *runningCancel_ = true;
     }
-    for (const auto& [id, blocks] : dropped) emit traceCancelled(id, 0, blocks);  // outside the lock: slots may queue more
-    for (quint64 id : droppedPatches) emit patchFailed(id, tr("cancelled"));
-    for (quint64 id : droppedGenerations) emit generateFailed(id, tr("cancelled"));
-    for (quint64 id : droppedRereads) emit valuesReadFailed(id, tr("cancelled"));
+    for (const Job& job : dropped) emitDropped(job);  // outside the lock: slots may queue more
+}
+
+void TraceWorker::cancel(quint64 id) {
+    std::optional<Job> dropped;
+    {
+        QMutexLocker lock(&mutex_);
+        if (id == runningId_ && runningCancel_) *runningCancel_ = true;
+        for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+            if (it->id == id && it->kind != Job::Load && it->kind != Job::Checks) {
+                dropped = std::move(*it);
+                jobs_.erase(it);
+                break;
+            }
+    }
+    if (dropped) emitDropped(*dropped);
 }
 
 void TraceWorker::run() {
@@ -149,6 +169,8 @@ void TraceWorker::run() {
             if (abort_) return;
             job = std::move(jobs_.front());
             jobs_.pop_front();
+            runningId_ = job.id;
+            runningCancel_ = job.cancel;
         }
         if (const int t = threads_.load(); t != appliedThreads_) {
             configureThreads(t);
@@ -162,7 +184,11 @@ void TraceWorker::run() {
         case Job::Generate: runGenerate(job); break;
         case Job::Reread: runReread(job); break;
         case Job::OpenTrace: runOpenTrace(job); break;
+        case Job::Lens: runLens(job); break;
         }
+        QMutexLocker lock(&mutex_);
+        runningId_ = 0;
+        runningCancel_.reset();
     }
 }
 
@@ -203,7 +229,7 @@ void TraceWorker::runTrace(const Job& job) {
         auto pass = [&](std::shared_ptr<const Intervention> intervention, int offset) {
             TraceOptions options;
             options.save = job.save;
-            options.cancel = &cancel_;
+            options.cancel = job.cancel.get();
             options.intervention = std::move(intervention);
             options.progress = [&, offset](int d, int) {
                 done = offset + d;
@@ -211,13 +237,13 @@ void TraceWorker::runTrace(const Job& job) {
                 if (const int ms = blockDelayMs_.load(); ms > 0 && offset + d < total) QThread::msleep(static_cast<unsigned long>(ms));
             };
             TraceResult result = nnscope::trace(*job.model, batch, options);
-            if (cancel_) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
+            if (*job.cancel) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
             return result;
         };
         SnapshotPtr baseline;
-        if (twoPasses) baseline = makeSnapshot(job.model, pass(nullptr, 0), job.id, job.lensTopK);
+        if (twoPasses) baseline = makeSnapshot(job.model, pass(nullptr, 0), job.id);
         TraceResult result = pass(edits, twoPasses ? blocks : 0);
-        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.lensTopK, job.interventions, std::move(baseline)));
+        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.interventions, std::move(baseline)));
     } catch (const Cancelled&) {
         emit traceCancelled(job.id, done, total);
     } catch (const std::exception& e) {
@@ -230,14 +256,14 @@ void TraceWorker::runReread(const Job& job) {
         const TraceSnapshot& base = *job.base;
         TraceOptions options;
         options.save = job.save;
-        options.cancel = &cancel_;
+        options.cancel = job.cancel.get();
         if (!base.interventions.isEmpty()) {  // the same pass as the snapshot's: its interventions, as it ran them
             auto edits = std::make_shared<EditList>();
             for (const QString& text : base.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
             options.intervention = edits;
         }
         TraceResult result = nnscope::trace(*job.model, base.result.batch, options);
-        if (cancel_) throw Cancelled{};
+        if (*job.cancel) throw Cancelled{};
         emit valuesRead(job.id, withValues(base, result.values));
     } catch (const Cancelled&) {
         emit valuesReadFailed(job.id, tr("cancelled"));
@@ -249,7 +275,7 @@ void TraceWorker::runReread(const Job& job) {
 void TraceWorker::runOpenTrace(const Job& job) {
     try {
         const TraceFile file = readTraceFile(job.dir.toStdString());
-        emit traceFileOpened(job.id, makeFileSnapshot(file, job.id, job.lensTopK));
+        emit traceFileOpened(job.id, makeFileSnapshot(file, job.id));
     } catch (const std::exception& e) {
         emit traceFileFailed(job.id, job.dir, messageOf(e));
     }
@@ -267,7 +293,7 @@ void TraceWorker::runChecks(const Job& job) {
 void TraceWorker::runPatch(const Job& job) {
     try {
         PatchingOptions options = job.patching;
-        options.cancel = &cancel_;
+        options.cancel = job.cancel.get();
         options.progress = [&](int done, int total) { emit patchProgress(job.id, done, total); };
         // attribution patching first (one backward pass), then the exact grid, which the progress bar counts
         PatchingOptions quiet = options;
@@ -276,7 +302,7 @@ void TraceWorker::runPatch(const Job& job) {
         PatchingResult exact = activationPatching(*job.model, job.clean, job.corrupted, options);
         exact.estimate = std::move(estimate);
         auto result = std::make_shared<const PatchingResult>(std::move(exact));
-        if (cancel_) throw Cancelled{};
+        if (*job.cancel) throw Cancelled{};
         emit patchFinished(job.id, std::move(result));
     } catch (const Cancelled&) {
         emit patchFailed(job.id, tr("cancelled"));
@@ -289,7 +315,7 @@ void TraceWorker::runGenerate(const Job& job) {
     try {
         auto pair = std::make_shared<GenerationPair>();
         pair->options = job.generation;
-        pair->options.cancel = &cancel_;
+        pair->options.cancel = job.cancel.get();
         pair->interventions = job.interventions;
         GenerateOptions plain = pair->options;
         if (!job.interventions.isEmpty()) {
@@ -300,12 +326,41 @@ void TraceWorker::runGenerate(const Job& job) {
         pair->edited = nnscope::generate(*job.model, job.clean, pair->options);
         if (pair->options.intervention) pair->unedited = nnscope::generate(*job.model, job.clean, plain);
         pair->options.cancel = nullptr;
-        if (cancel_) throw Cancelled{};
+        if (*job.cancel) throw Cancelled{};
         emit generateFinished(job.id, std::move(pair));
     } catch (const Cancelled&) {
         emit generateFailed(job.id, tr("cancelled"));
     } catch (const std::exception& e) {
         emit generateFailed(job.id, messageOf(e));
+    }
+}
+
+void TraceWorker::runLens(const Job& job) {
+    ++lensRuns_;
+    try {
+        int total = 0;
+        for (const LensRequest& r : job.lenses) total += r.snapshot->numLayers();
+        emit lensProgress(job.id, 0, total);
+        auto lenses = std::make_shared<std::vector<TraceSnapshot::LensPtr>>();
+        int offset = 0;
+        for (const LensRequest& r : job.lenses) {
+            LensOptions options;
+            options.rows = {r.row};
+            options.lastPositionOnly = r.lastPosition;
+            options.cancel = job.cancel.get();
+            options.progress = [&, offset](int done, int) {
+                emit lensProgress(job.id, offset + done, total);
+                if (const int ms = blockDelayMs_.load(); ms > 0 && offset + done < total) QThread::msleep(static_cast<unsigned long>(ms));
+            };
+            lenses->push_back(std::make_shared<const LogitLens>(logitLens(*r.snapshot->model, r.snapshot->result, job.lensTopK, options)));
+            offset += r.snapshot->numLayers();
+        }
+        if (*job.cancel) throw Cancelled{};
+        emit lensFinished(job.id, std::move(lenses));
+    } catch (const Cancelled&) {
+        emit lensCancelled(job.id);
+    } catch (const std::exception& e) {
+        emit lensFailed(job.id, messageOf(e));
     }
 }
 

@@ -2,6 +2,7 @@
 #include "analysis.h"
 
 #include "error.h"
+#include "taps.h"
 
 #include <torch/types.h>
 
@@ -64,44 +65,71 @@ std::vector<NeuronScore> topNeurons(const torch::Tensor& acts, int64_t position,
     return out;
 }
 
-LogitLens logitLens(const Model& model, const TraceResult& result, int k) {
+LogitLens logitLens(const Model& model, const TraceResult& result, int k, const LensOptions& options) {
     c10::InferenceMode guard;  // the lens is read, never differentiated
     LogitLens lens;
     lens.numLayers = model.config().numLayers;
-    lens.k = static_cast<int>(std::min<int64_t>(k, model.config().vocabSize));
-    const int64_t rows = static_cast<int64_t>(result.batch.ids.size());
-    std::vector<std::vector<torch::Tensor>> ids(rows), probs(rows), lse(rows), normed(rows);
+    const int64_t vocab = model.lmHead().size(0);
+    lens.k = static_cast<int>(std::min<int64_t>(k, vocab));
+    const int64_t prompts = static_cast<int64_t>(result.batch.ids.size());
+    std::vector<int64_t> rows = options.rows;
+    if (rows.empty())
+        for (int64_t r = 0; r < prompts; ++r) rows.push_back(r);
+    std::vector<PromptSpan> spans;
+    for (int64_t r : rows) {
+        PromptSpan s = promptSpan(result.batch, r);  // throws for a row out of range
+        if (options.lastPositionOnly && s.length > 0) s = {s.start + s.length - 1, 1};
+        spans.push_back(s);
+    }
+    // One chunk of logits is at most 2^24 float32 values (64 MiB): a 128k vocabulary takes 128 positions at a time.
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(1, vocab));
+    auto check = [&] {
+        if (options.cancel && options.cancel->load()) throw Cancelled{};
+    };
+    std::vector<std::vector<torch::Tensor>> ids(rows.size()), probs(rows.size()), lse(rows.size()), normed(rows.size());
     for (int i = 0; i < lens.numLayers; ++i) {
+        check();
         const ValueKey key{Value::LayerOutput, i};
         const torch::Tensor h = result.value(key);
         if (!h.defined()) throw Error("the logit lens needs " + valuePath(model.family(), key) + ", which this trace did not save.");
-        const torch::Tensor n = model.finalNorm(h.to(model.dtype()));
-        const torch::Tensor logits = torch::linear(n, model.lmHead()).to(torch::kFloat32);  // project_on_vocab
-        const torch::Tensor p = torch::softmax(logits, -1);
-        const auto [topP, topI] = p.topk(lens.k, -1);
-        const torch::Tensor l = logits.logsumexp(-1);
-        for (int64_t r = 0; r < rows; ++r) {
-            const PromptSpan s = promptSpan(result.batch, r);
-            auto cut = [&](const torch::Tensor& t) { return t.index({r, Slice(s.start, s.start + s.length)}); };
-            ids[r].push_back(cut(topI));
-            probs[r].push_back(cut(topP));
-            lse[r].push_back(cut(l));
-            normed[r].push_back(cut(n));
+        for (size_t j = 0; j < rows.size(); ++j) {
+            const PromptSpan s = spans[j];
+            const torch::Tensor n = model.finalNorm(h.index({rows[j], Slice(s.start, s.start + s.length)}).to(model.dtype()));
+            std::vector<torch::Tensor> chunkIds, chunkProbs, chunkLse;
+            for (int64_t c = 0; c < s.length || (c == 0 && s.length == 0); c += chunk) {
+                check();
+                const torch::Tensor part = n.narrow(0, c, std::min(chunk, s.length - c));
+                const torch::Tensor logits = torch::linear(part, model.lmHead()).to(torch::kFloat32);  // project_on_vocab
+                const torch::Tensor l = logits.logsumexp(-1);
+                const auto [topLogits, topI] = logits.topk(lens.k, -1);
+                chunkIds.push_back(topI);
+                chunkProbs.push_back((topLogits - l.unsqueeze(-1)).exp());  // the softmax of the top k, no [n, vocab] copy
+                chunkLse.push_back(l);
+            }
+            ids[j].push_back(torch::cat(chunkIds));
+            probs[j].push_back(torch::cat(chunkProbs));
+            lse[j].push_back(torch::cat(chunkLse));
+            normed[j].push_back(n);
         }
+        if (options.progress) options.progress(i + 1, lens.numLayers);
     }
-    for (int64_t r = 0; r < rows; ++r) {
-        lens.topIds.push_back(torch::stack(ids[r]));
-        lens.topProbs.push_back(torch::stack(probs[r]));
-        lens.logSumExp.push_back(torch::stack(lse[r]));
-        lens.normed.push_back(torch::stack(normed[r]));
+    lens.topIds.resize(static_cast<size_t>(prompts));
+    lens.topProbs.resize(static_cast<size_t>(prompts));
+    lens.logSumExp.resize(static_cast<size_t>(prompts));
+    lens.normed.resize(static_cast<size_t>(prompts));
+    for (size_t j = 0; j < rows.size(); ++j) {
+        const auto r = static_cast<size_t>(rows[j]);
+        lens.topIds[r] = torch::stack(ids[j]);
+        lens.topProbs[r] = torch::stack(probs[j]);
+        lens.logSumExp[r] = torch::stack(lse[j]);
+        lens.normed[r] = torch::stack(normed[j]);
     }
     return lens;
 }
 
 torch::Tensor lensTokenProbs(const Model& model, const LogitLens& lens, int64_t row, int64_t id) {
     c10::InferenceMode guard;
-    if (row < 0 || row >= static_cast<int64_t>(lens.normed.size()))
-        throw Error("prompt " + std::to_string(row) + " is out of range for the logit lens.");
+    if (!lens.has(row)) throw Error("the logit lens of prompt " + std::to_string(row) + " was not computed.");
     if (id < 0 || id >= model.config().vocabSize)
         throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
                     std::to_string(model.config().vocabSize - 1) + ").");

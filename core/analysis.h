@@ -6,6 +6,8 @@
 
 #include <torch/types.h>
 
+#include <atomic>
+#include <functional>
 #include <vector>
 
 namespace nnscope {
@@ -40,22 +42,41 @@ struct NeuronScore {
 std::vector<NeuronScore> topNeurons(const torch::Tensor& acts, int64_t position, int k, bool byMagnitude = false);
 
 /// The logit lens of a trace: each block's layer_output through project_on_vocab (lm_head(norm(h))), then a
-/// float32 softmax, for every prompt's real positions. The last block's row is the model's own next-token
-/// distribution at each position.
+/// float32 softmax, for every prompt's real positions (or the prompts and positions LensOptions asks for). The last
+/// block's row is the model's own next-token distribution at each position.
 struct LogitLens {
     int64_t numLayers = 0;
     int k = 0;
-    /// One entry per prompt: the k most probable tokens, int64 [num_layers, length, k], and their probabilities,
-    /// float32 [num_layers, length, k].
+    /// One entry per prompt of the batch (undefined for a prompt that LensOptions::rows left out): the k most probable
+    /// tokens, int64 [num_layers, length, k], and their probabilities, float32 [num_layers, length, k].
     std::vector<torch::Tensor> topIds, topProbs;
-    /// One entry per prompt: logsumexp of the logits, float32 [num_layers, length], and the normed stream
+    /// One entry per prompt, as above: logsumexp of the logits, float32 [num_layers, length], and the normed stream
     /// (what lm_head reads), compute dtype [num_layers, length, hidden_size]; together they give any token's
     /// probability without keeping the full distribution.
     std::vector<torch::Tensor> logSumExp, normed;
+    /// Whether prompt `row` was computed.
+    bool has(int64_t row) const {
+        return row >= 0 && row < static_cast<int64_t>(topIds.size()) && topIds[static_cast<size_t>(row)].defined();
+    }
 };
-/// Computes the logit lens from the saved layer_output of every block. Throws nnscope::Error when one is missing.
-LogitLens logitLens(const Model& model, const TraceResult& result, int k = 5);
+/// What logitLens computes, and how it reports: the window computes the prompt it shows, in its worker thread, with
+/// progress and Cancel.
+struct LensOptions {
+    /// The prompts to compute (0-based rows of the batch); empty: every prompt. The others' entries stay undefined.
+    std::vector<int64_t> rows;
+    /// Only each prompt's last position (the one that predicts the next token): entries of length 1.
+    bool lastPositionOnly = false;
+    /// Called after each block with (blocks done, num_layers).
+    std::function<void(int, int)> progress;
+    /// Checked before each block and each chunk of positions; once set, logitLens throws Cancelled (core/taps.h).
+    const std::atomic<bool>* cancel = nullptr;
+};
+/// Computes the logit lens from the saved layer_output of every block. The vocabulary-sized logits are made a chunk of
+/// positions at a time (about 64 MiB of float32), never for a whole prompt at once. Throws nnscope::Error when a
+/// layer_output is missing or a row is out of range.
+LogitLens logitLens(const Model& model, const TraceResult& result, int k = 5, const LensOptions& options = {});
 /// The lens probability of token `id` at every block and position of prompt `row`: float32 [num_layers, length].
+/// Throws nnscope::Error when the lens did not compute that prompt.
 torch::Tensor lensTokenProbs(const Model& model, const LogitLens& lens, int64_t row, int64_t id);
 
 }  // namespace nnscope

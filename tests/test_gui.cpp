@@ -31,6 +31,7 @@
 #include "widgets/familyview.h"
 #include "widgets/logitlensview.h"
 #include "widgets/neuronview.h"
+#include "widgets/palette.h"
 #include "widgets/pinnedcards.h"
 #include "widgets/printoutmodel.h"
 #include "widgets/supporttablemodel.h"
@@ -107,6 +108,14 @@ bool startTraceDone(MainWindow& w) {
     if (!w.tracePanel()->isRunning()) return true;
     QSignalSpy done(&w, &MainWindow::traceEnded);
     return done.wait(60000);
+}
+
+/// Waits for the logit lens the shown view asked for (the window computes it in its worker once the view is shown).
+/// True when no lens job is running any more.
+bool lensDone(MainWindow& w) {
+    if (!w.lensRunning()) return true;
+    QSignalSpy ended(&w, &MainWindow::lensEnded);
+    return ended.wait(60000) && !w.lensRunning();
 }
 
 bool runFromPanel(MainWindow& w, const QStringList& prompts) {
@@ -253,6 +262,8 @@ private slots:
     void textView();
     void pinnedCardShowsTensor();
     void openTraceFile();
+    void logitLensOnDemand();
+    void darkPalette();
 
 private:
     QTemporaryDir tmp_;
@@ -350,6 +361,8 @@ void TestGui::traceMatchesEngine() {
         // logit lens: top probability and token per block and position, the target across blocks
         LogitLensView* lv = w->lensView();
         QVERIFY(w->showView("lens"));
+        QVERIFY(lensDone(*w));
+        QVERIFY(lv->hasLens());
         const int64_t target = ref.result.nextTokenProbs[row].argmax().item<int64_t>();
         QVERIFY(lv->setTarget("#" + QString::number(target)));
         QCOMPARE(lv->targetId(), target);
@@ -701,6 +714,7 @@ void TestGui::exportsReadBack() {
     QVERIFY(w->showView("neurons"));
     QCOMPARE(w->exportPlotTo(tmp_.filePath("neurons.svg")), QString());
     QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
     QCOMPARE(w->exportPlotTo(tmp_.filePath("lens.png")), QString());
     QVERIFY(QImage(tmp_.filePath("lens.png")).text("view") == "logit lens");
 
@@ -826,6 +840,7 @@ void TestGui::commandLine_data() {
     QTest::newRow("screenshot without prompt") << QStringList{"gui", "--model", modelDir("tiny-llama"), "--screenshot", "x.png"} << "--prompt";
     QTest::newRow("bad dtype") << QStringList{"gui", "--dtype", "float13"} << "float13";
     QTest::newRow("bad view") << QStringList{"gui", "--view", "sideways"} << "--view";
+    QTest::newRow("bad color scheme") << QStringList{"gui", "--color-scheme", "purple"} << "--color-scheme";
     QTest::newRow("stray argument") << QStringList{"gui", "stories"} << "stories";
     QTest::newRow("unknown option") << QStringList{"gui", "--modle", "x"} << "modle";
     QTest::newRow("patching without answer") << QStringList{"gui", "--clean", "a b", "--corrupted", "a c"} << "--answer";
@@ -1084,6 +1099,8 @@ void TestGui::interventionsFromViews() {
     QVERIFY(w->showView("compare"));
     CompareView* cv = w->compareView();
     cv->setPrompt(1);
+    QVERIFY(lensDone(*w));
+    QVERIFY(cv->hasLens());
     QVERIFY(!cv->tokenIds().isEmpty());
     for (int i = 0; i < cv->tokenIds().size(); ++i) {
         const int64_t id = cv->tokenIds()[i];
@@ -1797,7 +1814,6 @@ void TestGui::contextMenuFromPlots() {
     QVERIFY(panel->active().contains("layers.0.mlp.mlp_neurons[:, :, 7] = 0"));
 }
 
-
 // ---- every head at once; the prompt as coloured text -------------------------------------------------------------
 
 namespace {
@@ -2230,6 +2246,7 @@ void TestGui::openTraceFile() {
             maps.push_back(mapTensor(w->neuronView()->heatmap()->colorMap()));
         }
         QVERIFY(w->showView("lens"));
+        QVERIFY(lensDone(*w));  // computed when shown
         maps.push_back(mapTensor(w->lensView()->heatmap()->colorMap()));
         live = maps;
     };
@@ -2351,6 +2368,228 @@ void TestGui::openTraceFile() {
     p.start(kBinary, {"gui", "--open-trace", cliFile, "--model", demo});
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 2);
+}
+
+// ---- the logit lens on demand; a dark palette -------------------------------------------------------------------
+
+namespace {
+/// The lens view shows `lens`'s prompt `row`: the top probability and token of every cell, and the target's
+/// probability across blocks at the view's position. Returns what differs, or "".
+QString lensViewDiffers(LogitLensView* lv, const Model& m, const LogitLens& lens, int row) {
+    const torch::Tensor ids = lens.topIds[static_cast<size_t>(row)], probs = lens.topProbs[static_cast<size_t>(row)];
+    const torch::Tensor target = lensTokenProbs(m, lens, row, lv->targetId());
+    if (lv->heatmap()->model()->rowCount() != ids.size(0) || lv->heatmap()->model()->columnCount() != ids.size(1))
+        return QString("shape %1 x %2").arg(lv->heatmap()->model()->rowCount()).arg(lv->heatmap()->model()->columnCount());
+    for (int b = 0; b < ids.size(0); ++b) {
+        for (int p = 0; p < ids.size(1); ++p) {
+            if (std::fabs(lv->heatmap()->colorMap()->data()->data(p, b) - probs[b][p][0].item<double>()) > 1e-6)
+                return QString("probability at block %1 position %2").arg(b).arg(p);
+            if (lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, p), MatrixModel::CellTextRole).toString() !=
+                QString::fromStdString(m.tokenizer()->tokenLabel(ids[b][p][0].item<int64_t>())))
+                return QString("token at block %1 position %2").arg(b).arg(p);
+        }
+        if (std::fabs(lv->targetGraph()->data()->at(b)->value - target[b][lv->position()].item<double>()) > 1e-6)
+            return QString("target probability at block %1").arg(b);
+    }
+    return {};
+}
+}  // namespace
+
+void TestGui::logitLensOnDemand() {
+    // The logit lens is not part of a trace: it is computed in the worker when its view is shown, for the prompt shown,
+    // counted by the trace panel's bar and stopped by Esc.
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    QVERIFY(w->showView("attention"));
+    const QStringList prompts{"Once upon a time", "Tom and Lily went to the park to play."};
+    const int runs = w->worker()->lensRuns();
+    QVERIFY(runFromPanel(*w, prompts));
+    // A trace with the Logit lens tab not shown computes no lens.
+    QTest::qWait(100);
+    QCOMPARE(w->worker()->lensRuns(), runs);
+    QVERIFY(!w->lensRunning());
+    QCOMPARE(w->snapshot()->lensCount(), 0);
+    QVERIFY(!w->lensView()->hasLens());
+    QVERIFY(!w->tracePanel()->cancelButton()->isEnabled());
+
+    // Clicking the tab computes it, for the prompt shown; its values equal core::logitLens.
+    QTabBar* tabs = w->views()->tabBar();
+    const int lensTab = w->views()->indexOf(w->lensView());
+    QTest::mouseClick(tabs, Qt::LeftButton, {}, tabs->tabRect(lensTab).center());
+    QCOMPARE(w->views()->currentWidget(), static_cast<QWidget*>(w->lensView()));
+    QVERIFY(w->lensRunning());
+    QVERIFY(w->tracePanel()->isAnalysing());
+    QVERIFY(lensDone(*w));
+    QCOMPARE(w->worker()->lensRuns(), runs + 1);
+    QCOMPARE(w->snapshot()->lensCount(), 1);
+    LogitLensView* lv = w->lensView();
+    QVERIFY(lv->hasLens());
+    QCOMPARE(w->tracePanel()->progressBar()->value(), w->tracePanel()->progressBar()->maximum());
+    const Model& m = *w->model();
+    const LogitLens ref = logitLens(m, w->snapshot()->result, 5);
+    QString why = lensViewDiffers(lv, m, ref, 0);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    // The other prompt is computed when it is chosen; the first is kept.
+    lv->setPrompt(1);
+    QVERIFY(w->lensRunning());
+    QVERIFY(lensDone(*w));
+    why = lensViewDiffers(lv, m, ref, 1);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    lv->setPrompt(0);
+    QVERIFY(!w->lensRunning());
+    QCOMPARE(w->worker()->lensRuns(), runs + 2);
+    QVERIFY(lv->hasLens());
+    // The lens of one prompt is the batch lens's entry of that prompt (the rows left out stay undefined).
+    LensOptions one;
+    one.rows = {1};
+    const LogitLens second = logitLens(m, w->snapshot()->result, 5, one);
+    QVERIFY(!second.has(0) && second.has(1));
+    QVERIFY(torch::equal(second.topIds[1], ref.topIds[1]));
+    QVERIFY(maxDiff(second.topProbs[1], ref.topProbs[1]) <= 1e-6);
+
+    // A new trace with the lens shown: the lens follows it, and Esc (a key press in the window) stops it within a block.
+    constexpr int kDelay = 300;
+    w->worker()->setBlockDelay(kDelay);
+    QSignalSpy progress(w->worker(), &TraceWorker::lensProgress);
+    QVERIFY(runFromPanel(*w, prompts));
+    QVERIFY(w->lensRunning());
+    QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
+    QVERIFY(w->tracePanel()->runButton()->isEnabled());  // a new trace need not wait for the lens
+    QVERIFY(!lv->hasLens());
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() >= 2, 10000);  // block 1 is done: the window keeps handling events
+    QVERIFY(w->tracePanel()->progressBar()->format().contains("logit lens"));
+    QElapsedTimer timer;
+    timer.start();
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    QTest::keyClick(w.get(), Qt::Key_Escape);
+    QVERIFY(lensDone(*w));
+    QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Esc took %1 ms").arg(timer.elapsed())));
+    const int total = w->snapshot()->numLayers();
+    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY(!lv->hasLens());
+    QCOMPARE(w->snapshot()->lensCount(), 0);
+    QVERIFY2(lv->lensNote().contains("cancelled"), qPrintable(lv->lensNote()));
+    QVERIFY(w->tracePanel()->statusText().contains("cancelled"));
+    QVERIFY(!w->tracePanel()->cancelButton()->isEnabled());
+    QVERIFY(w->tracePanel()->runButton()->isEnabled());
+    // The window is usable: the next trace works, and its lens is computed again.
+    w->worker()->setBlockDelay(0);
+    QVERIFY(runFromPanel(*w, {"One day"}));
+    QVERIFY(lensDone(*w));
+    QVERIFY(lv->hasLens());
+    why = lensViewDiffers(lv, m, logitLens(m, w->snapshot()->result, 5), 0);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+}
+
+namespace {
+/// The colour most pixels of `image` have (a widget's background).
+QColor commonestColour(const QImage& image) {
+    std::map<QRgb, int> count;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) ++count[image.pixel(x, y)];
+    return QColor(std::max_element(count.begin(), count.end(), [](auto& a, auto& b) { return a.second < b.second; })->first);
+}
+/// How many pixels of `image` inside `rect` are at least `lightness` light.
+int lightPixels(const QImage& image, QRect rect, int lightness) {
+    int n = 0;
+    rect &= image.rect();
+    for (int y = rect.top(); y <= rect.bottom(); ++y)
+        for (int x = rect.left(); x <= rect.right(); ++x) n += QColor(image.pixel(x, y)).lightness() >= lightness;
+    return n;
+}
+/// A plot drawn with `palette`: its background (the commonest colour outside the data) is the palette's base, and its
+/// tick labels, axis titles and title are in its text colour (many pixels as light as the text where the base is dark).
+QString plotFollows(QCustomPlot* plot, const QPalette& palette) {
+    if (plot->width() < 50 || plot->height() < 50) return QString("the plot is %1 x %2").arg(plot->width()).arg(plot->height());
+    plot->replot();
+    const QImage image = plot->grab().toImage();
+    const QColor base = palette.color(QPalette::Base);
+    QImage frame = image.copy();  // the data area left out: a colour map may be white where the data is 0
+    for (QCPAxisRect* r : plot->axisRects()) {
+        QPainter p(&frame);
+        p.fillRect(r->rect().adjusted(1, 1, -1, -1), base);
+    }
+    if (commonestColour(frame) != base) return QString("background %1, not the base %2").arg(commonestColour(frame).name(), base.name());
+    // the axes' labels: text as light as the palette's, outside the data area
+    const int light = lightPixels(frame, frame.rect(), palette.color(QPalette::Text).lightness() - 40);
+    if (light < 40) return QString("only %1 pixels of light text").arg(light);
+    return {};
+}
+}  // namespace
+
+void TestGui::darkPalette() {
+    // Under a dark palette the block diagram, the plots and the quirk chips take its colours: no white box on the dark
+    // window and no black text on it. The palette is set while the window is open (a desktop switching to dark), and
+    // set back to light.
+    const QPalette light = QApplication::palette();
+    const QPalette dark = nnscope::darkPalette();
+    auto restore = qScopeGuard([&] { QApplication::setPalette(light); });
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY(runFromPanel(*w, {demoPrompt()}));
+    QApplication::setPalette(dark);
+    QCoreApplication::processEvents();
+    const QColor base = dark.color(QPalette::Base), text = dark.color(QPalette::Text);
+
+    // The diagram: the base behind it; every box dark, with light labels in it.
+    BlockDiagram* d = w->diagramPanel()->diagram();
+    QImage image = d->grab().toImage();
+    if (qEnvironmentVariableIsSet("NNSCOPE_TEST_IMAGES")) image.save(qEnvironmentVariable("NNSCOPE_TEST_IMAGES") + "/diagram-dark.png");
+    QCOMPARE(image.pixelColor(1, 1), base);  // around the block
+    QVERIFY(commonestColour(image).lightness() < 60);  // the block's frame
+    int boxes = 0;
+    for (const DiagramPart& part : d->diagram().parts) {
+        const QRect r = d->partRect(part.id);
+        if (r.width() < 12 || r.height() < 12) continue;
+        const QColor fill = image.pixelColor(r.left() + 4, r.top() + r.height() / 2);
+        QVERIFY2(fill.lightness() < 110, qPrintable(QString("%1 is filled %2").arg(part.id, fill.name())));
+        QVERIFY2(lightPixels(image, r.adjusted(3, 3, -3, -3), 150) > 5, qPrintable(part.id + " has no light label"));
+        ++boxes;
+    }
+    QVERIFY(boxes > 10);
+    QVERIFY(lightPixels(image, image.rect(), 235) < image.width() * image.height() / 200);  // no white box anywhere
+    // The quirk chips: the palette's text on a dark tint.
+    QVERIFY2(w->diagramPanel()->header()->text().contains(text.name()), qPrintable(w->diagramPanel()->header()->text()));
+    const QImage header = w->diagramPanel()->header()->grab().toImage();
+    QCOMPARE(lightPixels(header, header.rect(), 240), 0);
+
+    // The plots: the logit lens's target plot and heatmap, the attention heatmap, the neuron bars, the attribution
+    // bars, the before / after plots and the patching grid.
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    QString why;
+    for (QCustomPlot* plot : {w->lensView()->targetPlot(), w->lensView()->heatmap()->plot()})
+        QVERIFY2((why = plotFollows(plot, dark)).isEmpty(), qPrintable("logit lens: " + why));
+    QVERIFY(w->showView("attention"));
+    QVERIFY2((why = plotFollows(w->attentionView()->heatmap()->plot(), dark)).isEmpty(), qPrintable("attention: " + why));
+    QVERIFY(w->showView("neurons"));
+    for (QCustomPlot* plot : {w->neuronView()->topPlot(), w->neuronView()->neuronPlot()})
+        QVERIFY2((why = plotFollows(plot, dark)).isEmpty(), qPrintable("neurons: " + why));
+    QVERIFY(w->showView("attribution"));
+    QVERIFY2((why = plotFollows(w->attributionView()->blockPlot(), dark)).isEmpty(), qPrintable("attribution: " + why));
+    QVERIFY(w->showView("flow"));
+    QCOMPARE(commonestColour(w->flowView()->canvas()->grab().toImage()), base);
+    QVERIFY(w->showView("patching"));
+    PatchRequest r;
+    r.clean = "tom saw a red ball . tom saw a";
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red";
+    QSignalSpy patched(w.get(), &MainWindow::patchEnded);
+    w->runPatching(r);
+    QVERIFY(patched.wait(60000));
+    QTest::qWait(50);  // the grid shown and laid out
+    QVERIFY2((why = plotFollows(w->patchingView()->heatmap()->plot(), dark)).isEmpty(), qPrintable("patching: " + why));
+
+    // Back to the light palette: the diagram and the plots follow again.
+    QApplication::setPalette(light);
+    QCoreApplication::processEvents();
+    QCOMPARE(d->grab().toImage().pixelColor(1, 1), light.color(QPalette::Base));
+    QVERIFY(commonestColour(d->grab().toImage()).lightness() > 200);
+    QVERIFY(w->showView("lens"));
+    QCOMPARE(commonestColour(w->lensView()->targetPlot()->grab().toImage()), light.color(QPalette::Base));
+    QVERIFY(!w->diagramPanel()->header()->text().contains(text.name()));
 }
 
 #include "test_gui.moc"

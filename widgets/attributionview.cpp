@@ -65,6 +65,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     blockPlot_->xAxis->setSubTicks(false);
     blockPlot_->yAxis->setLabel(tr("share of the logit"));
     blockPlot_->setMinimumHeight(220);
+    followPalette(blockPlot_);
 
     headModel_ = new MatrixModel(this);
     heads_ = new HeatmapPlot(content);
@@ -105,7 +106,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
         const int n = static_cast<int>(snapshot_->result.batch.ids.at(static_cast<size_t>(prompt())).size());
         position_->setRange(0, n - 1);
         position_->setValue(n - 1);
-        refresh();
+        refreshWhenShown([this] { refresh(); });
     });
     connect(blockPlot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* plottable, int index, QMouseEvent*) {
         if (!plottable->interface1D() || index < 0 || index >= plottable->interface1D()->dataCount()) return;
@@ -140,7 +141,8 @@ void AttributionView::setSnapshot(SnapshotPtr snapshot) {
         position_->setValue(n - 1);
     }
     showContent();
-    refresh();
+    attribution_.reset();
+    refreshWhenShown([this] { refresh(); });  // at a 128k vocabulary it is a visible pause: not for a hidden tab
 }
 
 void AttributionView::setTarget(const QString& token) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "blockdiagram.h"
 
+#include "palette.h"
+
 #include "core/trace.h"
 
 #include <QMouseEvent>
@@ -197,9 +199,14 @@ void arrowHead(QPainter& p, const QPointF& from, const QPointF& to) {
 void BlockDiagram::paintPart(QPainter& p, const DiagramPart& part) const {
     const QRectF r = part.rect;
     const bool hovered = part.id == hovered_, highlighted = part.id == highlighted_;
-    QColor fill = fillFor(part);
-    if (highlighted) fill = QColor(0xff, 0xd5, 0x9e);
-    QPen pen(highlighted ? QColor(0xe0, 0x7b, 0x00) : hovered ? QColor(0x30, 0x30, 0x30) : QColor(0x8a, 0x8f, 0x99),
+    // The light look as designed; under a dark palette the same hues on the palette's base, its text for the labels.
+    const QPalette& pal = palette();
+    const bool dark = isDark(pal);
+    const QColor text = pal.color(QPalette::Text), base = pal.color(QPalette::Base);
+    QColor fill = tint(fillFor(part), pal, 0.16);
+    if (highlighted) fill = dark ? QColor(0x7a, 0x4e, 0x12) : QColor(0xff, 0xd5, 0x9e);
+    const QColor outline = dark ? mix(text, base, 0.55) : QColor(0x8a, 0x8f, 0x99);
+    QPen pen(highlighted ? QColor(0xe0, 0x7b, 0x00) : hovered ? (dark ? text : QColor(0x30, 0x30, 0x30)) : outline,
              highlighted ? 2.5 : hovered ? 2.0 : 1.0);
     p.setPen(pen);
     p.setBrush(fill);
@@ -215,13 +222,13 @@ void BlockDiagram::paintPart(QPainter& p, const DiagramPart& part) const {
     mono.setPointSizeF(font().pointSizeF() * 0.85);
     const QString valueName = part.value ? QString::fromUtf8(valueInfo(*part.value).name) : QString();
     const bool nativeValue = part.value && static_cast<int>(*part.value) >= kNumStandardValues;
-    const QColor valueColor(0x1d, 0x6b, 0x3a);
+    const QColor valueInk = valueColor(pal);
 
     if (part.kind == DiagramPart::Stream || part.kind == DiagramPart::Add) {
         QRectF text = r;
         if (part.kind == DiagramPart::Add) {
             const QRectF circle(r.left() + 4, r.center().y() - 8, 16, 16);
-            p.setBrush(Qt::white);
+            p.setBrush(base);
             p.drawEllipse(circle);
             p.drawLine(QPointF(circle.center().x() - 5, circle.center().y()), QPointF(circle.center().x() + 5, circle.center().y()));
             p.drawLine(QPointF(circle.center().x(), circle.center().y() - 5), QPointF(circle.center().x(), circle.center().y() + 5));
@@ -229,20 +236,20 @@ void BlockDiagram::paintPart(QPainter& p, const DiagramPart& part) const {
         }
         QFont f = mono;
         f.setBold(true);
-        fitText(p, text, valueName, f, valueColor);
+        fitText(p, text, valueName, f, valueInk);
     } else {
         const bool hasDetail = !part.detail.isEmpty();
         const int lines = 1 + (hasDetail ? 1 : 0) + (part.value ? 1 : 0);
         const double lh = r.height() / lines;
         double y = r.top();
-        fitText(p, QRectF(r.left(), y, r.width(), lh), part.title, titleFont, QColor(0x20, 0x20, 0x20));
+        fitText(p, QRectF(r.left(), y, r.width(), lh), part.title, titleFont, dark ? text : QColor(0x20, 0x20, 0x20));
         y += lh;
         if (hasDetail) {
-            fitText(p, QRectF(r.left(), y, r.width(), lh), part.detail, detailFont, QColor(0x60, 0x60, 0x68));
+            fitText(p, QRectF(r.left(), y, r.width(), lh), part.detail, detailFont, dark ? mix(text, base, 0.3) : QColor(0x60, 0x60, 0x68));
             y += lh;
         }
         if (part.value)
-            fitText(p, QRectF(r.left(), y, r.width(), lh), nativeValue ? QStringLiteral(".output") : valueName, mono, valueColor);
+            fitText(p, QRectF(r.left(), y, r.width(), lh), nativeValue ? QStringLiteral(".output") : valueName, mono, valueInk);
     }
     if (pinned_.contains(part.id)) {  // a pin: the value has a card
         p.setPen(QPen(QColor(0xc0, 0x20, 0x20), 1));
@@ -262,14 +269,17 @@ void BlockDiagram::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::Antialiasing);
     p.scale(scale(), scale());
 
+    const QPalette& pal = palette();
+    const bool dark = isDark(pal);
+    const QColor text = pal.color(QPalette::Text), base = pal.color(QPalette::Base);
     auto frame = [&](const QRectF& r, const QColor& bg, const QString& title) {
-        p.setPen(QPen(QColor(0xb0, 0xb4, 0xbc), 1));
-        p.setBrush(bg);
+        p.setPen(QPen(dark ? mix(text, base, 0.7) : QColor(0xb0, 0xb4, 0xbc), 1));
+        p.setBrush(tint(bg, pal, 0.05));
         p.drawRoundedRect(r, 8, 8);
         QFont f = font();
         f.setBold(true);
         p.setFont(f);
-        p.setPen(QColor(0x40, 0x40, 0x48));
+        p.setPen(dark ? mix(text, base, 0.15) : QColor(0x40, 0x40, 0x48));
         p.drawText(r.adjusted(8, 3, -8, 0), Qt::AlignLeft | Qt::AlignTop, title);
     };
     const Family& f = model_->family();
@@ -283,11 +293,12 @@ void BlockDiagram::paintEvent(QPaintEvent*) {
     p.setPen(QPen(QColor(0x3c, 0xa0, 0x5c), 4, Qt::SolidLine, Qt::RoundCap));
     p.drawPolyline(layout_.stream);
 
-    p.setPen(QPen(QColor(0x70, 0x74, 0x7c), 1.3));
+    const QColor arrow = dark ? mix(text, base, 0.45) : QColor(0x70, 0x74, 0x7c);
+    p.setPen(QPen(arrow, 1.3));
     for (const QPolygonF& a : layout_.arrows) {
         p.setBrush(Qt::NoBrush);
         p.drawPolyline(a);
-        p.setBrush(QColor(0x70, 0x74, 0x7c));
+        p.setBrush(arrow);
         if (a.size() >= 2) arrowHead(p, a[a.size() - 2], a.back());
     }
     for (const auto& part : layout_.parts) paintPart(p, part);

@@ -3,6 +3,7 @@
 
 #include "core/analysis.h"
 #include "core/error.h"
+#include "heatmapplot.h"
 
 #include <torch/types.h>
 
@@ -37,6 +38,7 @@ QCustomPlot* titledPlot(QWidget* parent) {
     plot->legend->setVisible(true);
     plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     plot->setMinimumHeight(200);
+    followPalette(plot);
     return plot;
 }
 
@@ -263,14 +265,25 @@ void CompareView::refresh() {
     barsPlot_->replot();
 
     // The logit lens at the last position: the target's probability per block, and each block's top token.
+    // Both runs' lenses (at least their last position) come from the window's worker once this view is shown.
     const int64_t target = targetId_ >= 0 ? targetId_ : pb.argmax().item<int64_t>();
-    const torch::Tensor lb = lensTokenProbs(m, before.lens, row, target);  // [num_layers, length]
-    const torch::Tensor la = lensTokenProbs(m, after.lens, row, target);
+    const TraceSnapshot::LensPtr lensB = before.lens(row, true), lensA = after.lens(row, true);
+    lensShown_ = lensB && lensA;
+    if (!lensShown_) {
+        lensBefore_->data()->clear();
+        lensAfter_->data()->clear();
+        lensTable_->setRowCount(0);
+        setTitle(lensPlot_, tr("logit lens at the last position: computing…"));
+        lensPlot_->replot();
+        return;
+    }
+    const torch::Tensor lb = lensTokenProbs(m, *lensB, row, target);  // [num_layers, length]
+    const torch::Tensor la = lensTokenProbs(m, *lensA, row, target);
     const int layers = static_cast<int>(lb.size(0));
     QVector<double> blocks, yb, ya;
     lensTable_->setRowCount(layers);
-    const torch::Tensor tb = before.lens.topIds[static_cast<size_t>(row)], tpb = before.lens.topProbs[static_cast<size_t>(row)];
-    const torch::Tensor ta = after.lens.topIds[static_cast<size_t>(row)], tpa = after.lens.topProbs[static_cast<size_t>(row)];
+    const torch::Tensor tb = lensB->topIds[static_cast<size_t>(row)], tpb = lensB->topProbs[static_cast<size_t>(row)];
+    const torch::Tensor ta = lensA->topIds[static_cast<size_t>(row)], tpa = lensA->topProbs[static_cast<size_t>(row)];
     for (int l = 0; l < layers; ++l) {
         blocks << l;
         yb << lb[l][-1].item<double>();

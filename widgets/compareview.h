@@ -3,7 +3,8 @@
 // The Before / after view: what the interventions of the last trace did. For one prompt of the batch, the next-token
 // probabilities of the unedited run (the snapshot's baseline) and of the edited run side by side (bars and a table
 // with the change), and the logit lens at the last position: a target token's probability across blocks before and
-// after, with each block's top token in both runs. Without a baseline (no interventions, or the comparison switched
+// after, with each block's top token in both runs (computed by the window's worker when this view is shown, and drawn
+// when it comes: lensChanged). Without a baseline (no interventions, or the comparison switched
 // off in the Interventions dock) it says how to get one.
 #include "traceview.h"
 
@@ -36,6 +37,11 @@ public:
     bool setTarget(const QString& text);
     int64_t targetId() const { return targetId_; }
 
+    /// The snapshots now hold more lenses: draws the lens part when both runs' lenses of the prompt are there.
+    void lensChanged() { refresh(); }
+    /// Whether the lens part shows the prompt's lenses (else it says they are being computed).
+    bool hasLens() const { return lensShown_; }
+
     /// The token ids the bars and the table show, in order.
     const QVector<qint64>& tokenIds() const { return ids_; }
     QCPBars* beforeBars() const { return beforeBars_; }
@@ -64,6 +70,7 @@ private:
     QVector<qint64> ids_;
     int64_t targetId_ = -1;
     QString targetText_;
+    bool lensShown_ = false;
 };
 
 }  // namespace nnscope

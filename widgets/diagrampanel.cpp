@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "diagrampanel.h"
 
+#include "palette.h"
+
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
@@ -49,6 +52,7 @@ DiagramPanel::DiagramPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void DiagramPanel::setModel(ModelPtr model) {
+    model_ = model;
     diagram_->setModel(model);
     const bool has = model != nullptr;
     slider_->setEnabled(has);
@@ -64,16 +68,25 @@ void DiagramPanel::setModel(ModelPtr model) {
         formulas_->clear();
         return;
     }
+    updateHeader();
     const Family& f = model->family();
-    QStringList chips;
-    for (const auto& q : f.quirks) chips << QString("<span style='background:#e8eefc'>&nbsp;%1&nbsp;</span>").arg(QString::fromStdString(q).toHtmlEscaped());
-    header_->setText(QString("<b>%1</b> · %2<br>%3").arg(QString::fromStdString(f.title).toHtmlEscaped(),
-                                                         QString::fromStdString(model->config().architectures.front()).toHtmlEscaped(),
-                                                         chips.join(" ")));
     identity_->setText(tr("<b>identity</b> <tt>%1</tt>").arg(QString::fromStdString(f.contributionIdentity()).toHtmlEscaped()));
     QStringList lines;
     for (const auto& line : f.blockFormulas) lines << QString::fromStdString(line);
     formulas_->setText(lines.join('\n'));
+}
+
+void DiagramPanel::updateHeader() {
+    if (!model_) return;
+    const Family& f = model_->family();
+    header_->setText(QString("<b>%1</b> · %2<br>%3").arg(QString::fromStdString(f.title).toHtmlEscaped(),
+                                                         QString::fromStdString(model_->config().architectures.front()).toHtmlEscaped(),
+                                                         quirkChips(f.quirks, palette())));
+}
+
+void DiagramPanel::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange) updateHeader();
 }
 
 int DiagramPanel::block() const { return slider_->value(); }

@@ -19,15 +19,22 @@ public:
     void setModel(ModelPtr model);
     BlockDiagram* diagram() const { return diagram_; }
     QSlider* slider() const { return slider_; }
+    /// The family's name and its quirk chips.
+    QLabel* header() const { return header_; }
     int block() const;
     void setBlock(int block);
 
 signals:
     void blockChanged(int block);
 
+protected:
+    void changeEvent(QEvent* event) override;
+
 private:
     void onSlider(int value);
+    void updateHeader();  ///< the family's name and quirk chips, in the palette's colours
 
+    ModelPtr model_;
     BlockDiagram* diagram_;
     QSlider* slider_;
     QLabel* header_;

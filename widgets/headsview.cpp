@@ -65,7 +65,7 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     layout->addWidget(split, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
-    connect(this, &TraceView::promptChanged, this, [this] { refresh(); });
+    connect(this, &TraceView::promptChanged, this, [this] { refreshWhenShown([this] { refresh(); }); });
     connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         const int row = index.row();
         emit headChosen(model_->item(row, 0)->data(Qt::DisplayRole).toInt(), model_->item(row, 1)->data(Qt::DisplayRole).toInt());
@@ -120,7 +120,8 @@ void HeadsView::setSnapshot(SnapshotPtr snapshot) {
     }
     fillPromptCombo(promptCombo_, *snapshot_);
     showContent();
-    refresh();
+    scores_.clear();
+    refreshWhenShown([this] { refresh(); });  // every head's scores: computed when the tab is shown
 }
 
 void HeadsView::refresh() {

@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -53,14 +54,25 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     targetPlot_->yAxis->setRange(0, 1.02);
     targetPlot_->setMinimumHeight(170);
 
+    followPalette(targetPlot_);
+
     auto* split = new QSplitter(Qt::Vertical, content);
     split->addWidget(heatmap_);
     split->addWidget(targetPlot_);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 1);
+    note_ = new QLabel(content);
+    note_->setAlignment(Qt::AlignCenter);
+    note_->setWordWrap(true);
+    note_->setTextFormat(Qt::RichText);
+    note_->setForegroundRole(QPalette::PlaceholderText);
+    connect(note_, &QLabel::linkActivated, this, [this] { emit lensRequested(); });
+    body_ = new QStackedWidget(content);
+    body_->addWidget(split);
+    body_->addWidget(note_);
     auto* layout = new QVBoxLayout(content);
     layout->addLayout(controls);
-    layout->addWidget(split, 1);
+    layout->addWidget(body_, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace to see the logit lens: each block's output read through the final norm and lm_head."));
 
@@ -77,6 +89,7 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
 
 void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    shownLens_.reset();
     if (!snapshot_) {  // a new model: its vocabulary has other ids
         targetId_ = -1;
         model_->setMatrix({});
@@ -129,18 +142,36 @@ bool LogitLensView::setTarget(const QString& text) {
     return true;
 }
 
+void LogitLensView::lensChanged() {
+    if (snapshot_ && snapshot_->lens(prompt()) != shownLens_) refresh();
+}
+
+void LogitLensView::setLensNote(const QString& html) { note_->setText(html); }
+
+QString LogitLensView::lensNote() const { return note_->text(); }
+
 void LogitLensView::setPosition(int position) { positionSpin_->setValue(position); }
 int LogitLensView::position() const { return positionSpin_->value(); }
 
 void LogitLensView::refresh() {
     if (!snapshot_) return;
     const int row = prompt();
-    const LogitLens& lens = snapshot_->lens;
+    shownLens_ = snapshot_->lens(row);
+    if (!shownLens_) {  // the window computes it when the view is shown (MainWindow::ensureLens)
+        model_->setMatrix({});
+        body_->setCurrentWidget(note_);
+        return;
+    }
+    body_->setCurrentIndex(0);
+    const LogitLens& lens = *shownLens_;
     const torch::Tensor ids = lens.topIds.at(static_cast<size_t>(row));      // [L, len, k]
     const torch::Tensor probs = lens.topProbs.at(static_cast<size_t>(row));  // [L, len, k]
     const torch::Tensor target = lensTokenProbs(*snapshot_->model, lens, row, targetId_);
-    const Tokenizer* tok = snapshot_->model->tokenizer();
-    auto label = [tok](int64_t id) { return tok ? QString::fromStdString(tok->tokenLabel(id)) : QString("#%1").arg(id); };
+    const ModelPtr model = snapshot_->model;
+    auto label = [model](int64_t id) {
+        const Tokenizer* tok = model->tokenizer();
+        return tok ? QString::fromStdString(tok->tokenLabel(id)) : QString("#%1").arg(id);
+    };
     const QStringList tokens = snapshot_->tokens.at(static_cast<size_t>(row));
     const QString targetLabel = label(targetId_);
 
@@ -151,25 +182,19 @@ void LogitLensView::refresh() {
     m.rowTitle = tr("block (layer_output)");
     m.columnTitle = tr("position");
     m.valueName = tr("top token probability");
-    const auto idsA = ids.accessor<int64_t, 3>();
-    const auto probsA = probs.accessor<float, 3>();
-    const auto targetA = target.accessor<float, 2>();
-    std::vector<QString> topLabels;  // labels of the top token of every cell, made once
-    for (int i = 0; i < ids.size(0); ++i)
-        for (int p = 0; p < ids.size(1); ++p) topLabels.push_back(label(idsA[i][p][0]));
-    const int len = static_cast<int>(ids.size(1));
-    m.cellText = [topLabels, len](int r, int c) { return topLabels[static_cast<size_t>(r) * len + c]; };
-    // the tooltip lists the k most probable tokens and the target's probability
-    std::vector<QString> tips;
-    for (int i = 0; i < ids.size(0); ++i)
-        for (int p = 0; p < ids.size(1); ++p) {
-            QString s = tr("layers.%1 · position %2 “%3”").arg(i).arg(p).arg(tokens.value(p));
-            for (int j = 0; j < ids.size(2); ++j)
-                s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsA[i][p][j])).arg(probsA[i][p][j], 0, 'f', 4);
-            s += tr("\ntarget %1: %2").arg(targetLabel).arg(targetA[i][p], 0, 'g', 4);
-            tips.push_back(s);
-        }
-    m.toolTip = [tips, len](int r, int c) { return tips[static_cast<size_t>(r) * len + c]; };
+    // The cells' texts and tooltips are made when drawn or hovered, not for every block x position at once (at 512
+    // tokens that is thousands of labels the window would make before it draws).
+    const int len = static_cast<int>(ids.size(1)), k = static_cast<int>(ids.size(2));
+    const torch::Tensor idsC = ids.contiguous(), probsC = probs.contiguous(), targetC = target.contiguous();
+    auto at = [len, k](int r, int c, int j) { return (static_cast<size_t>(r) * len + c) * k + j; };
+    m.cellText = [idsC, label, at](int r, int c) { return label(idsC.data_ptr<int64_t>()[at(r, c, 0)]); };
+    m.toolTip = [idsC, probsC, targetC, tokens, targetLabel, label, at, len, k](int r, int c) {
+        QString s = LogitLensView::tr("layers.%1 · position %2 “%3”").arg(r).arg(c).arg(tokens.value(c));
+        for (int j = 0; j < k; ++j)
+            s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsC.data_ptr<int64_t>()[at(r, c, j)])).arg(probsC.data_ptr<float>()[at(r, c, j)], 0, 'f', 4);
+        s += LogitLensView::tr("\ntarget %1: %2").arg(targetLabel).arg(targetC.data_ptr<float>()[static_cast<size_t>(r) * len + c], 0, 'g', 4);
+        return s;
+    };
     model_->setMatrix(std::move(m));
     heatmap_->setTitle(tr("logit lens · prompt %1").arg(row + 1));
     {
@@ -183,9 +208,9 @@ void LogitLensView::refresh() {
 }
 
 void LogitLensView::refreshTarget() {
-    if (!snapshot_ || targetId_ < 0) return;
+    if (!snapshot_ || targetId_ < 0 || !shownLens_) return;
     const int row = prompt(), pos = position();
-    const torch::Tensor target = lensTokenProbs(*snapshot_->model, snapshot_->lens, row, targetId_);  // [L, len]
+    const torch::Tensor target = lensTokenProbs(*snapshot_->model, *shownLens_, row, targetId_);  // [L, len]
     if (pos < 0 || pos >= target.size(1)) return;
     QVector<double> blocks, probs;
     for (int i = 0; i < target.size(0); ++i) {

@@ -3,6 +3,8 @@
 // The logit lens: every block's layer_output read through the model's own final norm and lm_head. A blocks ×
 // positions heatmap coloured by the top token's probability with the token written in the cell (hover: the top
 // tokens and the target's probability), and a chosen target token's probability across blocks at one position.
+// The lens is not part of a trace: the window computes it in its worker thread for the prompt this view shows, when
+// the view is shown (MainWindow::ensureLens), and stores it in the snapshot; until then the view says so.
 #include "heatmapplot.h"
 #include "traceview.h"
 
@@ -10,6 +12,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QStackedWidget;
 
 namespace nnscope {
 
@@ -28,14 +31,29 @@ public:
     int64_t targetId() const { return targetId_; }
     void setPosition(int position);
     int position() const;
+    /// The snapshot now holds more lenses: shows the prompt's lens when it is there.
+    void lensChanged();
+    /// What stands in place of the plots while the prompt's lens is not there (computing, cancelled, failed); a link
+    /// in it asks for the lens again (lensRequested).
+    void setLensNote(const QString& html);
+    /// Whether the plots show the lens of the prompt shown.
+    bool hasLens() const { return shownLens_ != nullptr; }
+    QString lensNote() const;
     HeatmapPlot* heatmap() const { return heatmap_; }
     QCustomPlot* targetPlot() const { return targetPlot_; }
     QCPGraph* targetGraph() const { return targetGraph_; }
+
+signals:
+    /// The user asked for the lens of the prompt shown (the link in the note after a Cancel).
+    void lensRequested();
 
 private:
     void refresh();
     void refreshTarget();
 
+    QStackedWidget* body_;  ///< the plots, or the note while the lens is not there
+    QLabel* note_;
+    TraceSnapshot::LensPtr shownLens_;  ///< the lens the plots show (nullptr: the note is shown)
     QLineEdit* targetEdit_;
     QLabel* targetLabel_;
     QSpinBox* positionSpin_;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "modelsummary.h"
 
+#include "palette.h"
+
 #include "core/support.h"
 
 #include <QObject>
@@ -11,15 +13,14 @@ namespace {
 QString esc(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
 }  // namespace
 
-QString modelSummaryHtml(const Model& model) {
+QString modelSummaryHtml(const Model& model, const QPalette& palette) {
     const Family& f = model.family();
     const ModelConfig& c = model.config();
     QString h;
-    h += QString("<h2>%1 <small style='color:#666'>%2 · %3</small></h2>").arg(esc(f.title), esc(c.architectures.front()), esc(f.modelType));
+    h += QString("<h2>%1 <small style='color:%4'>%2 · %3</small></h2>")
+             .arg(esc(f.title), esc(c.architectures.front()), esc(f.modelType), palette.color(QPalette::PlaceholderText).name());
     h += QString("<p>%1</p>").arg(esc(f.summary));
-    QStringList chips;
-    for (const auto& q : f.quirks) chips << QString("<span style='background:#e8eefc'>&nbsp;%1&nbsp;</span>").arg(esc(q));
-    h += "<p>" + chips.join(" ") + "</p>";
+    h += "<p>" + quirkChips(f.quirks, palette) + "</p>";
     h += QObject::tr("<p><b>Folder</b> <tt>%1</tt><br><b>Compute dtype</b> %2 · <b>tokenizer</b> %3</p>")
              .arg(esc(model.dir()), esc(dtypeName(model.dtype())),
                   model.tokenizer() ? esc(model.tokenizer()->sourceFile()) : esc(model.tokenizerError()));

@@ -4,10 +4,12 @@
 // family's notes, as HTML for a QTextBrowser.
 #include "core/model.h"
 
+#include <QPalette>
 #include <QString>
 
 namespace nnscope {
 
-QString modelSummaryHtml(const Model& model);
+/// The page, its quirk chips and grey notes in `palette`'s colours (the browser's palette: a dark one gets dark chips).
+QString modelSummaryHtml(const Model& model, const QPalette& palette = QPalette());
 
 }  // namespace nnscope

@@ -62,10 +62,12 @@ void TracePanel::setModelReady(bool ready) {
 void TracePanel::setRunning(bool running) {
     running_ = running;
     run_->setEnabled(ready_ && !running);
-    cancel_->setEnabled(running);
+    cancel_->setEnabled(running || analysing_);
 }
 
 void TracePanel::traceStarted(int blocks) {
+    analysing_ = false;
+    progress_->setFormat(tr("block %v / %m"));
     progress_->setRange(0, std::max(1, blocks));
     progress_->setValue(0);
     status_->setStyleSheet(QString());
@@ -82,6 +84,7 @@ void TracePanel::traceFinished(const QString& summary) {
     progress_->setValue(progress_->maximum());
     status_->setStyleSheet(QString());
     status_->setText(summary);
+    outcome_ = summary;
     setRunning(false);
 }
 
@@ -95,6 +98,33 @@ void TracePanel::traceFailed(const QString& message) {
     status_->setStyleSheet("color: #b00020");
     status_->setText(tr("The trace failed: %1").arg(message));
     setRunning(false);
+}
+
+void TracePanel::analysisStarted(const QString& what, int total) {
+    analysing_ = true;
+    progress_->setFormat(tr("%1 · block %v / %m").arg(what));
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(0);
+    status_->setStyleSheet(QString());
+    status_->setText(outcome_.isEmpty() ? tr("Computing the %1… (Esc cancels)").arg(what)
+                                        : tr("%1 Computing the %2… (Esc cancels)").arg(outcome_, what));
+    setRunning(running_);
+}
+
+void TracePanel::analysisProgress(int done, int total) {
+    if (!analysing_) return;
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(done);
+}
+
+void TracePanel::analysisEnded(const QString& note) {
+    if (!analysing_) return;
+    analysing_ = false;
+    progress_->setFormat(tr("block %v / %m"));
+    if (note.isEmpty()) progress_->setValue(progress_->maximum());
+    status_->setStyleSheet(note.isEmpty() ? QString() : QStringLiteral("color: #8a5a00"));
+    status_->setText(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note);
+    setRunning(running_);
 }
 
 }  // namespace nnscope

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // The "Trace" dock: the prompts (one per line, run together as one left-padded batch), Run and Cancel, a progress
-// bar counting blocks, and the last run's outcome or error.
+// bar counting blocks, and the last run's outcome or error. The bar and Cancel also serve what a view computes from
+// the trace once it is shown (the logit lens): its blocks are counted after the trace's.
 #include <QWidget>
 
 class QLabel;
@@ -33,6 +34,13 @@ public:
     void traceCancelled(int done, int total);
     void traceFailed(const QString& message);
     bool isRunning() const { return running_; }
+    /// A computation a view asked for after the trace (`what`: "logit lens"): the bar counts its `total` blocks,
+    /// Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
+    void analysisStarted(const QString& what, int total);
+    void analysisProgress(int done, int total);
+    /// It finished (or was cancelled or failed: `note` says so under the trace's outcome).
+    void analysisEnded(const QString& note = QString());
+    bool isAnalysing() const { return analysing_; }
 
 signals:
     void runRequested();
@@ -46,7 +54,8 @@ private:
     QPushButton* cancel_;
     QProgressBar* progress_;
     QLabel* status_;
-    bool running_ = false, ready_ = false;
+    bool running_ = false, ready_ = false, analysing_ = false;
+    QString outcome_;  ///< the last trace's outcome, which an analysis note is added to
 };
 
 }  // namespace nnscope

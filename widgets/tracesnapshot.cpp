@@ -36,7 +36,7 @@ QString TraceSnapshot::missing(const std::vector<ValueKey>& keys, const QString&
     return QObject::tr("%1 needs %2, which %3.").arg(what, list, source);
 }
 
-SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial, int lensTopK) {
+SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = file.model;
     s->serial = serial;
@@ -59,7 +59,6 @@ SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial, int lensTopK
     if (s->lensMissing.isEmpty() && !s->model->hasWeights())
         s->lensMissing = QObject::tr("%1 needs the model's weights, which a trace file does not hold: %2 Put the file in the "
                                      "checkpoint's folder to read the lens.").arg(need, QString::fromStdString(file.noWeights));
-    if (s->lensMissing.isEmpty()) s->lens = logitLens(*s->model, s->result, lensTopK);
     return s;
 }
 
@@ -70,7 +69,16 @@ SnapshotPtr withValues(const TraceSnapshot& base, const std::vector<std::pair<Va
     return s;
 }
 
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK, const QStringList& interventions,
+TraceSnapshot::LensPtr TraceSnapshot::lens(int row, bool lastPosition) const {
+    if (auto it = lenses_->find({row, false}); it != lenses_->end()) return it->second;  // all positions: the last one too
+    if (!lastPosition) return nullptr;
+    auto it = lenses_->find({row, true});
+    return it != lenses_->end() ? it->second : nullptr;
+}
+
+void TraceSnapshot::storeLens(int row, bool lastPosition, LensPtr lens) const { (*lenses_)[{row, lastPosition}] = std::move(lens); }
+
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, const QStringList& interventions,
                          SnapshotPtr baseline) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = std::move(model);
@@ -84,7 +92,6 @@ SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int
             labels << (tok ? QString::fromStdString(tok->tokenLabel(id)) : QString::number(id));
         s->tokens.push_back(labels);
     }
-    s->lens = logitLens(*s->model, result, lensTopK);
     s->result = std::move(result);
     return s;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// One finished trace, immutable and shared: the model it ran on, the saved values, the token labels and the
-// logit lens. The worker thread builds it and hands it to the window through a queued signal; every view and
-// table model reads it and none changes it.
+// One finished trace, immutable and shared: the model it ran on, the saved values and the token labels. The worker
+// thread builds it and hands it to the window through a queued signal; every view and table model reads it and none
+// changes it. The one exception is the logit lens, which costs several times the forward pass on a large vocabulary:
+// it is not part of the trace but computed when a view shows it, for the prompt shown, and kept here.
 #include "core/analysis.h"
 #include "core/model.h"
 #include "core/trace.h"
@@ -12,6 +13,7 @@
 #include <QString>
 #include <QStringList>
 
+#include <map>
 #include <memory>
 
 namespace nnscope {
@@ -21,7 +23,6 @@ using ModelPtr = std::shared_ptr<const Model>;
 struct TraceSnapshot {
     ModelPtr model;
     TraceResult result;
-    LogitLens lens;
     std::vector<QStringList> tokens;  ///< per prompt: a readable label for each of its own tokens
     quint64 serial = 0;               ///< which trace of the session this is
     /// The interventions applied during this pass, as written in the Interventions list (core/edit.h's
@@ -32,10 +33,21 @@ struct TraceSnapshot {
     std::shared_ptr<const TraceSnapshot> baseline;
     /// The trace file the values were read from (File > Open Trace), or "" for a trace run in this window.
     QString sourceFile;
-    /// Why `lens` is empty ("" when it was computed): the lens needs every block's layer_output and the weights.
+    /// Why there is no logit lens ("" when it can be computed): it needs every block's layer_output and the weights.
     QString lensMissing;
     /// For a trace file: where its config, tokens and weights came from, and the tensors it skipped (one line each).
     QStringList fileNotes;
+
+    using LensPtr = std::shared_ptr<const LogitLens>;
+    /// The logit lens of prompt `row` (all its positions), or one that has at least its last position when
+    /// `lastPosition`; nullptr when it has not been computed.
+    LensPtr lens(int row, bool lastPosition = false) const;
+    /// Keeps a lens the worker computed (GUI thread only; see the file comment).
+    void storeLens(int row, bool lastPosition, LensPtr lens) const;
+    /// Forgets the computed lenses (the number of tokens listed per cell changed).
+    void clearLenses() const { lenses_->clear(); }
+    /// How many lenses are kept.
+    int lensCount() const { return static_cast<int>(lenses_->size()); }
 
     int numLayers() const { return static_cast<int>(model->config().numLayers); }
     int numPrompts() const { return static_cast<int>(tokens.size()); }
@@ -47,18 +59,25 @@ struct TraceSnapshot {
     /// "" when the snapshot holds every value of `keys`; else a sentence for a view's placeholder, "<what> needs
     /// <the first few missing paths>, which the trace file F does not hold." (or "which the last trace did not save.").
     QString missing(const std::vector<ValueKey>& keys, const QString& what) const;
+
+private:
+    /// (prompt row, last position only) -> lens. Written and read by the GUI thread only; the worker reads `result`.
+    /// A copy of the snapshot (withValues: the same pass with more values) shares the lenses: copying the pointer in
+    /// the worker does not touch the map.
+    std::shared_ptr<std::map<std::pair<int, bool>, LensPtr>> lenses_ = std::make_shared<std::map<std::pair<int, bool>, LensPtr>>();
 };
 
 using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
 
-/// Builds the snapshot of a finished trace (token labels and logit lens included). Throws nnscope::Error.
-SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, int lensTopK = 5,
-                         const QStringList& interventions = {}, SnapshotPtr baseline = nullptr);
+/// Builds the snapshot of a finished trace (with its token labels; the logit lens is computed later, when shown).
+SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, const QStringList& interventions = {},
+                         SnapshotPtr baseline = nullptr);
 
 struct TraceFile;
-/// A snapshot of the values of a trace file (core/tracefile.h): the file's token labels, the logit lens where the
-/// file holds every layer_output and the model has weights (else lensMissing says why). Throws nnscope::Error.
-SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial, int lensTopK = 5);
+/// A snapshot of the values of a trace file (core/tracefile.h) with the file's token labels. Its logit lens is computed
+/// when shown, like a trace's, where the file holds every layer_output and the model has weights; else lensMissing
+/// says why there is none. Throws nnscope::Error.
+SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial);
 
 /// `base` with `values` added (a pinned value read again from the same inputs); the rest is shared.
 SnapshotPtr withValues(const TraceSnapshot& base, const std::vector<std::pair<ValueKey, torch::Tensor>>& values);

@@ -10,6 +10,8 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include <utility>
+
 namespace nnscope {
 
 TraceView::TraceView(QWidget* parent) : QWidget(parent) {
@@ -48,6 +50,20 @@ void TraceView::contextMenuEvent(QContextMenuEvent* event) {
     }
     menu.setToolTipsVisible(true);
     menu.exec(event->globalPos());
+}
+
+void TraceView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (pendingRefresh_) std::exchange(pendingRefresh_, nullptr)();
+}
+
+void TraceView::refreshWhenShown(std::function<void()> refresh) {
+    if (isVisible()) {
+        pendingRefresh_ = nullptr;
+        refresh();
+    } else {
+        pendingRefresh_ = std::move(refresh);
+    }
 }
 
 void TraceView::setContent(QWidget* content) {

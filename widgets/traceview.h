@@ -9,6 +9,8 @@
 #include <QMap>
 #include <QWidget>
 
+#include <functional>
+
 class QCPColorGradient;
 class QComboBox;
 class QLabel;
@@ -53,6 +55,10 @@ signals:
 
 protected:
     void contextMenuEvent(QContextMenuEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+    /// Runs `refresh` now when the view is on screen, else the next time it is shown: what a view computes from a
+    /// trace costs the window nothing while its tab is hidden (a later call replaces an earlier one still waiting).
+    void refreshWhenShown(std::function<void()> refresh);
     /// The widget shown once a snapshot is there.
     void setContent(QWidget* content);
     /// Shows `text` instead of the content (no trace yet, or the value is missing).
@@ -68,6 +74,7 @@ protected:
     QComboBox* promptCombo_;  ///< the views put it in their control row
 
 private:
+    std::function<void()> pendingRefresh_;
     QStackedWidget* stack_;
     QLabel* placeholder_;
 };
