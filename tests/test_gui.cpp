@@ -1981,7 +1981,9 @@ void TestGui::textView() {
             QCOMPARE(static_cast<int64_t>(tt->prompts()[r].values.size()), e.numel());
             for (int i = 0; i < e.numel(); ++i) {
                 const double v = e[i].item<double>();
-                QVERIFY2(std::abs(tt->prompts()[r].values[static_cast<size_t>(i)] - v) < 1e-5, qPrintable(what + QString(" value %1/%2").arg(r).arg(i)));
+                const double shown = tt->prompts()[r].values[static_cast<size_t>(i)];
+                QVERIFY2(std::abs(shown - v) <= 1e-5 * std::max(1.0, std::abs(v)),
+                         qPrintable(what + QString(" value %1/%2: %3, the engine's %4").arg(r).arg(i).arg(shown, 0, 'g', 9).arg(v, 0, 'g', 9)));
                 const QColor want = QColor::fromRgb(gradient.color(v, range)), got = screen.pixelColor(tt->fillPoint(static_cast<int>(r), i));
                 QVERIFY2(sameColour(got, want), qPrintable(what + QString(": prompt %1 token %2 (%3) is %4, want %5").arg(r).arg(i).arg(v).arg(got.name(), want.name())));
             }
