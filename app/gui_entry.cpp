@@ -205,7 +205,10 @@ int runGui(int& argc, char** argv) {
             QObject::connect(&window, &MainWindow::traceFileFailed, &window, [&](const QString&, const QString& message) { fail(message); });
             QObject::connect(&window, &MainWindow::traceFileOpened, &window, [&] {
                 window.showView(options.view);
-                shoot();
+                if (window.lensRunning())  // the logit lens is computed once its view is shown: wait for it
+                    QObject::connect(&window, &MainWindow::lensEnded, &window, shoot, Qt::SingleShotConnection);
+                else
+                    shoot();
             });
         } else if (patching && options.prompts.isEmpty()) {  // a patching run and no trace: shoot when the grid is there
             QObject::connect(&window, &MainWindow::patchEnded, &window, [&] {

@@ -64,6 +64,8 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <utility>
+
 namespace nnscope {
 
 namespace {
@@ -149,8 +151,13 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         rereadId_ = 0;
         // the values read from the last trace's inputs join it, unless another trace has come since
         if (snapshot_ && snapshot->serial == snapshot_->serial && snapshot->model == snapshot_->model) {
+            // the lens under way belongs to the new copy too (copies share their lenses): not restarted for it
+            for (LensRequest& r : lensRequests_)
+                if (r.snapshot == snapshot_) r.snapshot = snapshot;
             snapshot_ = std::move(snapshot);
             pinned_->setSnapshot(snapshot_);
+            text_->setPinnedKeys(pinned_->keys());
+            text_->setSnapshot(snapshot_);  // a pinned value's norm
             for (int i = kFixedViews; i < views_->count(); ++i)
                 if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
         }
@@ -338,11 +345,11 @@ void MainWindow::createCentral() {
     views_->addTab(text_, tr("Text"));
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
     connect(generate_, &GenerateView::cancelRequested, this, [this] {
-        if (generateId_) worker_->cancel();
+        if (generateId_) worker_->cancel(generateId_);
     });
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
     connect(patching_, &PatchingView::cancelRequested, this, [this] {
-        if (patchId_) worker_->cancel();
+        if (patchId_) worker_->cancel(patchId_);
     });
     for (int i = 0; i < kFixedViews; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the fixed views stay
     connect(views_, &QTabWidget::tabCloseRequested, this, [this](int index) {
@@ -599,6 +606,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::openModel(const QString& dir) {
     clearError();
+    openTraceId_ = 0;  // the latest request wins: a trace file asked for before this checkpoint is not shown
     loadingDir_ = dir;
     loadId_ = worker_->load(dir, dtype_);
     statusBar()->showMessage(tr("Opening %1…").arg(dir));
@@ -741,11 +749,15 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     if (id != openTraceId_) return;
     openTraceId_ = 0;
     // The trace file takes the window's place of a model: its values in every view, nothing that runs the model.
-    if (tracePanel_->isRunning()) {  // its result would belong to the model the file replaces
-        worker_->cancel();
+    const bool tracing = tracePanel_->isRunning();
+    for (quint64 job : {traceId_, patchId_, generateId_, rereadId_})  // their results would belong to the model the file replaces
+        if (job) worker_->cancel(job);
+    // (a checkpoint asked for after the file, loadId_, still opens: the worker runs jobs in order)
+    traceId_ = patchId_ = generateId_ = checksId_ = rereadId_ = 0;
+    if (tracing) {
         tracePanel_->traceCancelled(0, 0);
+        emit traceEnded();  // its own cancelled signal finds traceId_ reset
     }
-    loadId_ = traceId_ = patchId_ = generateId_ = checksId_ = rereadId_ = 0;
     stopLens();
     traceFile_ = snapshot->sourceFile;
     model_ = snapshot->model;
@@ -1029,8 +1041,8 @@ void MainWindow::ensureLens() {
 
 void MainWindow::stopLens() {
     if (!lensId_) return;
-    worker_->cancel(lensId_);
-    lensId_ = 0;  // its cancelled signal finds no job of this window any more
+    // reset first: cancelling a queued job emits its cancelled signal at once, which must find no job of this window
+    worker_->cancel(std::exchange(lensId_, 0));
     lensRequests_.clear();
     tracePanel_->analysisEnded();
     updateActions();
@@ -1144,6 +1156,7 @@ void MainWindow::onTraceFailed(quint64 id, const QString& message) {
     tracePanel_->traceFailed(message);
     showError(tr("The trace failed: %1").arg(message));
     updateActions();
+    ensureLens();  // the last trace's lens, stopped when this one started
     emit traceEnded();
 }
 

@@ -2301,6 +2301,10 @@ void TestGui::openTraceFile() {
                  qPrintable(w->attentionView()->placeholderText()));
         QVERIFY2(w->neuronView()->placeholderText().contains("mlp_neurons"), qPrintable(w->neuronView()->placeholderText()));
         QVERIFY2(w->lensView()->placeholderText().contains("layer_output"), qPrintable(w->lensView()->placeholderText()));
+        // the Text view coloured by a neuron, without any mlp_neurons in the file: it says so (it threw, out of a slot)
+        QVERIFY(w->showView("text"));
+        w->textView()->setMode(TextView::Mode::Neuron);
+        QVERIFY2(w->textView()->statusText().contains("mlp_neurons"), qPrintable(w->textView()->statusText()));
         QVERIFY(w->pinValue({Value::MlpOutput, 0}));
         QVERIFY2(w->pinnedPanel()->card({Value::MlpOutput, 0})->statusText().contains("does not hold"),
                  qPrintable(w->pinnedPanel()->card({Value::MlpOutput, 0})->statusText()));

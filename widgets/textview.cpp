@@ -467,8 +467,9 @@ QString TextView::valueName() const {
 
 void TextView::refresh() {
     if (!snapshot_) return;
-    if (mode() == Mode::Neuron && !neuronPicked_) {
-        // the strongest neuron at the first prompt's last token, until one is picked (as the Neuron view starts)
+    if (mode() == Mode::Neuron && !neuronPicked_ && snapshot_->result.value({Value::MlpNeurons, block()}).defined()) {
+        // the strongest neuron at the first prompt's last token, until one is picked (as the Neuron view starts); a
+        // trace file without this block's mlp_neurons says so below (valuesOf)
         const torch::Tensor acts = neuronActivations(*snapshot_->model, snapshot_->result, block(), 0);
         const QSignalBlocker b(neuronSpin_);
         neuronSpin_->setValue(static_cast<int>(topNeurons(acts, acts.size(0) - 1, 1).front().neuron));
