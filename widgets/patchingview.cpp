@@ -216,13 +216,13 @@ void PatchingView::refresh() {
     };
     model_->setMatrix(matrixOf(r.grid, tr("exact")));
     heatmap_->show();
-    heatmap_->setTitle(tr("activation patching · %1 · %2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
+    heatmap_->setTitle(tr("activation patching · %1\n%2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
     QString correlation;
     if (!r.estimate.empty()) {
         estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
         estimateHeatmap_->show();
         const double rho = gridCorrelation(r.grid, r.estimate);
-        estimateHeatmap_->setTitle(tr("attribution patching (first-order) · correlation %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
+        estimateHeatmap_->setTitle(tr("attribution patching (first-order)\ncorrelation with the exact grid %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
         correlation = tr(" Right: attribution patching's first-order estimate from one backward pass; correlation with the exact "
                          "grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
     } else {
