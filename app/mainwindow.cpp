@@ -63,10 +63,15 @@
 #include <QTextDocument>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <QLoggingCategory>
 
 #include <utility>
 
 namespace nnscope {
+
+/// What the window did, for whoever runs it from a terminal or a test: off unless asked for with
+/// QT_LOGGING_RULES="nnscope.window.info=true" (one line per model opened and per trace shown, on stderr).
+Q_LOGGING_CATEGORY(lcWindow, "nnscope.window", QtWarningMsg)
 
 namespace {
 /// The prompt box's text on a machine with no saved prompts.
@@ -695,11 +700,16 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     const QString demo = demoModelDir();
     if (!sameModel && !demo.isEmpty() && QDir(dir).canonicalPath() == demo) {
         diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));
-        // an empty box, or the generic prompt of a fresh machine's settings, gives way to the demo's own sentence
+        // an empty box, or the generic prompt of a fresh machine's settings, gives way to the demo's own sentence,
+        // shown in the attention view; the demo's sentence kept from the last session is traced too (in the view
+        // the settings restored)
         const QString typed = tracePanel_->prompts().join(QString()).trimmed();
-        if (start_.prompts.isEmpty() && (typed.isEmpty() || typed == kGenericPrompt)) {
-            tracePanel_->setPrompts({demoPrompt()});
-            if (start_.view.isEmpty()) start_.view = "attention";
+        const bool generic = typed.isEmpty() || typed == kGenericPrompt;
+        if (start_.prompts.isEmpty() && (generic || typed == demoPrompt())) {
+            if (generic) {
+                tracePanel_->setPrompts({demoPrompt()});
+                if (start_.view.isEmpty()) start_.view = "attention";
+            }
             start_.prompts = tracePanel_->prompts();
         }
     }
@@ -1114,6 +1124,9 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
     statusBar()->clearMessage();
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
+    qCInfo(lcWindow).noquote() << "traced" << snapshot_->prompt(0) << "|" << tokens << "tokens | view"
+                               << (views_->currentIndex() < kFixedViews ? kViewNames[views_->currentIndex()] : "plot")
+                               << "| block" << attention_->block();
     ensureLens();  // the logit lens when its view is the one shown
     updateActions();
     emit traceDone();

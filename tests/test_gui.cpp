@@ -956,6 +956,38 @@ void TestGui::demoModelByDefault() {
     QVERIFY(proc.waitForFinished(120000));
     QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
     QVERIFY(!QImage(out).isNull());
+
+    // The README's first command itself, `nnscope` with a fresh settings folder (--screenshot takes another path):
+    // the window traces the demo's sentence and shows the induction block's attention. Its log line says so.
+    const auto firstTrace = [&](const QString& config) {
+        QProcess app;
+        QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+        e.insert("QT_QPA_PLATFORM", "offscreen");
+        e.insert("XDG_CONFIG_HOME", config);
+        e.insert("QT_LOGGING_RULES", "nnscope.window.info=true");
+        app.setProcessEnvironment(e);
+        app.start(kBinary, {});
+        QString err;
+        QElapsedTimer t;
+        t.start();
+        while (!err.contains("traced") && t.elapsed() < 60000 && app.state() != QProcess::NotRunning) {
+            app.waitForReadyRead(1000);
+            err += QString::fromUtf8(app.readAllStandardError());
+        }
+        app.kill();
+        app.waitForFinished(10000);
+        return err;
+    };
+    const QString fresh = firstTrace(tmp_.filePath("fresh-config"));
+    QVERIFY2(fresh.contains("traced " + demoPrompt() + " |") && fresh.contains("view attention | block 1"), qPrintable(fresh));
+    // Opened again with the demo's sentence kept and the Text tab last shown: traced again, in that tab.
+    QDir().mkpath(tmp_.filePath("again-config/nnscope"));
+    QFile conf(tmp_.filePath("again-config/nnscope/nnscope.conf"));
+    QVERIFY(conf.open(QIODevice::WriteOnly));
+    conf.write(("[trace]\nprompts=" + demoPrompt() + "\n\n[view]\ncurrent=text\n").toUtf8());
+    conf.close();
+    const QString again = firstTrace(tmp_.filePath("again-config"));
+    QVERIFY2(again.contains("traced " + demoPrompt() + " |") && again.contains("view text"), qPrintable(again));
 }
 
 void TestGui::startOptionsRefused() {

@@ -20,7 +20,7 @@ TracePanel::TracePanel(QWidget* parent) : QWidget(parent) {
     cancel_ = new QPushButton(QIcon::fromTheme("process-stop", QIcon(":/icons/cancel.svg")), tr("Cancel"), this);
     cancel_->setToolTip(tr("Stop the running trace; it stops within one block (Esc)"));
     progress_ = new QProgressBar(this);
-    progress_->setFormat(tr("block %v / %m"));
+    progress_->setFormat(QString());  // nothing run yet: an empty bar, not "block 0 / 1"
     progress_->setRange(0, 1);
     progress_->setValue(0);
     status_ = new QLabel(this);
