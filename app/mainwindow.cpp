@@ -647,18 +647,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
         pinned_->setSnapshot(nullptr);
     else
         pinned_->clear();
-    for (const QString& path : start_.pins) {
-        try {
-            const ValueKey key = parseValuePath(*model_, path.toStdString());
-            pinned_->pin(valueKeyInfo(*model_, key));
-            if (key.layer >= 0) diagram_->setBlock(key.layer);
-        } catch (const Error& e) {
-            const QString message = tr("--pin %1: %2").arg(path, QString::fromStdString(e.what()));
-            showError(message);
-            emit startOptionRefused(message);
-        }
-    }
-    start_.pins.clear();
+    pinStartValues(/*showBlock=*/true);
     updatePinMarks();
     for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
     for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
@@ -727,6 +716,21 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     }
 }
 
+void MainWindow::pinStartValues(bool showBlock) {
+    for (const QString& path : start_.pins) {
+        try {
+            const ValueKey key = parseValuePath(*model_, path.toStdString());
+            pinned_->pin(valueKeyInfo(*model_, key));
+            if (showBlock && key.layer >= 0) diagram_->setBlock(key.layer);
+        } catch (const Error& e) {
+            const QString message = tr("--pin %1: %2").arg(path, QString::fromStdString(e.what()));
+            showError(message);
+            emit startOptionRefused(message);
+        }
+    }
+    start_.pins.clear();
+}
+
 void MainWindow::openTraceFile(const QString& path) {
     clearError();
     openTraceId_ = worker_->openTrace(QFileInfo(path).absoluteFilePath());
@@ -784,16 +788,7 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     pinned_->setModel(model_);
     pinned_->clear();
     pinned_->setUnreadText({});
-    for (const QString& path : start_.pins) {
-        try {
-            pinned_->pin(valueKeyInfo(*model_, parseValuePath(*model_, path.toStdString())));
-        } catch (const Error& e) {
-            const QString message = tr("--pin %1: %2").arg(path, QString::fromStdString(e.what()));
-            showError(message);
-            emit startOptionRefused(message);
-        }
-    }
-    start_.pins.clear();
+    pinStartValues(/*showBlock=*/false);
     updatePinMarks();
     for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
     interventions_->setModel(nullptr);

@@ -177,6 +177,9 @@ private:
     void onTraceFailed(quint64 id, const QString& message);
     void onLensFinished(quint64 id, LensResultsPtr lenses);
     void onLensStopped(quint64 id, const QString& message);  ///< cancelled (empty message) or failed
+    /// Pins the command line's --pin values on the opened model (a refused one is shown and emitted as
+    /// startOptionRefused); with `showBlock` the diagram shows the block of each.
+    void pinStartValues(bool showBlock);
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
     void onPartHovered(const QString& id, const QString& html);

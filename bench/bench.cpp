@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "core/openblas.h"
 #include "core/safetensors.h"
+#include "random_checkpoint.h"
 #include "core/trace.h"
 
 #include <nlohmann/json.hpp>
@@ -80,24 +81,7 @@ double now() {
 void makeCheckpoint(const std::string& dir) {
     if (fs::exists(fs::path(dir) / "model.safetensors")) return;
     fs::create_directories(dir);
-    torch::manual_seed(0);
-    std::vector<std::pair<std::string, torch::Tensor>> t;
-    auto rnd = [](std::vector<int64_t> shape, double scale) { return (torch::randn(shape) * scale).to(torch::kBFloat16); };
-    t.emplace_back("model.embed_tokens.weight", rnd({V, H}, 0.02));
-    t.emplace_back("model.norm.weight", torch::ones({H}).to(torch::kBFloat16));
-    for (int64_t i = 0; i < L; ++i) {
-        const std::string p = "model.layers." + std::to_string(i) + ".";
-        t.emplace_back(p + "input_layernorm.weight", torch::ones({H}).to(torch::kBFloat16));
-        t.emplace_back(p + "post_attention_layernorm.weight", torch::ones({H}).to(torch::kBFloat16));
-        t.emplace_back(p + "self_attn.q_proj.weight", rnd({NH * D, H}, 0.03));
-        t.emplace_back(p + "self_attn.k_proj.weight", rnd({KV * D, H}, 0.03));
-        t.emplace_back(p + "self_attn.v_proj.weight", rnd({KV * D, H}, 0.03));
-        t.emplace_back(p + "self_attn.o_proj.weight", rnd({H, NH * D}, 0.02));
-        t.emplace_back(p + "mlp.gate_proj.weight", rnd({I, H}, 0.03));
-        t.emplace_back(p + "mlp.up_proj.weight", rnd({I, H}, 0.03));
-        t.emplace_back(p + "mlp.down_proj.weight", rnd({H, I}, 0.02));
-    }
-    writeSafetensors(dir + "/model.safetensors", t, {{"format", "pt"}});
+    bench::writeRandomLlamaWeights(dir, {L, H, NH, KV, D, I, V, /*tiedLmHead=*/true});
     nlohmann::json c = {{"architectures", {"Ernie4_5ForCausalLM"}}, {"model_type", "ernie4_5"}, {"hidden_size", H},
                         {"intermediate_size", I}, {"num_hidden_layers", L}, {"num_attention_heads", NH},
                         {"num_key_value_heads", KV}, {"head_dim", D}, {"vocab_size", V}, {"rms_norm_eps", 1e-5},
