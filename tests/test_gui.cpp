@@ -260,6 +260,7 @@ private slots:
     void contextMenuFromPlots();
     void headOverview();
     void textView();
+    void widgetViewsExport();
     void pinnedCardShowsTensor();
     void openTraceFile();
     void logitLensOnDemand();
@@ -2061,6 +2062,39 @@ void TestGui::textView() {
     const ValueKey out{Value::LayerOutput, L};
     check({promptValue(*ref.model, ref.result, out, 0).norm(2, -1), promptValue(*ref.model, ref.result, out, 1).norm(2, -1)}, false,
           "layer_output norm");
+}
+
+void TestGui::widgetViewsExport() {
+    // The views drawn by widgets of their own (Text, Heads overview, Flow) export as they are drawn: the PNG holds the
+    // widget's pixels above the caption.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    QVERIFY(startTraceDone(*w));
+    const std::vector<std::pair<QString, std::function<QWidget*()>>> views = {
+        {"text", [&] { return static_cast<QWidget*>(w->textView()->tokenText()); }},
+        {"heads", [&] { return static_cast<QWidget*>(w->headsView()->overview()); }},
+        {"flow", [&] { return w->flowView()->canvas(); }}};
+    for (const auto& [name, widget] : views) {
+        QVERIFY(w->showView(name));
+        QCoreApplication::processEvents();
+        const QString path = tmp_.filePath("export-" + name + ".png");
+        QCOMPARE(w->exportPlotTo(path), QString());
+        const QImage image = QImage(path).convertToFormat(QImage::Format_RGB32);
+        const QImage drawn = widget()->grab().toImage().convertToFormat(QImage::Format_RGB32);
+        QVERIFY2(!drawn.isNull() && image.width() == drawn.width() && image.height() > drawn.height(),
+                 qPrintable(QString("%1: exported %2x%3, widget %4x%5").arg(name).arg(image.width()).arg(image.height()).arg(drawn.width()).arg(drawn.height())));
+        int differ = 0, coloured = 0;
+        for (int y = 0; y < drawn.height(); ++y)
+            for (int x = 0; x < drawn.width(); ++x) {
+                const QRgb a = image.pixel(x, y), b = drawn.pixel(x, y);  // the export antialiases edges: a small tolerance
+                differ += std::max({std::abs(qRed(a) - qRed(b)), std::abs(qGreen(a) - qGreen(b)), std::abs(qBlue(a) - qBlue(b))}) > 48;
+                coloured += QColor(drawn.pixel(x, y)).saturation() > 60;
+            }
+        QVERIFY2(differ <= drawn.width() * drawn.height() / 100, qPrintable(QString("%1: %2 pixels differ").arg(name).arg(differ)));
+        QVERIFY2(coloured > 50, qPrintable(name + ": nothing drawn"));
+        QCOMPARE(QImage(path).text("view"), name);
+    }
 }
 
 // ---- pinned cards and trace files ---------------------------------------------------------------------------------

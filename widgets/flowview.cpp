@@ -257,7 +257,12 @@ void FlowView::prune() {
     QTimer::singleShot(0, this, [this, x] { scroll_->ensureVisible(x, 0, scroll_->viewport()->width() / 3, 0); });
 }
 
-PlotSource FlowView::plotSource() const { return {}; }
+PlotSource FlowView::plotSource() const {
+    PlotSource s;
+    s.widget = canvas();  // the whole graph, also what is scrolled out of view
+    s.name = "flow";
+    return s;
+}
 
 QMap<QString, QString> FlowView::settings() const {
     return {{"view", "flow"}, {"view.prompt", QString::number(prompt())}, {"view.position", QString::number(position_->value())},

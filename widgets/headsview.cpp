@@ -169,7 +169,12 @@ void HeadsView::refresh() {
 
 void HeadsView::sortBy(int column) { table_->sortByColumn(column, column < 2 ? Qt::AscendingOrder : Qt::DescendingOrder); }
 
-PlotSource HeadsView::plotSource() const { return {}; }
+PlotSource HeadsView::plotSource() const {
+    PlotSource s;
+    s.widget = overview_;  // the blocks x heads grid of patterns with its marks
+    s.name = "heads";
+    return s;
+}
 
 QMap<QString, QString> HeadsView::settings() const { return {{"view", "heads"}, {"view.prompt", QString::number(prompt())}}; }
 

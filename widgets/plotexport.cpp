@@ -25,11 +25,16 @@ QByteArray metadataJson(const std::map<std::string, std::string>& metadata) {
     return QJsonDocument(o).toJson(QJsonDocument::Indented);
 }
 
-// Renders the plot at the top of `painter`'s device and the caption under it.
-void render(QCustomPlot* plot, QCPPainter& painter, QSize size, const QString& caption) {
-    plot->toPainter(&painter, size.width(), size.height());
+// Renders the plot (or the widget) at the top of `painter`'s device and the caption under it.
+void render(const PlotSource& source, QCPPainter& painter, QSize size, const QString& caption) {
+    if (source.plot) {
+        source.plot->toPainter(&painter, size.width(), size.height());
+    } else {
+        painter.fillRect(QRect(QPoint(0, 0), size), source.widget->palette().color(source.widget->backgroundRole()));
+        source.widget->render(&painter, QPoint(), QRegion(), QWidget::DrawChildren);
+    }
     painter.setPen(QColor(0x50, 0x50, 0x50));
-    QFont f = plot->font();
+    QFont f = source.plot ? source.plot->font() : source.widget->font();
     f.setPointSizeF(f.pointSizeF() * 0.85);
     painter.setFont(f);
     const QRect captionRect(6, size.height(), size.width() - 12, kCaptionHeight);
@@ -63,12 +68,12 @@ QString metadataCaption(const std::map<std::string, std::string>& metadata) {
 }
 
 QString exportPlot(const PlotSource& source, const QString& path, const std::map<std::string, std::string>& metadata) {
-    if (!source.plot) return QObject::tr("There is no plot to export.");
+    if (!source.plot && !source.widget) return QObject::tr("There is no plot to export.");
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix != "png" && suffix != "svg" && suffix != "pdf")
         return QObject::tr("Cannot export the plot to %1: the file name must end in .png, .svg or .pdf.").arg(path);
     if (source.fullView) source.fullView(true);
-    const QSize size = source.size.isEmpty() ? source.plot->size() : source.size;
+    const QSize size = !source.size.isEmpty() ? source.size : source.plot ? source.plot->size() : source.widget->size();
     const QSize page(size.width(), size.height() + kCaptionHeight);
     const QString caption = metadataCaption(metadata);
     const QByteArray json = metadataJson(metadata);
@@ -83,7 +88,7 @@ QString exportPlot(const PlotSource& source, const QString& path, const std::map
         {
             QCPPainter painter(&image);
             painter.setRenderHint(QPainter::Antialiasing);
-            render(source.plot, painter, size, caption);
+            render(source, painter, size, caption);
         }
         for (const auto& [k, v] : metadata) image.setText(QString::fromStdString(k), QString::fromStdString(v));
         QImageWriter writer(&file, "png");
@@ -100,7 +105,7 @@ QString exportPlot(const PlotSource& source, const QString& path, const std::map
         painter.begin(&svg);
         painter.setMode(QCPPainter::pmVectorized);
         painter.setMode(QCPPainter::pmNoCaching);
-        render(source.plot, painter, size, caption);
+        render(source, painter, size, caption);
         painter.end();
     } else {
         QPdfWriter pdf(&file);
@@ -116,7 +121,7 @@ QString exportPlot(const PlotSource& source, const QString& path, const std::map
         } else {
             painter.setMode(QCPPainter::pmVectorized);
             painter.setMode(QCPPainter::pmNoCaching);
-            render(source.plot, painter, size, caption);
+            render(source, painter, size, caption);
             painter.end();
         }
     }

@@ -13,12 +13,16 @@
 #include <string>
 
 class QCustomPlot;
+class QWidget;
 
 namespace nnscope {
 
 /// A plot as a view hands it to the exporter.
 struct PlotSource {
     QCustomPlot* plot = nullptr;
+    /// A view drawn by a widget of its own rather than a QCustomPlot (the Text view's tokens, the Heads overview, the
+    /// Flow graph): exported as that widget paints itself, at its full size. Used when `plot` is null.
+    QWidget* widget = nullptr;
     QSize size;                            ///< the size to render at (empty: the plot's own size)
     std::function<void(bool)> fullView;    ///< called with true before rendering and false after (may be empty)
     QString name;                          ///< "attention", "neurons", ... (the default file name)

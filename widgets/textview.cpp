@@ -538,7 +538,12 @@ void TextView::onHover(int row, int position) {
 
 QString TextView::statusText() const { return status_->text(); }
 
-PlotSource TextView::plotSource() const { return {}; }
+PlotSource TextView::plotSource() const {
+    PlotSource s;
+    s.widget = text_;  // every prompt's tokens, the whole laid-out text (not only what the scroll area shows)
+    s.name = "text";
+    return s;
+}
 
 QMap<QString, QString> TextView::settings() const {
     static const char* const modes[] = {"attention_from", "attention_to", "neuron", "norm"};
