@@ -417,7 +417,11 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     auto model = loadModel(p, c);
     TraceOptions opts;
     for (int i = 0; i < model->config().numLayers; ++i) opts.save.push_back({Value::AttentionProbabilities, i});
-    const TraceResult result = trace(*model, encodeBatch(*model, {s(p.value(prompt))}), opts);
+    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    if (batch.ids[0].size() < 2)
+        throw Error("heads: the prompt is " + std::to_string(batch.ids[0].size()) + " token(s) long; the scores need at least two "
+                    "positions (the previous-token score compares each token with the one before it).");
+    const TraceResult result = trace(*model, batch, opts);
     std::vector<HeadScore> rows = headScores(*model, result, 0);
     auto key = [&](const HeadScore& h) {
         const double v = by == "previous_token" ? h.previousToken : by == "induction" ? h.induction : by == "first_token" ? h.firstToken : h.diagonal;
@@ -437,6 +441,9 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     std::printf("block head  previous_token  induction  first_token  diagonal\n");
     for (const auto& h : rows)
         std::printf("%5d %4d  %14.4f  %9.4f  %11.4f  %8.4f\n", h.layer, h.head, h.previousToken, h.induction, h.firstToken, h.diagonal);
+    if (!rows.empty() && std::isnan(rows.front().induction))
+        std::cerr << "nnscope: note: induction is nan: no token of the prompt occurs twice (the score reads the attention from a "
+                     "repeated token to the token after its earlier occurrence); repeat a phrase in --prompt." << std::endl;
     return 0;
 }
 

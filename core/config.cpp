@@ -17,6 +17,9 @@ json readConfigJson(const std::string& dir) {
     if (!fs::exists(p.parent_path()))
         throw Error(p.parent_path().string() + ": no such folder (a checkpoint folder holds config.json, the safetensors and a tokenizer).");
     std::error_code ec;
+    if (!fs::is_directory(p.parent_path(), ec))
+        throw Error(p.parent_path().string() + ": a file, not a checkpoint folder (give the folder that holds config.json, the "
+                    "safetensors and a tokenizer).");
     if (!fs::exists(fs::symlink_status(p, ec))) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
     return readJsonObjectFile(p.string(), kConfigMaxBytes);
 }

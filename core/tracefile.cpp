@@ -136,6 +136,9 @@ TraceFile readTraceFile(const std::string& path, const TraceFileOptions& options
     if (!fs::exists(path)) throw Error(path + ": no such file.");
     if (fs::is_directory(path))
         throw Error(path + " is a folder: a trace file is one .safetensors file (open a checkpoint folder with File > Open Checkpoint).");
+    if (fs::path(path).extension() == ".npy")
+        throw Error(path + ": a .npy file holds one value; a trace file is a .safetensors file of several (write one with "
+                    "`nnscope trace --out FILE.safetensors` or Export > Trace).");
     auto file = std::make_shared<SafetensorsFile>(path);  // throws, naming the file, when it is not safetensors
     tf.metadata = file->metadata();
     const auto& md = tf.metadata;
