@@ -443,6 +443,8 @@ private slots:
         const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
         QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary";
         QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)";
+        QTest::newRow("a file as the model folder") << QStringList{"trace", "--model", m + "/config.json", "--prompt", "x"} << "a file, not a checkpoint folder";
+        QTest::newRow("heads of one token") << QStringList{"heads", "--model", demo, "--prompt", ""} << "at least two positions";
     }
     void badCommandLines() {
         QFETCH(QStringList, args);

@@ -957,6 +957,12 @@ void TestGui::demoModelByDefault() {
     QVERIFY(proc.waitForFinished(120000));
     QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
     QVERIFY(!QImage(out).isNull());
+    // ... and so does naming the demo model without a prompt (it has one of its own)
+    const QString named = tmp_.filePath("demo-named.png");
+    proc.start(kBinary, {"gui", "--model", demo + "/", "--screenshot", named});
+    QVERIFY(proc.waitForFinished(120000));
+    QVERIFY2(proc.exitCode() == 0, proc.readAllStandardError().constData());
+    QVERIFY(!QImage(named).isNull());
 
     // The README's first command itself, `nnscope` with a fresh settings folder (--screenshot takes another path):
     // the window traces the demo's sentence and shows the induction block's attention. Its log line says so.
