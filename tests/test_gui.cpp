@@ -929,6 +929,10 @@ void TestGui::demoModelByDefault() {
     QCOMPARE(w.tracePanel()->prompts(), QStringList{demoPrompt()});
     QCOMPARE(w.views()->currentWidget(), static_cast<QWidget*>(w.attentionView()));
     QCOMPARE(w.attentionView()->block(), kDemoInductionBlock);
+    // the chips describe this checkpoint: Llama's grouped-query attention with as many key/value heads as query heads
+    QVERIFY2(w.diagramPanel()->header()->text().contains("Multi-head attention") &&
+                 !w.diagramPanel()->header()->text().contains("Grouped-query"),
+             qPrintable(w.diagramPanel()->header()->text()));
     const auto& ids = w.snapshot()->result.batch.ids.at(0);
     const auto& tok = *w.model()->tokenizer();
     int64_t second = -1, first = -1;  // positions of the last "with" and of the one before it
@@ -1821,6 +1825,8 @@ void TestGui::contextMenuFromPlots() {
     // view's menu, made by Qt from the mouse press in the window as on a desktop, and its entry adds the intervention.
     auto w = openWindow(modelDir("tiny-llama"));
     QVERIFY(w);
+    QVERIFY2(w->diagramPanel()->header()->text().contains("Grouped-query attention"),  // 4 query heads over 2 kv heads
+             qPrintable(w->diagramPanel()->header()->text()));
     w->resize(1600, 1000);
     QVERIFY(runFromPanel(*w, {"the cat sat on the mat and the dog saw it"}));
     InterventionPanel* panel = w->interventionPanel();

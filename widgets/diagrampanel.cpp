@@ -81,7 +81,7 @@ void DiagramPanel::updateHeader() {
     const Family& f = model_->family();
     header_->setText(QString("<b>%1</b> · %2<br>%3").arg(QString::fromStdString(f.title).toHtmlEscaped(),
                                                          QString::fromStdString(model_->config().architectures.front()).toHtmlEscaped(),
-                                                         quirkChips(f.quirks, palette())));
+                                                         quirkChips(checkpointQuirks(f, model_->config()), palette())));
 }
 
 void DiagramPanel::changeEvent(QEvent* event) {

@@ -252,9 +252,11 @@ void FlowView::prune() {
                          .arg(graph_->position)
                          .arg(QString::fromStdString(contributions_->note)));
     canvas_->setGraph(&*graph_, snapshot_->tokens.at(static_cast<size_t>(row)), snapshot_->numLayers());
-    // the graph starts at the position's column: keep it in view (on a long prompt it is the far right)
+    // the graph starts at the position's column: keep it in view (on a long prompt it is the far right), at the right
+    // edge, so that as many of the earlier tokens it reads from (and, on a short prompt, the row labels) stay in view
     const int x = canvas_->columnX(static_cast<int>(graph_->position));
-    QTimer::singleShot(0, this, [this, x] { scroll_->ensureVisible(x, 0, scroll_->viewport()->width() / 3, 0); });
+    const int margin = graph_->position > 0 ? x - canvas_->columnX(static_cast<int>(graph_->position) - 1) : 60;
+    QTimer::singleShot(0, this, [this, x, margin] { scroll_->ensureVisible(x, 0, margin, 0); });
 }
 
 PlotSource FlowView::plotSource() const {

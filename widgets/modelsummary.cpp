@@ -20,7 +20,7 @@ QString modelSummaryHtml(const Model& model, const QPalette& palette) {
     h += QString("<h2>%1 <small style='color:%4'>%2 · %3</small></h2>")
              .arg(esc(f.title), esc(c.architectures.front()), esc(f.modelType), palette.color(QPalette::PlaceholderText).name());
     h += QString("<p>%1</p>").arg(esc(f.summary));
-    h += "<p>" + quirkChips(f.quirks, palette) + "</p>";
+    h += "<p>" + quirkChips(checkpointQuirks(f, c), palette) + "</p>";
     h += QObject::tr("<p><b>Folder</b> <tt>%1</tt><br><b>Compute dtype</b> %2 · <b>tokenizer</b> %3</p>")
              .arg(esc(model.dir()), esc(dtypeName(model.dtype())),
                   model.tokenizer() ? esc(model.tokenizer()->sourceFile()) : esc(model.tokenizerError()));

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "palette.h"
 
+#include "core/config.h"
+#include "core/family.h"
+
 #include <algorithm>
 
 namespace nnscope {
@@ -55,6 +58,21 @@ QColor tint(const QColor& pastel, const QPalette& palette, double lift) {
 }
 
 QColor valueColor(const QPalette& palette) { return isDark(palette) ? QColor(0x7f, 0xd4, 0x9a) : QColor(0x1d, 0x6b, 0x3a); }
+
+std::vector<std::string> checkpointQuirks(const Family& family, const ModelConfig& config) {
+    std::vector<std::string> out;
+    for (const std::string& q : family.quirks) {
+        if (q == "Grouped-query attention" && config.numHeads > 0) {
+            const int64_t kv = config.numKvHeads > 0 ? config.numKvHeads : config.numHeads;
+            out.push_back(kv == config.numHeads ? "Multi-head attention" : kv == 1 ? "Multi-query attention" : q);
+        } else if (q == "Sliding-window attention" && config.slidingWindow <= 0) {
+            continue;
+        } else {
+            out.push_back(q);
+        }
+    }
+    return out;
+}
 
 QString quirkChips(const std::vector<std::string>& quirks, const QPalette& palette) {
     const QColor background = tint(QColor(0xe8, 0xee, 0xfc), palette), text = palette.color(QPalette::Text);

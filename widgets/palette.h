@@ -12,6 +12,9 @@
 
 namespace nnscope {
 
+struct Family;
+struct ModelConfig;
+
 /// Whether `palette` draws light text on a dark base.
 bool isDark(const QPalette& palette);
 /// The dark palette of `--color-scheme dark` (for the Fusion style, as Qt's own examples make one).
@@ -25,5 +28,9 @@ QColor mix(const QColor& a, const QColor& b, double t);
 QColor valueColor(const QPalette& palette);
 /// The family's quirks as chips (HTML spans) in `palette`'s colours.
 QString quirkChips(const std::vector<std::string>& quirks, const QPalette& palette);
+/// The family's quirks as they hold for one checkpoint: "Grouped-query attention" reads "Multi-head attention" when
+/// num_key_value_heads equals num_attention_heads (no key/value head is shared) and "Multi-query attention" when there
+/// is one; "Sliding-window attention" is left out when the config sets no window. The family page keeps the family's.
+std::vector<std::string> checkpointQuirks(const Family& family, const ModelConfig& config);
 
 }  // namespace nnscope
