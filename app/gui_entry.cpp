@@ -28,6 +28,21 @@ namespace nnscope {
 
 namespace {
 
+QtMessageHandler previousHandler = nullptr;
+
+/// QCustomPlot replots the plots of tabs that were never shown, whose paint buffers are 0 x 0: Qt then says
+/// "QPainter::begin: Paint device returned engine == 0" and QCustomPlot "paint buffer returned inactive painter",
+/// harmless (the plot is drawn again at its size when shown) but a dozen lines on every `gui --screenshot`. Those two
+/// are dropped, and the offscreen platform's "This plugin does not support propagateSizeHints()" (a screenshot's
+/// window has no window manager to tell); every other message goes to Qt's handler.
+void quietZeroSizePlots(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+    if (message.startsWith(QLatin1String("QPainter::begin: Paint device returned engine == 0")) ||
+        message.contains(QLatin1String("paint buffer returned inactive painter")) ||
+        message == QLatin1String("This plugin does not support propagateSizeHints()"))
+        return;
+    if (previousHandler) previousHandler(type, context, message);
+}
+
 int usageError(const QString& message) {
     std::cerr << "nnscope gui: " << message.toStdString() << "\nRun `nnscope gui --help` for the options." << std::endl;
     return 2;
@@ -172,6 +187,7 @@ int runGui(int& argc, char** argv) {
                   << std::endl;
         return 2;
     }
+    previousHandler = qInstallMessageHandler(quietZeroSizePlots);
     QApplication app(argc, argv);
     QApplication::setOrganizationName("nnscope");
     QApplication::setApplicationName("nnscope");
