@@ -77,6 +77,9 @@ namespace {
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
+/// Up to this many tokens the logit lens of the prompt shown is computed whole; a longer prompt's lens is computed for
+/// the positions in view (LogitLensView::wantedPositions), more as the view is scrolled.
+constexpr int kLensWholePrompt = 256;
 const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
 /// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
 constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
@@ -1025,7 +1028,16 @@ void MainWindow::ensureLens() {
     int row = 0;
     if (views_->currentWidget() == lens_) {
         row = lens_->prompt();
-        if (!snapshot_->lens(row)) need.push_back({snapshot_, row, false});
+        const int len = static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size());
+        if (snapshot_->lens(row)) {
+            // there
+        } else if (len <= kLensWholePrompt) {
+            need.push_back({snapshot_, row, false});
+        } else {  // a long prompt: the positions in view (and the one picked), a chunk at a time
+            const auto [from, to] = lens_->wantedPositions();
+            const auto [first, end] = snapshot_->missingLensPositions(row, from, to);
+            if (first < end) need.push_back({snapshot_, row, false, first, end - first});
+        }
     } else if (views_->currentWidget() == compare_ && snapshot_->baseline) {
         row = compare_->prompt();
         for (const SnapshotPtr& s : {snapshot_->baseline, snapshot_})
@@ -1056,8 +1068,13 @@ void MainWindow::stopLens() {
 void MainWindow::onLensFinished(quint64 id, LensResultsPtr lenses) {
     if (id != lensId_) return;
     lensId_ = 0;
-    for (size_t i = 0; i < lensRequests_.size() && i < lenses->size(); ++i)
-        lensRequests_[i].snapshot->storeLens(lensRequests_[i].row, lensRequests_[i].lastPosition, (*lenses)[i]);
+    for (size_t i = 0; i < lensRequests_.size() && i < lenses->size(); ++i) {
+        const LensRequest& r = lensRequests_[i];
+        if (r.count >= 0)
+            r.snapshot->storeLensWindow(r.row, (*lenses)[i]);
+        else
+            r.snapshot->storeLens(r.row, r.lastPosition, (*lenses)[i]);
+    }
     lensRequests_.clear();
     tracePanel_->analysisEnded();
     lens_->lensChanged();

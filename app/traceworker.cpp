@@ -347,6 +347,10 @@ void TraceWorker::runLens(const Job& job) {
             LensOptions options;
             options.rows = {r.row};
             options.lastPositionOnly = r.lastPosition;
+            if (r.count >= 0) {
+                options.firstPosition = r.first;
+                options.numPositions = r.count;
+            }
             options.cancel = job.cancel.get();
             options.progress = [&, offset](int done, int) {
                 emit lensProgress(job.id, offset + done, total);

@@ -31,7 +31,11 @@ struct LensRequest {
     SnapshotPtr snapshot;
     int row = 0;
     bool lastPosition = false;
-    bool operator==(const LensRequest& o) const { return snapshot == o.snapshot && row == o.row && lastPosition == o.lastPosition; }
+    /// A window of the prompt's positions [first, first + count); count < 0: the whole prompt.
+    int first = 0, count = -1;
+    bool operator==(const LensRequest& o) const {
+        return snapshot == o.snapshot && row == o.row && lastPosition == o.lastPosition && first == o.first && count == o.count;
+    }
 };
 /// The lenses of a lens job, one per request, in the requests' order.
 using LensResultsPtr = std::shared_ptr<const std::vector<TraceSnapshot::LensPtr>>;

@@ -4,6 +4,8 @@
 #include "error.h"
 #include "taps.h"
 
+#include <algorithm>
+
 #include <torch/types.h>
 
 #include <cstring>
@@ -76,10 +78,20 @@ LogitLens logitLens(const Model& model, const TraceResult& result, int k, const 
     if (rows.empty())
         for (int64_t r = 0; r < prompts; ++r) rows.push_back(r);
     std::vector<PromptSpan> spans;
+    std::vector<int64_t> firsts;
     for (int64_t r : rows) {
         PromptSpan s = promptSpan(result.batch, r);  // throws for a row out of range
-        if (options.lastPositionOnly && s.length > 0) s = {s.start + s.length - 1, 1};
+        int64_t first = 0;
+        if (options.lastPositionOnly && s.length > 0) {
+            first = s.length - 1;
+            s = {s.start + first, 1};
+        } else if (options.firstPosition > 0 || options.numPositions >= 0) {
+            first = std::clamp<int64_t>(options.firstPosition, 0, s.length);
+            const int64_t n = options.numPositions < 0 ? s.length - first : std::min(options.numPositions, s.length - first);
+            s = {s.start + first, n};
+        }
         spans.push_back(s);
+        firsts.push_back(first);
     }
     // One chunk of logits is at most 2^24 float32 values (64 MiB): a 128k vocabulary takes 128 positions at a time.
     const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(1, vocab));
@@ -117,8 +129,10 @@ LogitLens logitLens(const Model& model, const TraceResult& result, int k, const 
     lens.topProbs.resize(static_cast<size_t>(prompts));
     lens.logSumExp.resize(static_cast<size_t>(prompts));
     lens.normed.resize(static_cast<size_t>(prompts));
+    lens.firstPosition.assign(static_cast<size_t>(prompts), 0);
     for (size_t j = 0; j < rows.size(); ++j) {
         const auto r = static_cast<size_t>(rows[j]);
+        lens.firstPosition[r] = firsts[j];
         lens.topIds[r] = torch::stack(ids[j]);
         lens.topProbs[r] = torch::stack(probs[j]);
         lens.logSumExp[r] = torch::stack(lse[j]);

@@ -54,6 +54,9 @@ struct LogitLens {
     /// (what lm_head reads), compute dtype [num_layers, length, hidden_size]; together they give any token's
     /// probability without keeping the full distribution.
     std::vector<torch::Tensor> logSumExp, normed;
+    /// One entry per prompt, as above: the prompt position of its entries' first column (0, unless LensOptions asked
+    /// for a window of positions or for the last position only).
+    std::vector<int64_t> firstPosition;
     /// Whether prompt `row` was computed.
     bool has(int64_t row) const {
         return row >= 0 && row < static_cast<int64_t>(topIds.size()) && topIds[static_cast<size_t>(row)].defined();
@@ -66,6 +69,12 @@ struct LensOptions {
     std::vector<int64_t> rows;
     /// Only each prompt's last position (the one that predicts the next token): entries of length 1.
     bool lastPositionOnly = false;
+    /// A window of each prompt's positions, counted from its first token: [firstPosition, firstPosition + numPositions)
+    /// (numPositions < 0: to the prompt's end; both clamped to the prompt). The entries then hold just those positions
+    /// and LogitLens::firstPosition says where they start: the window computes a long prompt's lens for the columns in
+    /// view. Ignored with lastPositionOnly.
+    int64_t firstPosition = 0;
+    int64_t numPositions = -1;
     /// Called after each block with (blocks done, num_layers).
     std::function<void(int, int)> progress;
     /// Checked before each block and each chunk of positions; once set, logitLens throws Cancelled (core/taps.h).

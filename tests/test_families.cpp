@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every standard value of every family against HuggingFace transformers (tests/fixtures/models/*/golden_*.safetensors,
 // written by tests/fixtures/make_fixtures.py), and the checks of the seeds' notes on the matching fixture.
+#include "core/analysis.h"
 #include "core/error.h"
 #include "core/model.h"
 #include "core/safetensors.h"
@@ -176,6 +177,30 @@ private slots:
         auto last = c.model->projectOnVocab(r.value({Value::LayerOutput, L - 1}));
         if (const auto cap = c.model->config().finalLogitSoftcap) last = torch::tanh(last / *cap) * *cap;
         NNSCOPE_COMPARE_TENSORS(last, r.value({Value::Logits, -1}), 0, 0);
+    }
+
+    /// A window of positions (LensOptions::firstPosition / numPositions, what the window computes for the columns in
+    /// view of a long prompt) equals those columns of the whole prompt's lens, in every part the views read.
+    void logitLensWindow() {
+        Case& c = load("tiny-llama", "float32");
+        const auto& r = c.runs.at("single");
+        const LogitLens full = logitLens(*c.model, r, 5);
+        const int64_t len = full.topIds[0].size(1);
+        QVERIFY(len > 5);
+        for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {len - 1, 10}, {0, -1}}) {
+            LensOptions o;
+            o.firstPosition = first;
+            o.numPositions = count;
+            const LogitLens w = logitLens(*c.model, r, 5, o);
+            const int64_t n = count < 0 ? len - first : std::min(count, len - first);
+            QCOMPARE(w.firstPosition.at(0), first);
+            QCOMPARE(w.topIds[0].size(1), n);
+            QVERIFY(torch::equal(w.topIds[0], full.topIds[0].narrow(1, first, n)));
+            // (the same products over fewer rows: float32 rounding may differ in the last bit)
+            NNSCOPE_COMPARE_TENSORS(w.topProbs[0], full.topProbs[0].narrow(1, first, n), 1e-6, 1e-7);
+            NNSCOPE_COMPARE_TENSORS(w.logSumExp[0], full.logSumExp[0].narrow(1, first, n), 1e-6, 1e-6);
+            NNSCOPE_COMPARE_TENSORS(lensTokenProbs(*c.model, w, 0, 7), lensTokenProbs(*c.model, full, 0, 7).narrow(1, first, n), 1e-6, 1e-7);
+        }
     }
 
     // --- the seeds' notes, as checks on the matching fixture ---

@@ -264,6 +264,7 @@ private slots:
     void pinnedCardShowsTensor();
     void openTraceFile();
     void logitLensOnDemand();
+    void logitLensInView();
     void darkPalette();
 
 private:
@@ -2482,6 +2483,53 @@ QString lensViewDiffers(LogitLensView* lv, const Model& m, const LogitLens& lens
     return {};
 }
 }  // namespace
+
+void TestGui::logitLensInView() {
+    // A long prompt's lens is computed for the columns in view, more as the view is scrolled: what the heatmap shows
+    // there equals core::logitLens of the whole prompt, and the positions never shown are not computed.
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    const QString story = "Once upon a time, there was a little girl named Lily. She loved to play in the park with her dog, Max. "
+                          "One day, Lily saw a big red ball under a tree. She ran to the ball and picked it up. Max barked and "
+                          "jumped. Lily threw the ball and Max ran after it. They played all day until the sun went down.";
+    QVERIFY(runFromPanel(*w, {story + " " + story + " " + story}));  // about 360 tokens
+    const int len = static_cast<int>(w->snapshot()->tokens.at(0).size());
+    QVERIFY2(len > 256, qPrintable(QString::number(len)));
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    LogitLensView* lv = w->lensView();
+    QVERIFY(lv->hasLens());
+    QVERIFY(!w->snapshot()->lens(0));  // not the whole prompt
+    QVERIFY(w->snapshot()->lensComputed(0, len - 1));
+    QVERIFY(!w->snapshot()->lensComputed(0, 0));
+    const LogitLens ref = logitLens(*w->model(), w->snapshot()->result, 5);
+    const int layers = static_cast<int>(w->model()->config().numLayers);
+    auto inViewEqualsEngine = [&]() -> QString {
+        const QRect cells = lv->heatmap()->visibleCells();
+        if (cells.width() <= 0) return "nothing in view";
+        const torch::Tensor shown = lv->heatmap()->model()->matrix().values;  // [layers, len]: top probability
+        for (int c = cells.x(); c < cells.x() + cells.width(); ++c) {
+            if (!w->snapshot()->lensComputed(0, c)) return QString("position %1 in view is not computed").arg(c);
+            for (int b = 0; b < layers; ++b) {
+                const double got = shown[b][c].item<double>(), want = ref.topProbs[0][b][c][0].item<double>();
+                if (std::abs(got - want) > 1e-5) return QString("block %1 position %2: %3, the engine's %4").arg(b).arg(c).arg(got).arg(want);
+            }
+        }
+        return {};
+    };
+    QString why = inViewEqualsEngine();
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    // Scrolled to the start: the view asks for those positions once scrolling pauses.
+    QSignalSpy ended(w.get(), &MainWindow::lensEnded);
+    lv->heatmap()->ensureVisible(0, 0);
+    QVERIFY(ended.wait(30000));
+    QVERIFY(lensDone(*w));
+    QVERIFY(w->snapshot()->lensComputed(0, 0));
+    QCOMPARE(lv->heatmap()->visibleCells().x(), 0);  // the view stayed where it was scrolled
+    why = inViewEqualsEngine();
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+}
 
 void TestGui::logitLensOnDemand() {
     // The logit lens is not part of a trace: it is computed in the worker when its view is shown, for the prompt shown,

@@ -13,6 +13,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -85,6 +86,33 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
         refreshTarget();
     });
     connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int, int column) { setPosition(column); });
+    // a long prompt's lens is computed for the columns in view: scrolling to others asks for them once it pauses
+    wantTimer_ = new QTimer(this);
+    wantTimer_->setSingleShot(true);
+    wantTimer_->setInterval(150);
+    connect(wantTimer_, &QTimer::timeout, this, [this] {
+        if (snapshot_ && isVisible() && !snapshot_->lens(prompt())) {
+            const auto [from, to] = wantedPositions();
+            const auto [first, end] = snapshot_->missingLensPositions(prompt(), from, to);
+            if (first < end) emit lensRequested();
+        }
+    });
+    connect(heatmap_, &HeatmapPlot::viewChanged, wantTimer_, qOverload<>(&QTimer::start));
+}
+
+std::pair<int, int> LogitLensView::wantedPositions() const {
+    if (!snapshot_) return {0, 0};
+    const int len = static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(prompt())).size());
+    constexpr int kChunk = 64;
+    int from = std::max(0, len - 2 * kChunk), to = len;  // nothing drawn yet: the view starts at the last position
+    const QRect cells = heatmap_->visibleCells();
+    if (shownLens_ && shownFor_.first == snapshot_.get() && shownFor_.second == prompt() && cells.width() > 0) {
+        from = cells.x();
+        to = cells.x() + cells.width();
+    }
+    from = from / kChunk * kChunk;
+    to = std::min(len, (to + kChunk - 1) / kChunk * kChunk);
+    return {from, to};
 }
 
 void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
@@ -143,7 +171,8 @@ bool LogitLensView::setTarget(const QString& text) {
 }
 
 void LogitLensView::lensChanged() {
-    if (snapshot_ && snapshot_->lens(prompt()) != shownLens_) refresh();
+    // the prompt's whole lens, or more positions of a long prompt's (the same partial lens, filled further)
+    if (snapshot_ && (snapshot_->lens(prompt()) != shownLens_ || snapshot_->partialLens(prompt()))) refresh();
 }
 
 void LogitLensView::setLensNote(const QString& html) { note_->setText(html); }
@@ -157,11 +186,22 @@ void LogitLensView::refresh() {
     if (!snapshot_) return;
     const int row = prompt();
     shownLens_ = snapshot_->lens(row);
+    const bool partial = !shownLens_;
+    if (partial) shownLens_ = snapshot_->partialLens(row);  // a long prompt: the positions computed so far
     if (!shownLens_) {  // the window computes it when the view is shown (MainWindow::ensureLens)
         model_->setMatrix({});
+        shownFor_ = {nullptr, -1};
         body_->setCurrentWidget(note_);
         return;
     }
+    // the same prompt again (more of its positions, another target): the heatmap stays where it was scrolled
+    const bool sameView = shownFor_.first == snapshot_.get() && shownFor_.second == row;
+    const QRect before = heatmap_->visibleCells();
+    shownFor_ = {snapshot_.get(), row};
+    std::vector<bool> computed;
+    if (partial)
+        for (int i = 0; i < static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size()); ++i)
+            computed.push_back(snapshot_->lensComputed(row, i));
     body_->setCurrentIndex(0);
     const LogitLens& lens = *shownLens_;
     const torch::Tensor ids = lens.topIds.at(static_cast<size_t>(row));      // [L, len, k]
@@ -187,9 +227,11 @@ void LogitLensView::refresh() {
     const int len = static_cast<int>(ids.size(1)), k = static_cast<int>(ids.size(2));
     const torch::Tensor idsC = ids.contiguous(), probsC = probs.contiguous(), targetC = target.contiguous();
     auto at = [len, k](int r, int c, int j) { return (static_cast<size_t>(r) * len + c) * k + j; };
-    m.cellText = [idsC, label, at](int r, int c) { return label(idsC.data_ptr<int64_t>()[at(r, c, 0)]); };
-    m.toolTip = [idsC, probsC, targetC, tokens, targetLabel, label, at, len, k](int r, int c) {
+    auto done = [computed](int c) { return computed.empty() || computed[static_cast<size_t>(c)]; };
+    m.cellText = [idsC, label, at, done](int r, int c) { return done(c) ? label(idsC.data_ptr<int64_t>()[at(r, c, 0)]) : QString(); };
+    m.toolTip = [idsC, probsC, targetC, tokens, targetLabel, label, at, len, k, done](int r, int c) {
         QString s = LogitLensView::tr("layers.%1 · position %2 “%3”").arg(r).arg(c).arg(tokens.value(c));
+        if (!done(c)) return s + LogitLensView::tr("\nnot computed yet: a long prompt's lens is computed for the positions in view");
         for (int j = 0; j < k; ++j)
             s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsC.data_ptr<int64_t>()[at(r, c, j)])).arg(probsC.data_ptr<float>()[at(r, c, j)], 0, 'f', 4);
         s += LogitLensView::tr("\ntarget %1: %2").arg(targetLabel).arg(targetC.data_ptr<float>()[static_cast<size_t>(r) * len + c], 0, 'g', 4);
@@ -204,12 +246,26 @@ void LogitLensView::refresh() {
     }
     shownTarget_ = targetLabel;
     targetEdit_->setText(targetLabel);
-    refreshTarget();
+    if (sameView && before.width() > 0) {  // back where it was scrolled (a new matrix starts at the first column)
+        heatmap_->ensureVisible(0, before.x() + before.width() - 1);
+        heatmap_->ensureVisible(0, before.x());
+        refreshTarget(false);
+    } else {
+        refreshTarget(true);
+    }
 }
 
-void LogitLensView::refreshTarget() {
+void LogitLensView::refreshTarget(bool reveal) {
     if (!snapshot_ || targetId_ < 0 || !shownLens_) return;
     const int row = prompt(), pos = position();
+    if (!snapshot_->lensComputed(row, pos)) {  // a long prompt's position not computed yet: scrolled to, it will be
+        targetGraph_->data()->clear();
+        if (auto* t = qobject_cast<QCPTextElement*>(targetPlot_->plotLayout()->element(0, 0)))
+            t->setText(tr("position %1: its lens is computed when it is in view").arg(pos));
+        targetPlot_->replot();
+        if (reveal) heatmap_->ensureVisible(0, pos);
+        return;
+    }
     const torch::Tensor target = lensTokenProbs(*snapshot_->model, *shownLens_, row, targetId_);  // [L, len]
     if (pos < 0 || pos >= target.size(1)) return;
     QVector<double> blocks, probs;
@@ -223,7 +279,7 @@ void LogitLensView::refreshTarget() {
     const QString label = tok ? QString::fromStdString(tok->tokenLabel(targetId_)) : QString("#%1").arg(targetId_);
     targetLabel_->setText(QString("#%1").arg(targetId_));
     heatmap_->setMarkedCell(-1, pos);
-    heatmap_->ensureVisible(0, pos);
+    if (reveal) heatmap_->ensureVisible(0, pos);
     if (auto* t = qobject_cast<QCPTextElement*>(targetPlot_->plotLayout()->element(0, 0)))
         t->setText(tr("p(“%1”) across blocks at position %2 “%3”").arg(label).arg(pos).arg(snapshot_->tokens.at(static_cast<size_t>(row)).value(pos)));
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);

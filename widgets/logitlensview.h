@@ -12,6 +12,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QTimer;
 class QStackedWidget;
 
 namespace nnscope {
@@ -36,24 +37,31 @@ public:
     /// What stands in place of the plots while the prompt's lens is not there (computing, cancelled, failed); a link
     /// in it asks for the lens again (lensRequested).
     void setLensNote(const QString& html);
-    /// Whether the plots show the lens of the prompt shown.
+    /// Whether the plots show the lens of the prompt shown (on a long prompt, of at least the positions in view).
     bool hasLens() const { return shownLens_ != nullptr; }
+    /// The positions of the prompt shown whose lens the view needs: the columns in view, widened to whole chunks of 64
+    /// (before anything is drawn: the last 128, where the view starts). [first, end) in the prompt's positions.
+    std::pair<int, int> wantedPositions() const;
     QString lensNote() const;
     HeatmapPlot* heatmap() const { return heatmap_; }
     QCustomPlot* targetPlot() const { return targetPlot_; }
     QCPGraph* targetGraph() const { return targetGraph_; }
 
 signals:
-    /// The user asked for the lens of the prompt shown (the link in the note after a Cancel).
+    /// The user asked for the lens of the prompt shown (the link in the note after a Cancel), or scrolled a long
+    /// prompt's lens to positions not computed yet.
     void lensRequested();
 
 private:
     void refresh();
-    void refreshTarget();
+    /// `reveal`: scroll the heatmap to the position picked.
+    void refreshTarget(bool reveal = true);
 
     QStackedWidget* body_;  ///< the plots, or the note while the lens is not there
     QLabel* note_;
     TraceSnapshot::LensPtr shownLens_;  ///< the lens the plots show (nullptr: the note is shown)
+    std::pair<const TraceSnapshot*, int> shownFor_{nullptr, -1};  ///< the snapshot and prompt the heatmap shows
+    QTimer* wantTimer_;  ///< asks for the positions in view once scrolling pauses
     QLineEdit* targetEdit_;
     QLabel* targetLabel_;
     QSpinBox* positionSpin_;

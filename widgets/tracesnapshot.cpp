@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tracesnapshot.h"
 
+#include <algorithm>
+
 #include "core/export.h"
 #include "core/tracefile.h"
 
@@ -77,6 +79,60 @@ TraceSnapshot::LensPtr TraceSnapshot::lens(int row, bool lastPosition) const {
 }
 
 void TraceSnapshot::storeLens(int row, bool lastPosition, LensPtr lens) const { (*lenses_)[{row, lastPosition}] = std::move(lens); }
+
+void TraceSnapshot::storeLensWindow(int row, LensPtr window) const {
+    const auto r = static_cast<size_t>(row);
+    if (!window || !window->has(row)) return;
+    const int len = static_cast<int>(tokens.at(r).size());
+    PartialLens& p = (*partial_)[row];
+    if (!p.lens) {  // full-size entries of zeros, filled window by window
+        auto l = std::make_shared<LogitLens>();
+        l->numLayers = window->numLayers;
+        l->k = window->k;
+        const size_t n = window->topIds.size();
+        l->topIds.resize(n);
+        l->topProbs.resize(n);
+        l->logSumExp.resize(n);
+        l->normed.resize(n);
+        l->firstPosition.assign(n, 0);
+        const torch::Tensor ids = window->topIds[r], normed = window->normed[r];
+        l->topIds[r] = torch::zeros({ids.size(0), len, ids.size(2)}, ids.options());
+        l->topProbs[r] = torch::zeros({ids.size(0), len, ids.size(2)}, window->topProbs[r].options());
+        l->logSumExp[r] = torch::zeros({ids.size(0), len}, window->logSumExp[r].options());
+        l->normed[r] = torch::zeros({normed.size(0), len, normed.size(2)}, normed.options());
+        p.lens = std::move(l);
+        p.computed.assign(static_cast<size_t>(len), false);
+    }
+    const int64_t first = window->firstPosition.at(r), count = window->topIds[r].size(1);
+    p.lens->topIds[r].narrow(1, first, count).copy_(window->topIds[r]);
+    p.lens->topProbs[r].narrow(1, first, count).copy_(window->topProbs[r]);
+    p.lens->logSumExp[r].narrow(1, first, count).copy_(window->logSumExp[r]);
+    p.lens->normed[r].narrow(1, first, count).copy_(window->normed[r]);
+    for (int64_t i = first; i < first + count; ++i) p.computed[static_cast<size_t>(i)] = true;
+    if (std::all_of(p.computed.begin(), p.computed.end(), [](bool b) { return b; })) storeLens(row, false, p.lens);
+}
+
+TraceSnapshot::LensPtr TraceSnapshot::partialLens(int row) const {
+    auto it = partial_->find(row);
+    return it != partial_->end() ? it->second.lens : nullptr;
+}
+
+bool TraceSnapshot::lensComputed(int row, int position) const {
+    if (lens(row)) return true;
+    auto it = partial_->find(row);
+    return it != partial_->end() && position >= 0 && position < static_cast<int>(it->second.computed.size()) &&
+           it->second.computed[static_cast<size_t>(position)];
+}
+
+std::pair<int, int> TraceSnapshot::missingLensPositions(int row, int from, int to) const {
+    int first = to, end = from;
+    for (int i = from; i < to; ++i)
+        if (!lensComputed(row, i)) {
+            first = std::min(first, i);
+            end = std::max(end, i + 1);
+        }
+    return first < end ? std::make_pair(first, end) : std::make_pair(from, from);
+}
 
 SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, const QStringList& interventions,
                          SnapshotPtr baseline) {

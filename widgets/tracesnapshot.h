@@ -44,8 +44,22 @@ struct TraceSnapshot {
     LensPtr lens(int row, bool lastPosition = false) const;
     /// Keeps a lens the worker computed (GUI thread only; see the file comment).
     void storeLens(int row, bool lastPosition, LensPtr lens) const;
+    /// Keeps a lens the worker computed for a window of prompt `row`'s positions (LogitLens::firstPosition): merged
+    /// into the row's partial lens; once every position is there it is also the row's whole lens (lens(row)).
+    void storeLensWindow(int row, LensPtr window) const;
+    /// Prompt `row`'s lens as far as windows have computed it (full-size entries; a position not computed yet holds
+    /// zeros), or nullptr; lensComputed says which positions are real.
+    LensPtr partialLens(int row) const;
+    /// Whether position `position` of prompt `row` has its lens (from the whole prompt's lens or a window).
+    bool lensComputed(int row, int position) const;
+    /// The smallest range [first, end) of positions within [from, to) of prompt `row` that holds every position not
+    /// computed yet; first == end when they all are.
+    std::pair<int, int> missingLensPositions(int row, int from, int to) const;
     /// Forgets the computed lenses (the number of tokens listed per cell changed).
-    void clearLenses() const { lenses_->clear(); }
+    void clearLenses() const {
+        lenses_->clear();
+        partial_->clear();
+    }
     /// How many lenses are kept.
     int lensCount() const { return static_cast<int>(lenses_->size()); }
 
@@ -65,6 +79,12 @@ private:
     /// A copy of the snapshot (withValues: the same pass with more values) shares the lenses: copying the pointer in
     /// the worker does not touch the map.
     std::shared_ptr<std::map<std::pair<int, bool>, LensPtr>> lenses_ = std::make_shared<std::map<std::pair<int, bool>, LensPtr>>();
+    /// prompt row -> its lens merged from windows, and which positions are computed (GUI thread only, shared as above).
+    struct PartialLens {
+        std::shared_ptr<LogitLens> lens;
+        std::vector<bool> computed;
+    };
+    std::shared_ptr<std::map<int, PartialLens>> partial_ = std::make_shared<std::map<int, PartialLens>>();
 };
 
 using SnapshotPtr = std::shared_ptr<const TraceSnapshot>;
