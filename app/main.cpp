@@ -6,6 +6,9 @@
 
 #include <QCoreApplication>
 
+#include <string>
+#include <vector>
+
 #include <cstdio>
 #include <cstring>
 
@@ -25,7 +28,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (cli || help) {
-        QCoreApplication app(argc, argv);
+        // A command's --help begins "Usage: nnscope trace [options]": Qt names the program by the first argument.
+        std::string program = cli ? std::string("nnscope ") + argv[1] : std::string(argv[0]);
+        std::vector<char*> args(argv, argv + argc);
+        args[0] = program.data();
+        int count = argc;
+        QCoreApplication app(count, args.data());
         QCoreApplication::setOrganizationName("nnscope");
         QCoreApplication::setApplicationName("nnscope");
         QCoreApplication::setApplicationVersion("0.1.0");

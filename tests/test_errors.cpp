@@ -446,6 +446,15 @@ private slots:
         QTest::newRow("a file as the model folder") << QStringList{"trace", "--model", m + "/config.json", "--prompt", "x"} << "a file, not a checkpoint folder";
         QTest::newRow("heads of one token") << QStringList{"heads", "--model", demo, "--prompt", ""} << "at least two positions";
     }
+    void commandHelpNamesTheCommand() {
+        // `nnscope trace --help` begins with the command's own usage line, not the program's path
+        QProcess p;
+        p.start(QString::fromUtf8(NNSCOPE_BINARY), {"trace", "--help"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(out.startsWith("Usage: nnscope trace [options]"), qPrintable(out.left(200)));
+    }
     void badCommandLines() {
         QFETCH(QStringList, args);
         QFETCH(QString, expect);
