@@ -24,6 +24,11 @@ QString demoModelDir() {
     return {};
 }
 
+bool isDemoModelDir(const QString& dir) {
+    const QString demo = demoModelDir();  // already canonical
+    return !demo.isEmpty() && !dir.isEmpty() && QDir(dir).canonicalPath() == demo;
+}
+
 QString demoPrompt() {
     return QStringLiteral("tom and lily went to the park with a red ball. tom and lily went to the park with");
 }

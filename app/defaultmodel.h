@@ -7,6 +7,8 @@ namespace nnscope {
 /// resources/demo-model as installed beside the program (share/nnscope/demo-model), else the source tree's copy when
 /// the program runs from its build tree, or an empty string when there is none.
 QString demoModelDir();
+/// Whether `dir` is the demo model's folder (demoModelDir), however it is written (relative, a trailing slash, a link).
+bool isDemoModelDir(const QString& dir);
 
 /// The prompt traced when the demo model opens with none given: a word run that repeats, so that the attention
 /// view of block 1 shows the induction heads (each word of the second run attends to the word after its first

@@ -169,9 +169,8 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
-        const bool demo = !options.model.isEmpty() && !demoModelDir().isEmpty() &&
-                          QDir(options.model).canonicalPath() == QDir(demoModelDir()).canonicalPath();
-        if (options.prompts.isEmpty() && !options.model.isEmpty() && !demo && !patching && options.traceFile.isEmpty())
+        if (options.prompts.isEmpty() && !options.model.isEmpty() && !isDemoModelDir(options.model) && !patching &&
+            options.traceFile.isEmpty())
             return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt (only the demo model has a prompt of its own).");
         options.useSettings = false;
         options.openDefault = false;

@@ -689,8 +689,7 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
     updateActions();
     emit modelOpened(dir);
     // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.
-    const QString demo = demoModelDir();
-    if (!sameModel && !demo.isEmpty() && QDir(dir).canonicalPath() == demo) {
+    if (!sameModel && isDemoModelDir(dir)) {
         diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));
         // an empty box, or the generic prompt of a fresh machine's settings, gives way to the demo's own sentence,
         // shown in the attention view; the demo's sentence kept from the last session is traced too (in the view
@@ -1029,11 +1028,9 @@ void MainWindow::ensureLens() {
     if (views_->currentWidget() == lens_) {
         row = lens_->prompt();
         const int len = static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size());
-        if (snapshot_->lens(row)) {
-            // there
-        } else if (len <= kLensWholePrompt) {
+        if (!snapshot_->lens(row) && len <= kLensWholePrompt) {
             need.push_back({snapshot_, row, false});
-        } else {  // a long prompt: the positions in view (and the one picked), a chunk at a time
+        } else if (!snapshot_->lens(row)) {  // a long prompt: the positions in view, a chunk at a time
             const auto [from, to] = lens_->wantedPositions();
             const auto [first, end] = snapshot_->missingLensPositions(row, from, to);
             if (first < end) need.push_back({snapshot_, row, false, first, end - first});

@@ -1792,13 +1792,7 @@ void TestGui::attentionLogScale() {
 
     // Under a dark palette the plot's background, axes, labels and title follow it.
     const QPalette light = QApplication::palette();
-    QPalette dark;
-    dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
-    dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
-    dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
-    dark.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
-    dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
-    dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+    const QPalette dark = nnscope::darkPalette();  // what --color-scheme dark gives
     QApplication::setPalette(dark);
     QCoreApplication::processEvents();
     QCustomPlot* plot = hm->plot();

@@ -91,11 +91,8 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     wantTimer_->setSingleShot(true);
     wantTimer_->setInterval(150);
     connect(wantTimer_, &QTimer::timeout, this, [this] {
-        if (snapshot_ && isVisible() && !snapshot_->lens(prompt())) {
-            const auto [from, to] = wantedPositions();
-            const auto [first, end] = snapshot_->missingLensPositions(prompt(), from, to);
-            if (first < end) emit lensRequested();
-        }
+        // what is missing in view is for the window to find (MainWindow::ensureLens): nothing, once it is all there
+        if (snapshot_ && isVisible() && !snapshot_->lens(prompt())) emit lensRequested();
     });
     connect(heatmap_, &HeatmapPlot::viewChanged, wantTimer_, qOverload<>(&QTimer::start));
 }
