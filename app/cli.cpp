@@ -17,6 +17,7 @@
 #include "defaultmodel.h"
 
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QTextStream>
 
 #include <nlohmann/json.hpp>
@@ -76,8 +77,8 @@ struct Common {
 /// A word after a sub-command that is no option's value is a mistake (a prompt without --prompt, a typo): refuse it.
 void rejectStray(const QCommandLineParser& p) {
     if (!p.positionalArguments().isEmpty())
-        throw Error("unexpected argument '" + p.positionalArguments().front().toStdString() +
-                    "' (options start with --; quote a prompt and give it with --prompt).");
+        throw UsageError("unexpected argument '" + p.positionalArguments().front().toStdString() +
+                         "' (options start with --; quote a prompt and give it with --prompt).");
 }
 
 int fail(const std::string& message, int status = 1) {
@@ -85,13 +86,28 @@ int fail(const std::string& message, int status = 1) {
     return status;
 }
 
+}  // namespace
+
+void parseCommandLine(QCommandLineParser& p, const QStringList& args) {
+    if (!p.parse(args)) {
+        QString text = p.errorText();  // "Unknown option 'bogus'."
+        if (text.endsWith('.')) text.chop(1);
+        const std::string command = QCoreApplication::arguments().value(1).toStdString();
+        throw UsageError(text.toStdString() + " (see nnscope " + command + " --help).");
+    }
+    p.process(args);  // --help, --help-all: the usage on stdout, exit status 0; nothing else (the parse succeeded)
+}
+
+namespace {
+
 std::shared_ptr<const Model> loadModel(QCommandLineParser& p, const Common& c, bool tokenizer = true) {
-    if (!p.isSet(c.model)) throw Error("--model DIR is required.");
+    if (!p.isSet(c.model)) throw UsageError("--model DIR is required.");
     bool ok = false;
     const int threads = p.value(c.threads).toInt(&ok);
-    if (!ok || threads < 0) throw Error("--threads must be a non-negative integer.");
+    if (!ok || threads < 0) throw UsageError("--threads must be a non-negative integer.");
     configureThreads(threads);
-    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(parseDtypeRequest(s(p.value(c.dtype)))).withTokenizer(tokenizer));
+    const auto dtype = optionValue([&] { return parseDtypeRequest(s(p.value(c.dtype))); });
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(dtype).withTokenizer(tokenizer));
     printLoadWarnings(*model);
     return model;
 }
@@ -148,27 +164,27 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                         "estimate from one backward pass: attribution patching) or both (with their correlation).",
                               "M", "exact");
     p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv, method});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
-        throw Error("patch needs --clean, --corrupted and --answer.");
+        throw UsageError("patch needs --clean, --corrupted and --answer.");
     auto model = loadModel(p, c);
     PatchingOptions o;
     o.metric.answer = tokenArgument(*model, p.value(answer), "--answer");
     const QString kind = p.isSet(metric) ? p.value(metric) : (p.isSet(wrong) ? "logit-diff" : "prob");
     if (kind == "logit-diff") {
-        if (!p.isSet(wrong)) throw Error("--metric logit-diff needs --wrong TOKEN.");
+        if (!p.isSet(wrong)) throw UsageError("--metric logit-diff needs --wrong TOKEN.");
         o.metric.kind = PatchMetric::Kind::LogitDifference;
         o.metric.wrong = tokenArgument(*model, p.value(wrong), "--wrong");
     } else if (kind == "prob") {
         o.metric.kind = PatchMetric::Kind::TargetProbability;
     } else {
-        throw Error("--metric must be logit-diff or prob, not '" + s(kind) + "'.");
+        throw UsageError("--metric must be logit-diff or prob, not '" + s(kind) + "'.");
     }
-    o.site = parsePatchSite(s(p.value(site)), &o.head);
+    o.site = optionValue([&] { return parsePatchSite(s(p.value(site)), &o.head); });
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
     const QString how = p.value(method);
-    if (how != "exact" && how != "attribution" && how != "both") throw Error("--method must be exact, attribution or both, not '" + s(how) + "'.");
+    if (how != "exact" && how != "attribution" && how != "both") throw UsageError("--method must be exact, attribution or both, not '" + s(how) + "'.");
     std::optional<PatchingResult> estimate;
     if (how != "exact") estimate = attributionPatching(*model, b.ids[0], b.ids[1], o);
     const PatchingResult r = how == "attribution" ? *estimate : activationPatching(*model, b.ids[0], b.ids[1], o);
@@ -234,15 +250,15 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption topk("top-k", "How many next tokens to print per prompt.", "K", "5");
     InterventionOptions iv;
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, iv.edit, iv.skip, iv.steer});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(prompt)) throw Error("trace needs at least one --prompt.");
-    if (p.isSet(out) && !p.isSet(save)) throw Error("--out needs --save: say which values to write.");
+    if (!p.isSet(prompt)) throw UsageError("trace needs at least one --prompt.");
+    if (p.isSet(out) && !p.isSet(save)) throw UsageError("--out needs --save: say which values to write.");
     if (p.isSet(out) && !p.value(out).endsWith(".safetensors", Qt::CaseInsensitive) && !p.value(out).endsWith(".npy", Qt::CaseInsensitive))
-        throw Error("--out " + s(p.value(out)) + ": write a .safetensors file (any number of values) or a .npy file (one value).");
+        throw UsageError("--out " + s(p.value(out)) + ": write a .safetensors file (any number of values) or a .npy file (one value).");
     bool ok = false;
     const int k = p.value(topk).toInt(&ok);
-    if (!ok || k < 1) throw Error("--top-k must be a positive integer.");
+    if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");
     auto model = loadModel(p, c);
     std::vector<std::string> prompts;
     for (const auto& q : p.values(prompt)) prompts.push_back(s(q));
@@ -336,37 +352,37 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     InterventionOptions iv;
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, maxNew, noEos, sample, greedy, temperature, topK, topP, seed, compare,
                   iv.edit, iv.skip, iv.steer});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (p.isSet(sample) && p.isSet(greedy)) throw Error("--sample and --greedy exclude each other.");
+    if (p.isSet(sample) && p.isSet(greedy)) throw UsageError("--sample and --greedy exclude each other.");
     auto model = loadModel(p, c);
     GenerateOptions o = generationDefaults(*model);
     bool ok = false;
     if (p.isSet(maxNew)) {
         o.maxNewTokens = p.value(maxNew).toInt(&ok);
-        if (!ok || o.maxNewTokens < 0) throw Error("--max-new-tokens must be a non-negative integer.");
+        if (!ok || o.maxNewTokens < 0) throw UsageError("--max-new-tokens must be a non-negative integer.");
     }
     o.stopAtEos = !p.isSet(noEos);
     if (p.isSet(sample)) o.sample = true;
     if (p.isSet(greedy)) o.sample = false;
     if (p.isSet(temperature)) {
         o.temperature = p.value(temperature).toDouble(&ok);
-        if (!ok || !(o.temperature > 0)) throw Error("--temperature must be a positive number.");
+        if (!ok || !(o.temperature > 0)) throw UsageError("--temperature must be a positive number.");
         o.sample = o.sample || !p.isSet(greedy);
     }
     if (p.isSet(topK)) {
         o.topK = p.value(topK).toLongLong(&ok);
-        if (!ok || o.topK < 0) throw Error("--top-k must be a non-negative integer.");
+        if (!ok || o.topK < 0) throw UsageError("--top-k must be a non-negative integer.");
         o.sample = o.sample || !p.isSet(greedy);
     }
     if (p.isSet(topP)) {
         o.topP = p.value(topP).toDouble(&ok);
-        if (!ok || !(o.topP > 0 && o.topP <= 1)) throw Error("--top-p must be in (0, 1].");
+        if (!ok || !(o.topP > 0 && o.topP <= 1)) throw UsageError("--top-p must be in (0, 1].");
         o.sample = o.sample || !p.isSet(greedy);
     }
     if (p.isSet(seed)) {
         o.seed = p.value(seed).toULongLong(&ok);
-        if (!ok) throw Error("--seed must be a non-negative integer.");
+        if (!ok) throw UsageError("--seed must be a non-negative integer.");
     } else {
         o.seed = std::random_device{}();
     }
@@ -405,15 +421,15 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                     "(default: by block and head).", "SCORE");
     QCommandLineOption top("top", "Print only the first N rows (0: all).", "N", "0");
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, sort, top});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(prompt)) throw Error("heads needs --prompt.");
+    if (!p.isSet(prompt)) throw UsageError("heads needs --prompt.");
     const QString by = p.value(sort);
     if (p.isSet(sort) && by != "previous_token" && by != "induction" && by != "first_token" && by != "diagonal")
-        throw Error("--sort must be previous_token, induction, first_token or diagonal, not '" + s(by) + "'.");
+        throw UsageError("--sort must be previous_token, induction, first_token or diagonal, not '" + s(by) + "'.");
     bool ok = false;
     const int n = p.value(top).toInt(&ok);
-    if (!ok || n < 0) throw Error("--top must be a non-negative integer.");
+    if (!ok || n < 0) throw UsageError("--top must be a non-negative integer.");
     auto model = loadModel(p, c);
     TraceOptions opts;
     for (int i = 0; i < model->config().numLayers; ++i) opts.save.push_back({Value::AttentionProbabilities, i});
@@ -455,16 +471,16 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
     QCommandLineOption neurons("neurons", "How many neurons (largest |share| over every block) to list.", "K", "10");
     QCommandLineOption tokens("tokens", "For each block's attention and MLP, the K tokens it promotes and suppresses.", "K", "0");
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, target, wrong, position, neurons, tokens});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(prompt) || !p.isSet(target)) throw Error("attribute needs --prompt and --target.");
+    if (!p.isSet(prompt) || !p.isSet(target)) throw UsageError("attribute needs --prompt and --target.");
     bool ok = false;
     const int64_t pos = p.value(position).toLongLong(&ok);
-    if (!ok) throw Error("--position must be an integer (negative counts from the prompt's last token).");
+    if (!ok) throw UsageError("--position must be an integer (negative counts from the prompt's last token).");
     const int k = p.value(neurons).toInt(&ok);
-    if (!ok || k < 0) throw Error("--neurons must be a non-negative integer.");
+    if (!ok || k < 0) throw UsageError("--neurons must be a non-negative integer.");
     const int kTokens = p.value(tokens).toInt(&ok);
-    if (!ok || kTokens < 0) throw Error("--tokens must be a non-negative integer.");
+    if (!ok || kTokens < 0) throw UsageError("--tokens must be a non-negative integer.");
     auto model = loadModel(p, c);
     const int64_t targetId = tokenArgument(*model, p.value(target), "--target");
     std::optional<int64_t> wrongId;
@@ -544,18 +560,18 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                  "0.04");
     QCommandLineOption heads("heads", "For each attention edge, how many heads to list (largest importance first).", "K", "3");
     p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, position, threshold, heads});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(prompt)) throw Error("graph needs --prompt.");
+    if (!p.isSet(prompt)) throw UsageError("graph needs --prompt.");
     bool ok = false;
     GraphOptions options;
     options.position = p.value(position).toLongLong(&ok);
-    if (!ok) throw Error("--position must be an integer (negative counts from the prompt's last token).");
+    if (!ok) throw UsageError("--position must be an integer (negative counts from the prompt's last token).");
     options.threshold = p.value(threshold).toDouble(&ok);
     if (!ok || !(options.threshold >= 0 && options.threshold <= 1))
-        throw Error("--threshold must be a number between 0 and 1 (the paper's is 0.04), not '" + s(p.value(threshold)) + "'.");
+        throw UsageError("--threshold must be a number between 0 and 1 (the paper's is 0.04), not '" + s(p.value(threshold)) + "'.");
     options.topHeads = p.value(heads).toInt(&ok);
-    if (!ok || options.topHeads < 0) throw Error("--heads must be a non-negative integer.");
+    if (!ok || options.topHeads < 0) throw UsageError("--heads must be a non-negative integer.");
     auto model = loadModel(p, c);
     TraceOptions opts;
     opts.save = contributionValueKeys(*model);
@@ -596,10 +612,10 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
     QCommandLineOption text("text", "Text to tokenize.", "TEXT");
     QCommandLineOption noSpecial("no-special-tokens", "Do not add BOS/EOS.");
     p.addOptions({c.model, c.json, text, noSpecial});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(text)) throw Error("tokenize needs --text.");
-    if (!p.isSet(c.model)) throw Error("--model DIR is required.");
+    if (!p.isSet(text)) throw UsageError("tokenize needs --text.");
+    if (!p.isSet(c.model)) throw UsageError("--model DIR is required.");
     auto tok = Tokenizer::load(s(p.value(c.model)));
     auto ids = tok->encode(s(p.value(text)), !p.isSet(noSpecial));
     if (p.isSet(c.json)) {
@@ -616,7 +632,7 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
 
 int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) {
     p.addOptions({c.model, c.json, c.dtype, c.threads});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
     auto model = loadModel(p, c, false);
     if (p.isSet(c.json)) std::cout << supportJson(*model).dump(2) << std::endl;
@@ -626,7 +642,7 @@ int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) 
 
 int cmdPrint(QCommandLineParser& p, const Common& c, const QStringList& args) {
     p.addOptions({c.model, c.dtype, c.threads});
-    p.process(args);
+    parseCommandLine(p, args);
     rejectStray(p);
     auto model = loadModel(p, c, false);
     std::cout << printout(*model);
@@ -681,6 +697,8 @@ int runCli(const QStringList& arguments) {
         if (command == "attribute") return cmdAttribute(p, c, args);
         if (command == "heads") return cmdHeads(p, c, args);
         if (command == "graph") return cmdGraph(p, c, args);
+    } catch (const UsageError& e) {
+        return fail(e.what(), 2);
     } catch (const Error& e) {
         return fail(e.what());
     } catch (const c10::Error& e) {

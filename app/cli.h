@@ -1,15 +1,45 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include "core/error.h"
+
 #include <QStringList>
+
+class QCommandLineParser;
 
 namespace nnscope {
 
 class Model;
 
+/// A command line wrong in itself: an unknown option, a missing or malformed option value, a stray word. runCli
+/// returns exit status 2 for it, and 1 for a command that could not be carried out (a broken checkpoint, a value
+/// path the model lacks, a token outside its vocabulary).
+class UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+/// Parses a sub-command's `args` (the program name first) as QCommandLineParser::process does, --help and
+/// --help-all printing the usage and exiting 0, except that an unknown option or an option without its value throws
+/// UsageError ("nnscope trace: Unknown option 'x'.") instead of exiting with status 1.
+void parseCommandLine(QCommandLineParser& p, const QStringList& args);
+
+/// The value `parse` returns (a core parser of one option's value, such as parseDtypeRequest); its Error, a malformed
+/// value, rethrown as a UsageError.
+template <class Parse>
+auto optionValue(Parse&& parse) -> decltype(parse()) {
+    try {
+        return parse();
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& e) {
+        throw UsageError(e.what());
+    }
+}
+
 /// The sub-commands the command line runs without a window.
 bool isCliCommand(const QString& name);
 /// Runs one command-line sub-command (DESIGN.md section 3); returns the process exit status.
-/// Errors go to stderr with a non-zero status; nothing is half-written.
+/// Errors go to stderr with a non-zero status (2: a usage error, UsageError; 1: any other); nothing is half-written.
 int runCli(const QStringList& arguments);
 /// `nnscope train-demo --out DIR [--seed N] ...` (app/train_demo_cmd.cpp). `arguments` as runCli passes them,
 /// with the sub-command removed.

@@ -35,17 +35,18 @@ int runFamilyCommand(const QStringList& arguments) {
     QCommandLineOption dtype("dtype", "Compute dtype: auto (default: the checkpoint's own where this CPU computes it natively, "
                              "else float32), float32 or bfloat16.", "D", "auto");
     p.addOptions({model, format, out, prompt, threads, dtype});
-    p.process(arguments);
+    parseCommandLine(p, arguments);
     if (!p.positionalArguments().isEmpty())
-        throw Error("family takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
-                    "\"); see nnscope family --help.");
-    if (!p.isSet(model)) throw Error("family needs --model DIR, the checkpoint folder.");
-    const PageFormat fmt = parsePageFormat(p.value(format).toStdString());
+        throw UsageError("family takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
+                         "\"); see nnscope family --help.");
+    if (!p.isSet(model)) throw UsageError("family needs --model DIR, the checkpoint folder.");
+    const PageFormat fmt = optionValue([&] { return parsePageFormat(p.value(format).toStdString()); });
     bool ok = false;
     const int n = p.value(threads).toInt(&ok);
-    if (!ok || n < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
+    if (!ok || n < 0) throw UsageError("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     configureThreads(n);
-    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(parseDtypeRequest(p.value(dtype).toStdString())));
+    const auto dtypeRequest = optionValue([&] { return parseDtypeRequest(p.value(dtype).toStdString()); });
+    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(dtypeRequest));
     printLoadWarnings(*loaded);
     if (!loaded->tokenizer())  // the checks that need one fail; say once which file and why
         std::cerr << "nnscope: warning: no tokenizer, so the checks run on fixed token ids and the BOS check fails: "

@@ -32,21 +32,21 @@ int runTrainDemoCommand(const QStringList& arguments) {
                                "N", QString::number(defaults.threads));
     QCommandLineOption noEval("no-eval", "Skip measuring the written folder (and its figures in README.md).");
     p.addOptions({out, seed, steps, threads, noEval});
-    p.process(arguments);
+    parseCommandLine(p, arguments);
     if (!p.positionalArguments().isEmpty())
-        throw Error("train-demo takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
-                    "\"); see nnscope train-demo --help.");
-    if (!p.isSet(out)) throw Error("train-demo needs --out DIR, the folder to write the demo model to.");
+        throw UsageError("train-demo takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
+                         "\"); see nnscope train-demo --help.");
+    if (!p.isSet(out)) throw UsageError("train-demo needs --out DIR, the folder to write the demo model to.");
 
     DemoTrainOptions o;
     o.outDir = p.value(out).toStdString();
     bool ok = false;
     o.seed = p.value(seed).toULongLong(&ok);
-    if (!ok) throw Error("--seed must be a non-negative integer, not \"" + p.value(seed).toStdString() + "\".");
+    if (!ok) throw UsageError("--seed must be a non-negative integer, not \"" + p.value(seed).toStdString() + "\".");
     o.steps = p.value(steps).toInt(&ok);
-    if (!ok || o.steps < 1) throw Error("--steps must be a positive integer, not \"" + p.value(steps).toStdString() + "\".");
+    if (!ok || o.steps < 1) throw UsageError("--steps must be a positive integer, not \"" + p.value(steps).toStdString() + "\".");
     o.threads = p.value(threads).toInt(&ok);
-    if (!ok || o.threads < 0) throw Error("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
+    if (!ok || o.threads < 0) throw UsageError("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     o.evaluate = !p.isSet(noEval);
     o.commandLine = "nnscope train-demo --out " + o.outDir + " --seed " + std::to_string(o.seed) + " --steps " +
                     std::to_string(o.steps) + " --threads " + std::to_string(o.threads);

@@ -426,25 +426,32 @@ private slots:
     void badCommandLines_data() {
         QTest::addColumn<QStringList>("args");
         QTest::addColumn<QString>("expect");
+        QTest::addColumn<int>("status");  // 2: the command line is wrong in itself; 1: the command could not be carried out
         const QString m = QString::fromStdString(test::fixture("tiny-llama"));
-        QTest::newRow("no model") << QStringList{"trace", "--prompt", "x"} << "--model";
-        QTest::newRow("no prompt") << QStringList{"trace", "--model", m} << "--prompt";
-        QTest::newRow("out without save") << QStringList{"trace", "--model", m, "--prompt", "x", "--out", "/tmp/x.npy"} << "--save";
-        QTest::newRow("unknown value") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.0.nonsense"} << "unknown value path";
-        QTest::newRow("block out of range") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.9.layer_output"} << "out of range";
-        QTest::newRow("pattern matches nothing") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.nothing"} << "matches no value";
-        QTest::newRow("several values to npy") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.layer_output", "--out", "/tmp/nnscope-several.npy"} << ".npy";
-        QTest::newRow("bad dtype") << QStringList{"trace", "--model", m, "--prompt", "x", "--dtype", "int8"} << "dtype";
-        QTest::newRow("unknown command") << QStringList{"frobnicate"} << "";
-        QTest::newRow("stray argument") << QStringList{"trace", "--model", m, "--prompt", "x", "stray"} << "unexpected argument 'stray'";
-        QTest::newRow("out of another format") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "logits", "--out", "/tmp/nnscope-x.txt"} << ".safetensors";
-        QTest::newRow("generation past the context") << QStringList{"generate", "--model", m, "--prompt", "x", "--max-new-tokens", "100000"} << "max_position_embeddings";
-        QTest::newRow("input_size is read-only") << QStringList{"trace", "--model", m, "--prompt", "x", "--edit", "input_size = 1"} << "read-only";
+        QTest::newRow("no model") << QStringList{"trace", "--prompt", "x"} << "--model" << 2;
+        QTest::newRow("no prompt") << QStringList{"trace", "--model", m} << "--prompt" << 2;
+        QTest::newRow("out without save") << QStringList{"trace", "--model", m, "--prompt", "x", "--out", "/tmp/x.npy"} << "--save" << 2;
+        QTest::newRow("unknown value") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.0.nonsense"} << "unknown value path" << 1;
+        QTest::newRow("block out of range") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.9.layer_output"} << "out of range" << 1;
+        QTest::newRow("pattern matches nothing") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.nothing"} << "matches no value" << 1;
+        QTest::newRow("several values to npy") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.layer_output", "--out", "/tmp/nnscope-several.npy"} << ".npy" << 1;
+        QTest::newRow("bad dtype") << QStringList{"trace", "--model", m, "--prompt", "x", "--dtype", "int8"} << "dtype" << 2;
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << "" << 2;
+        QTest::newRow("stray argument") << QStringList{"trace", "--model", m, "--prompt", "x", "stray"} << "unexpected argument 'stray'" << 2;
+        QTest::newRow("out of another format") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "logits", "--out", "/tmp/nnscope-x.txt"} << ".safetensors" << 2;
+        QTest::newRow("generation past the context") << QStringList{"generate", "--model", m, "--prompt", "x", "--max-new-tokens", "100000"} << "max_position_embeddings" << 1;
+        QTest::newRow("input_size is read-only") << QStringList{"trace", "--model", m, "--prompt", "x", "--edit", "input_size = 1"} << "read-only" << 1;
         const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
-        QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary";
-        QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)";
-        QTest::newRow("a file as the model folder") << QStringList{"trace", "--model", m + "/config.json", "--prompt", "x"} << "a file, not a checkpoint folder";
-        QTest::newRow("heads of one token") << QStringList{"heads", "--model", demo, "--prompt", ""} << "at least two positions";
+        QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary" << 1;
+        QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)" << 1;
+        QTest::newRow("a file as the model folder") << QStringList{"trace", "--model", m + "/config.json", "--prompt", "x"} << "a file, not a checkpoint folder" << 1;
+        QTest::newRow("unknown option") << QStringList{"trace", "--model", m, "--prompt", "x", "--bogus"} << "Unknown option 'bogus' (see nnscope trace --help)" << 2;
+        QTest::newRow("option without its value") << QStringList{"trace", "--model", m, "--prompt"} << "Missing value after '--prompt'" << 2;
+        QTest::newRow("malformed number") << QStringList{"trace", "--model", m, "--prompt", "x", "--top-k", "many"} << "--top-k" << 2;
+        QTest::newRow("family without a model") << QStringList{"family"} << "--model" << 2;
+        QTest::newRow("family in another format") << QStringList{"family", "--model", m, "--format", "pdf"} << "pdf" << 2;
+        QTest::newRow("train-demo with a bad seed") << QStringList{"train-demo", "--out", "/tmp/nnscope-never", "--seed", "x"} << "--seed" << 2;
+        QTest::newRow("heads of one token") << QStringList{"heads", "--model", demo, "--prompt", ""} << "at least two positions" << 1;
     }
     void commandHelpNamesTheCommand() {
         // `nnscope trace --help` begins with the command's own usage line, not the program's path
@@ -458,8 +465,9 @@ private slots:
     void badCommandLines() {
         QFETCH(QStringList, args);
         QFETCH(QString, expect);
+        QFETCH(int, status);
         const auto r = runCli(args);
-        QVERIFY2(r.exitCode > 0, qPrintable(r.err));
+        QVERIFY2(r.exitCode == status, qPrintable(QString("exit status %1, not %2: %3").arg(r.exitCode).arg(status).arg(r.err)));
         QVERIFY2(r.err.contains(expect), qPrintable(r.err));
     }
 };
