@@ -2610,6 +2610,24 @@ void TestGui::logitLensOnDemand() {
     QVERIFY(lv->hasLens());
     why = lensViewDiffers(lv, m, logitLens(m, w->snapshot()->result, 5), 0);
     QVERIFY2(why.isEmpty(), qPrintable(why));
+
+    // The target token: by default each trace's own most probable next token; a typed one is kept across traces, and
+    // an emptied field goes back to the default.
+    auto argmaxNext = [&] { return w->snapshot()->result.nextTokenProbs[0].argmax().item<int64_t>(); };
+    const int64_t firstTarget = argmaxNext();
+    QCOMPARE(lv->targetId(), firstTarget);
+    QVERIFY(runFromPanel(*w, {"Lily saw a big"}));
+    QVERIFY(lensDone(*w));
+    const int64_t nextTarget = argmaxNext();
+    QVERIFY(nextTarget != firstTarget);  // else this check could not tell a kept target from a followed one
+    QCOMPARE(lv->targetId(), nextTarget);
+    const int64_t typed = nextTarget == 5 ? 6 : 5;
+    QVERIFY(lv->setTarget("#" + QString::number(typed)));
+    QVERIFY(runFromPanel(*w, {"One day"}));
+    QVERIFY(lensDone(*w));
+    QCOMPARE(lv->targetId(), typed);
+    QVERIFY(lv->setTarget(""));
+    QCOMPARE(lv->targetId(), argmaxNext());
 }
 
 namespace {

@@ -117,6 +117,7 @@ void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
     shownLens_.reset();
     if (!snapshot_) {  // a new model: its vocabulary has other ids
         targetId_ = -1;
+        targetChosen_ = false;
         model_->setMatrix({});
         showPlaceholder(tr("Run a trace to see the logit lens: each block's output read through the final norm and lm_head."));
         return;
@@ -130,9 +131,10 @@ void LogitLensView::setSnapshot(SnapshotPtr snapshot) {
     }
     fillPromptCombo(promptCombo_, *snapshot_);
     positionPicked_ = false;
-    if (targetId_ < 0 || targetId_ >= snapshot_->model->config().vocabSize) {
-        // default target: the model's own most probable next token after the first prompt
-        targetId_ = snapshot_->result.nextTokenProbs.defined() ? snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>() : 0;
+    if (!targetChosen_ || targetId_ < 0 || targetId_ >= snapshot_->model->config().vocabSize) {
+        // default target: this trace's most probable next token after the first prompt (a typed one is kept)
+        targetChosen_ = false;
+        targetId_ = defaultTarget();
     }
     showContent();
     refresh();
@@ -142,6 +144,13 @@ bool LogitLensView::setTarget(const QString& text) {
     if (!snapshot_) return false;
     const Model& m = *snapshot_->model;
     QString t = text.trimmed();
+    if (t.isEmpty()) {  // an emptied field: back to the trace's own most probable next token
+        targetChosen_ = false;
+        targetId_ = defaultTarget();
+        refreshTarget();
+        refresh();
+        return true;
+    }
     int64_t id = -1;
     bool isNumber = false;
     const QString digits = t.startsWith('#') ? t.mid(1) : t;
@@ -162,9 +171,15 @@ bool LogitLensView::setTarget(const QString& text) {
         return false;
     }
     targetId_ = id;
+    targetChosen_ = true;
     refreshTarget();
     refresh();  // the tooltips name the target
     return true;
+}
+
+int64_t LogitLensView::defaultTarget() const {
+    if (!snapshot_ || !snapshot_->result.nextTokenProbs.defined()) return 0;
+    return snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>();
 }
 
 void LogitLensView::lensChanged() {

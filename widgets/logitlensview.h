@@ -26,8 +26,9 @@ public:
     PlotSource plotSource() const override;
     QMap<QString, QString> settings() const override;
 
-    /// The target token: an id ("#42" or "42") or text whose first token is taken. Returns false (and says why
-    /// under the field) when it names no token.
+    /// The target token: an id ("#42" or "42") or text whose first token is taken; kept for later traces of the
+    /// same model. Empty text goes back to the default, each trace's most probable next token after its first
+    /// prompt. Returns false (and says why under the field) when it names no token.
     bool setTarget(const QString& text);
     int64_t targetId() const { return targetId_; }
     void setPosition(int position);
@@ -56,6 +57,7 @@ private:
     void refresh();
     /// `reveal`: scroll the heatmap to the position picked.
     void refreshTarget(bool reveal = true);
+    int64_t defaultTarget() const;  ///< the snapshot's most probable next token after its first prompt
 
     QStackedWidget* body_;  ///< the plots, or the note while the lens is not there
     QLabel* note_;
@@ -70,6 +72,7 @@ private:
     QCustomPlot* targetPlot_;
     QCPGraph* targetGraph_;
     int64_t targetId_ = -1;
+    bool targetChosen_ = false;  ///< typed by the user: kept across traces; otherwise each trace's own most probable next token
     bool positionPicked_ = false;
     QString shownTarget_;  ///< the label the field shows for targetId_
 };
