@@ -29,12 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<int64_t> goldenIds(const std::string& fixture) {
-    SafetensorsFile golden(test::fixture(fixture) + "/golden_float32.safetensors");
-    const torch::Tensor ids = golden.tensor("single.input_ids");
-    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-}
-
 /// A copy of fixture `name` in `dir` (weights and tokenizer linked) with config.json's keys replaced by `patch` and
 /// `generation` as its generation_config.json (none when null).
 std::string patchedFixture(const QTemporaryDir& dir, const std::string& name, const nlohmann::json& patch,
@@ -83,7 +77,7 @@ private slots:
     void componentsAddUpToTheLogit() {
         QFETCH(QString, fixture);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const auto ids = goldenIds(fixture.toStdString());
+        const auto ids = test::goldenIds(fixture.toStdString());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
         o.save.push_back({Value::LmHeadOutput, -1});
@@ -137,7 +131,7 @@ private slots:
     void headShareFromTheWeights() {
         QFETCH(QString, fixture);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const auto ids = goldenIds(fixture.toStdString());
+        const auto ids = test::goldenIds(fixture.toStdString());
         TraceOptions o;
         o.save = attributionValueKeys(*m);
         const TraceResult r = trace(*m, batchFromIds({ids}), o);
@@ -329,7 +323,7 @@ private slots:
         QProcess bad;
         bad.start(NNSCOPE_BINARY, {"heads", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "a", "--sort", "copying"});
         QVERIFY(bad.waitForFinished(60000));
-        QCOMPARE(bad.exitCode(), 1);
+        QCOMPARE(bad.exitCode(), 2);  // a usage error
     }
 
     // ---- attribution patching ----
@@ -351,7 +345,7 @@ private slots:
         QFETCH(QString, site);
         QFETCH(bool, probability);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const std::vector<int64_t> clean = goldenIds(fixture.toStdString());
+        const std::vector<int64_t> clean = test::goldenIds(fixture.toStdString());
         std::vector<int64_t> corrupted = clean;
         corrupted[1] = (corrupted[1] + 3) % m->config().vocabSize;
         corrupted[2] = (corrupted[2] + 5) % m->config().vocabSize;
@@ -409,7 +403,7 @@ private slots:
 
     void greedyEqualsFullPasses() {
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
-        const auto prompt = goldenIds("tiny-llama");
+        const auto prompt = test::goldenIds("tiny-llama");
         GenerateOptions o;
         o.maxNewTokens = 6;
         o.stopAtEos = false;
@@ -423,7 +417,7 @@ private slots:
     /// generation_config.json first.
     void stopsOnEveryEosId() {
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
-        const auto prompt = goldenIds("tiny-llama");
+        const auto prompt = test::goldenIds("tiny-llama");
         GenerateOptions free;
         free.maxNewTokens = 6;
         free.stopAtEos = false;
@@ -483,7 +477,7 @@ private slots:
         for (int i = 0; i < 300; ++i) QVERIFY(chooseNextToken(logits, o, gen) < 2);
 
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
-        const auto prompt = goldenIds("tiny-llama");
+        const auto prompt = test::goldenIds("tiny-llama");
         GenerateOptions s;
         s.sample = true;
         s.maxNewTokens = 8;
@@ -514,7 +508,7 @@ private slots:
         QFETCH(QString, edit);
         QFETCH(QString, sameAs);
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
-        const auto prompt = goldenIds("tiny-llama");
+        const auto prompt = test::goldenIds("tiny-llama");
         auto list = std::make_shared<EditList>();
         addIntervention(*list, *m, edit.toStdString());
         GenerateOptions o;

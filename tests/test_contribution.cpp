@@ -22,12 +22,6 @@ using namespace torch::indexing;
 
 namespace {
 
-std::vector<int64_t> goldenIds(const std::string& fixture) {
-    SafetensorsFile golden(test::fixture(fixture) + "/golden_float32.safetensors");
-    const torch::Tensor ids = golden.tensor("single.input_ids");
-    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-}
-
 /// z_{i←j} of block `layer` for every source j <= i, from the weights: Σ_h A_h[i, j] · o_proj[:, head h's columns] ·
 /// v_{h / groups, j}, one head at a time; through the branch norm with its scale frozen at the pass's attention_output
 /// where the family has one. [i + 1, hidden_size].
@@ -58,7 +52,7 @@ TraceResult traceFor(const Model& m, const std::vector<int64_t>& ids) {
     return trace(m, batchFromIds({ids}), o);
 }
 
-const char* kFixtures[] = {"tiny-llama", "tiny-gpt2", "tiny-gemma2", "tiny-olmo2", "tiny-gpt-neox"};
+const char* kFlowFixtures[] = {"tiny-llama", "tiny-gpt2", "tiny-gemma2", "tiny-olmo2", "tiny-gpt-neox"};
 
 }  // namespace
 
@@ -74,12 +68,12 @@ private slots:
     void decompositionAddsUp_data() {
         QTest::addColumn<QString>("fixture");
         // RMSNorm with GQA (llama), o_proj bias (gpt2), branch norms (gemma2 with 1 + w, olmo2), parallel residual (gpt-neox)
-        for (const char* f : kFixtures) QTest::newRow(f) << f;
+        for (const char* f : kFlowFixtures) QTest::newRow(f) << f;
     }
     void decompositionAddsUp() {
         QFETCH(QString, fixture);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const auto ids = goldenIds(fixture.toStdString());
+        const auto ids = test::goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const int64_t T = static_cast<int64_t>(ids.size());
         for (int l = 0; l < m->config().numLayers; ++l) {
@@ -105,7 +99,7 @@ private slots:
     void importancesAreNormalised() {
         QFETCH(QString, fixture);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const auto ids = goldenIds(fixture.toStdString());
+        const auto ids = test::goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const TokenContributions c = tokenContributions(*m, r, 0);
         const int64_t T = static_cast<int64_t>(ids.size()), n = m->config().numLayers;
@@ -144,7 +138,7 @@ private slots:
     void headNormsFromTheWeights() {
         QFETCH(QString, fixture);
         auto m = Model::load(test::fixture(fixture.toStdString()), test::float32());
-        const auto ids = goldenIds(fixture.toStdString());
+        const auto ids = test::goldenIds(fixture.toStdString());
         const TraceResult r = traceFor(*m, ids);
         const TokenContributions c = tokenContributions(*m, r, 0);
         const int layer = 1, head = 3;
@@ -183,7 +177,7 @@ private slots:
     /// above, and with τ = 0 every source of every reached position is kept.
     void graphIsPruned() {
         auto m = Model::load(test::fixture("tiny-llama"), test::float32());
-        const auto ids = goldenIds("tiny-llama");
+        const auto ids = test::goldenIds("tiny-llama");
         const TraceResult r = traceFor(*m, ids);
         const ContributionGraph g = contributionGraph(*m, r, 0, GraphOptions().withThreshold(0.04));
         QCOMPARE(g.position, static_cast<int64_t>(ids.size()) - 1);
@@ -301,7 +295,7 @@ private slots:
             QProcess q;
             q.start(NNSCOPE_BINARY, {"graph", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat", "--threshold", bad});
             QVERIFY(q.waitForFinished(60000));
-            QCOMPARE(q.exitCode(), 1);
+            QCOMPARE(q.exitCode(), 2);  // a usage error
             QVERIFY2(q.readAllStandardError().contains("threshold"), bad);
         }
         QProcess text;

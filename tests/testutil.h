@@ -2,6 +2,7 @@
 // Helpers shared by the Qt Test programs: paths of the fixtures and tensor comparison with a message.
 #pragma once
 #include "core/model.h"
+#include "core/safetensors.h"
 
 #include <torch/types.h>
 
@@ -19,6 +20,12 @@ inline std::string fixturesDir() { return NNSCOPE_FIXTURES_DIR; }
 inline nnscope::LoadOptions float32() { return nnscope::LoadOptions().withDtype(torch::kFloat32); }
 inline std::string fixture(const std::string& name) { return fixturesDir() + "/models/" + name; }
 inline std::string sharedModels() { return NNSCOPE_SHARED_MODELS_DIR; }
+/// The token ids of fixture `name`'s single golden prompt (golden_float32.safetensors "single.input_ids"), [seq].
+inline std::vector<int64_t> goldenIds(const std::string& name) {
+    nnscope::SafetensorsFile golden(fixture(name) + "/golden_float32.safetensors");
+    const torch::Tensor ids = golden.tensor("single.input_ids");
+    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
+}
 
 /// Max |a - b| and whether allclose(a, b, rtol, atol) holds (torch's definition: |a-b| <= atol + rtol*|b|).
 struct Closeness {

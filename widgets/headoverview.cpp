@@ -16,7 +16,7 @@
 namespace nnscope {
 
 namespace {
-constexpr int kMinTile = 20;   // pixels: smaller thumbnails show nothing; the overview scrolls instead
+constexpr int kMinThumb = 20;   // pixels: smaller thumbnails show nothing; the overview scrolls instead
 constexpr int kMaxTile = 160;  // larger ones belong to the Attention view
 constexpr int kGap = 8;        // between thumbnails
 constexpr int kBar = 5;        // the marking score's bar under each thumbnail (beside its rank for the best three)
@@ -109,7 +109,7 @@ int HeadOverview::barArea() const { return fontMetrics().height() + 2; }
 
 QSize HeadOverview::minimumSizeHint() const {
     if (heads_ == 0) return {100, 60};
-    return {labelWidth() + heads_ * (kMinTile + kGap), labelHeight() + blocks_ * (kMinTile + barArea() + kGap)};
+    return {labelWidth() + heads_ * (kMinThumb + kGap), labelHeight() + blocks_ * (kMinThumb + barArea() + kGap)};
 }
 
 QSize HeadOverview::sizeHint() const {
@@ -121,7 +121,7 @@ void HeadOverview::layoutTiles() {
     if (heads_ == 0 || blocks_ == 0) return;
     const int byWidth = (width() - labelWidth()) / heads_ - kGap;
     const int byHeight = (height() - labelHeight()) / blocks_ - kGap - barArea();
-    tile_ = std::clamp(std::min(byWidth, byHeight), kMinTile, kMaxTile);
+    tile_ = std::clamp(std::min(byWidth, byHeight), kMinThumb, kMaxTile);
 }
 
 QRect HeadOverview::tileRect(int layer, int head) const {
