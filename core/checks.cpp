@@ -1400,14 +1400,13 @@ std::vector<CheckResult> runFamilyChecks(const Model& model, const std::string& 
             x.batch = batchFromIds({row});
         }
         x.S = x.batch.inputIds.size(1);
-        if (x.S < 3) {
-            x.traceError = "the prompt gives " + std::to_string(x.S) + " token(s); the checks need at least 3 positions.";
-        } else {
-            TraceOptions o;
-            o.save.assign(save.begin(), save.end());
-            TraceResult tr = trace(model, x.batch, o);
-            for (auto& [k, t] : tr.values) x.values[k] = t;
-        }
+        if (x.S < 3)  // not the checkpoint's failure: no check is run, rather than every one shown as failed
+            throw Error("the prompt \"" + prompt + "\" gives " + std::to_string(x.S) +
+                        " token(s); the family checks need at least 3 positions: give a longer prompt.");
+        TraceOptions o;
+        o.save.assign(save.begin(), save.end());
+        TraceResult tr = trace(model, x.batch, o);
+        for (auto& [k, t] : tr.values) x.values[k] = t;
     }
 
     std::vector<CheckResult> results;

@@ -34,9 +34,10 @@ inline constexpr const char* kDefaultCheckPrompt = "Tom and Lily went to the par
 /// Runs every check the family's notes name (each distinct id once, in note order) on `model` with one traced
 /// forward pass of `prompt` (tokenized with the model's tokenizer, BOS as it adds it; without a tokenizer a fixed run
 /// of ids is used and bos_prepended fails), saving only the values the checks read. qk_norm_renormalizes runs two
-/// more passes with an edit. An unknown check id, a prompt of fewer than 3 tokens or an exception inside one check
-/// gives a failed result for that check rather than an exception: the page always shows every note.
-/// Throws nnscope::Error only when the forward pass itself fails (e.g. a token id outside the vocabulary).
+/// more passes with an edit. An unknown check id or an exception inside one check gives a failed result for that
+/// check rather than an exception: the page always shows every note.
+/// Throws nnscope::Error when the prompt gives fewer than 3 tokens (no check can run on it; the message says so) and
+/// when the forward pass itself fails (e.g. a token id outside the vocabulary).
 std::vector<CheckResult> runFamilyChecks(const Model& model, const std::string& prompt = kDefaultCheckPrompt);
 
 /// The distinct check ids named by `family`'s notes, in note order.

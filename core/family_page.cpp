@@ -91,7 +91,9 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
                          " · nnscope " + version());
     add(Block::Paragraph, f.summary);
     add(Block::Chips).items = f.quirks;
-    {
+    if (checks.empty()) {
+        add(Block::Paragraph, "Not checked on this checkpoint yet: each note's check reads \"not run\".");
+    } else {
         const CheckSummary s = summarizeChecks(checks);
         std::string line = "Checked on this checkpoint: " + std::to_string(s.passed) + " ✔ passed, " + std::to_string(s.failed) + " ✗ failed";
         if (s.figures) line += ", " + std::to_string(s.figures) + " ℹ measured";
@@ -383,10 +385,34 @@ li.pass .mark { color: #2e9d57; } li.fail .mark { color: #d23b3b; } li.figure .m
 .identity code { background: #f5f6fa; padding: 0.1rem 0.3rem; }
 )";
 
-std::string renderHtml(const std::vector<Block>& page, const std::string& title) {
+// The same page on a dark background (the colours of the window's dark palette, widgets/palette.cpp).
+const char* kDarkCss = R"(
+body { color: #dfe3ec; background: #1e2129; }
+h2 { border-bottom: 1px solid #3a4050; }
+.meta, .strip .part small, .check-title { color: #9aa3b5; }
+.kicker { color: #a98bf0; }
+.chips span { background: #2e3350; color: #c9c6ff; }
+.strip .part { border: 1px solid #444b5c; background: #262a34; }
+.strip .arrow { color: #7a8296; }
+pre { background: #262a34; border: 1px solid #3a4050; }
+th, td { border: 1px solid #3a4050; }
+th { background: #2a2f3a; }
+.warn-mark { color: #e0a040; }
+ul.checks li { border-left: 4px solid #444b5c; background: #242832; }
+ul.checks li.pass { border-left-color: #4cc27a; }
+ul.checks li.fail { border-left-color: #e05555; background: #3a2226; }
+ul.checks li.figure { border-left-color: #6aa0ff; }
+li.pass .mark { color: #4cc27a; } li.fail .mark { color: #ff6b6b; } li.figure .mark { color: #6aa0ff; }
+.identity code { background: #262a34; }
+)";
+
+std::string renderHtml(const std::vector<Block>& page, const std::string& title, PageColours colours) {
     std::ostringstream o;
     o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << h(title) << " · nnscope family page</title>\n<style>"
-      << kCss << "</style>\n</head>\n<body>\n";
+      << kCss;
+    if (colours == PageColours::FollowReader) o << "@media (prefers-color-scheme: dark) {" << kDarkCss << "}\n";
+    else if (colours == PageColours::Dark) o << kDarkCss;
+    o << "</style>\n</head>\n<body>\n";
     auto checkClass = [](const CheckResult& r) {
         if (r.kind == CheckKind::Figure) return "figure";
         if (r.kind == CheckKind::Skipped) return "skipped";
@@ -473,9 +499,9 @@ PageFormat parsePageFormat(const std::string& name) {
     throw Error("unknown page format \"" + name + "\": write md (Markdown) or html.");
 }
 
-std::string familyPage(const Model& model, const std::vector<CheckResult>& checks, PageFormat format) {
+std::string familyPage(const Model& model, const std::vector<CheckResult>& checks, PageFormat format, PageColours colours) {
     const auto page = buildPage(model, checks);
-    return format == PageFormat::Markdown ? renderMarkdown(page) : renderHtml(page, model.family().title);
+    return format == PageFormat::Markdown ? renderMarkdown(page) : renderHtml(page, model.family().title, colours);
 }
 
 std::vector<std::string> familyPageSections(const Family& family) {

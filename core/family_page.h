@@ -20,12 +20,19 @@ enum class PageFormat { Markdown, Html };
 /// Parses "md", "markdown", "html" or "htm" (any case). Throws nnscope::Error naming the accepted words otherwise.
 PageFormat parsePageFormat(const std::string& name);
 
+/// The colours of the HTML page: light, with dark ones where the reader's browser is in dark mode (`@media
+/// (prefers-color-scheme: dark)`; a saved page), or always light, or always dark (the window's Family tab under a
+/// light or a dark palette: Qt's HTML renderer knows no media queries).
+enum class PageColours { FollowReader, Light, Dark };
+
 /// The family page of `model` with the check results `checks` (from runFamilyChecks; a note whose check has no result
 /// in `checks` shows it as "not run"). Markdown: headings `#` (title), `##` (sections), `###` (subsections and notes);
 /// the support table as one pipe table per host; the printout and the formulas in fenced blocks. Html: a complete
-/// document (UTF-8, inline CSS, every text escaped, no external resource) with the same sections in the same order.
+/// document (UTF-8, inline CSS in `colours`, every text escaped, no external resource) with the same sections in the
+/// same order; Markdown ignores `colours`.
 /// Does not run the model. Throws nothing beyond what formatting the model's description throws (std::bad_alloc).
-std::string familyPage(const Model& model, const std::vector<CheckResult>& checks, PageFormat format);
+std::string familyPage(const Model& model, const std::vector<CheckResult>& checks, PageFormat format,
+                       PageColours colours = PageColours::FollowReader);
 
 /// The headings of the page's sections and subsections in order, as the Markdown export writes them (without the
 /// `#` marks): "The block", "The API", "Values, by host", "Printout", "Config", "The Notes", "The block, in order",

@@ -613,6 +613,14 @@ private slots:
         QVERIFY(html.find("http://") == std::string::npos && html.find("https://") == std::string::npos);
         QVERIFY(html.find("<s>") == std::string::npos);  // the BOS token is text, not a tag
         QVERIFY(html.find("⚠︎") != std::string::npos);
+        // colours: a saved page follows the reader's dark mode; the window's light and dark pages carry one scheme each
+        const std::string light = familyPage(*model, results, PageFormat::Html, PageColours::Light);
+        const std::string dark = familyPage(*model, results, PageFormat::Html, PageColours::Dark);
+        QVERIFY(html.find("@media (prefers-color-scheme: dark)") != std::string::npos);
+        QVERIFY(light.find("@media") == std::string::npos && dark.find("@media") == std::string::npos);
+        QVERIFY(light.find("background: #1e2129") == std::string::npos);
+        QVERIFY(dark.find("body { color: #dfe3ec; background: #1e2129; }") > dark.find("background: #fff"));  // after the light rules
+        QCOMPARE(htmlHeadings(dark), heads);
     }
 
     void markdownEscapes() {
@@ -669,6 +677,29 @@ private slots:
         QVERIFY(p.exitCode() != 0);
         QVERIFY(!QFileInfo::exists(never));
         QVERIFY(!QString::fromUtf8(p.readAllStandardError()).isEmpty());
+        // a prompt too short for the checks: refused with the reason (the checkpoint is not to blame), nothing written
+        p.start(binary, {"family", "--model", QString::fromStdString(nnscope::test::fixture("tiny-llama")), "--prompt", "a", "--out", never});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 1);
+        const QString err3 = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(err3.contains("need at least 3 positions"), qPrintable(err3));
+        QVERIFY(!QFileInfo::exists(never));
+    }
+
+    void shortPromptRunsNoCheck() {
+        // Fewer than 3 tokens: an error saying so, not a page of checks marked failed.
+        auto m = Model::load(nnscope::test::fixture("tiny-llama"));
+        const std::vector<int64_t> ids = encodeBatch(*m, {"a"}).ids[0];
+        QVERIFY(ids.size() < 3);
+        try {
+            runFamilyChecks(*m, "a");
+            QFAIL("a prompt of fewer than 3 tokens ran the checks");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("at least 3 positions"), e.what());
+        }
+        const auto results = runFamilyChecks(*m);  // the default prompt: every check runs
+        QVERIFY(!results.empty());
+        for (const auto& r : results) QVERIFY2(r.figure != "could not run", r.detail.c_str());
     }
 };
 

@@ -1046,7 +1046,7 @@ void TestGui::familyView() {
         QCOMPARE((*fv->checks())[i].passed, engineChecks[i].passed);
         QVERIFY2((*fv->checks())[i].passed, engineChecks[i].id.c_str());
     }
-    QCOMPARE(fv->html(), QString::fromStdString(familyPage(*w->model(), engineChecks, PageFormat::Html)));
+    QCOMPARE(fv->html(), QString::fromStdString(familyPage(*w->model(), engineChecks, PageFormat::Html, PageColours::Light)));
     QVERIFY(fv->browser()->toPlainText().contains("xIELU"));
     QVERIFY(fv->statusLabel()->text().contains(" 0 ✗"));
     // Another prompt from the view's own field reruns them.
@@ -1062,6 +1062,14 @@ void TestGui::familyView() {
     QVERIFY(f.open(QIODevice::ReadOnly));
     QCOMPARE(QString::fromUtf8(f.readAll()), QString::fromStdString(familyPage(*w->model(), *fv->checks(), PageFormat::Markdown)));
     QVERIFY(fv->savePage(tmp_.filePath("apertus.txt")).contains(".txt"));
+    // A prompt too short for the checks: the status says why, and the page no longer shows the last prompt's marks.
+    fv->setCheckPrompt("a");
+    QTest::mouseClick(fv->runButton(), Qt::LeftButton);
+    QVERIFY(again.wait(60000));
+    QVERIFY2(fv->statusLabel()->text().contains("at least 3 positions"), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(!fv->checks());
+    QVERIFY(fv->browser()->toPlainText().contains("Not checked on this checkpoint yet"));
+    fv->setCheckPrompt("the quick brown fox jumps over the lazy dog");
 
     // A broken copy (Arcee's relu² claimed on a checkpoint whose config says silu): a ✗ on the page and in the status.
     QTemporaryDir broken;
@@ -2729,8 +2737,18 @@ void TestGui::darkPalette() {
     QVERIFY(patched.wait(60000));
     QTest::qWait(50);  // the grid shown and laid out
     QVERIFY2((why = plotFollows(w->patchingView()->heatmap()->plot(), dark)).isEmpty(), qPrintable("patching: " + why));
+    // The family page: dark, with light text (the window asks for PageColours::Dark).
+    QVERIFY(w->showView("family"));
+    QTest::qWait(50);
+    FamilyView* fv = w->familyView();
+    QCOMPARE(fv->html(), QString::fromStdString(familyPage(*w->model(), fv->checks() ? *fv->checks() : std::vector<CheckResult>{},
+                                                           PageFormat::Html, PageColours::Dark)));
+    const QImage page = fv->browser()->viewport()->grab().toImage();
+    if (qEnvironmentVariableIsSet("NNSCOPE_TEST_IMAGES")) page.save(qEnvironmentVariable("NNSCOPE_TEST_IMAGES") + "/family-dark.png");
+    QVERIFY2(commonestColour(page).lightness() < 60, qPrintable(commonestColour(page).name()));
+    QVERIFY(lightPixels(page, page.rect(), 180) > 200);  // the text
 
-    // Back to the light palette: the diagram and the plots follow again.
+    // Back to the light palette: the diagram, the plots and the family page follow again.
     QApplication::setPalette(light);
     QCoreApplication::processEvents();
     QCOMPARE(d->grab().toImage().pixelColor(1, 1), light.color(QPalette::Base));
@@ -2738,6 +2756,10 @@ void TestGui::darkPalette() {
     QVERIFY(w->showView("lens"));
     QCOMPARE(commonestColour(w->lensView()->targetPlot()->grab().toImage()), light.color(QPalette::Base));
     QVERIFY(!w->diagramPanel()->header()->text().contains(text.name()));
+    QCOMPARE(fv->html(), QString::fromStdString(familyPage(*w->model(), fv->checks() ? *fv->checks() : std::vector<CheckResult>{},
+                                                           PageFormat::Html, PageColours::Light)));
+    QVERIFY(w->showView("family"));
+    QVERIFY(commonestColour(fv->browser()->viewport()->grab().toImage()).lightness() > 200);
 }
 
 #include "test_gui.moc"

@@ -4,7 +4,9 @@
 #include "core/error.h"
 #include "core/family_page.h"
 #include "core/safetensors.h"
+#include "palette.h"
 
+#include <QEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -94,6 +96,15 @@ void FamilyView::setFailed(const QString& message) {
     run_->setEnabled(model_ != nullptr);
     status_->setStyleSheet("color: #a00010;");
     status_->setText(tr("The checks could not run: %1").arg(message));
+    if (checks_) {  // the page would show another prompt's results under this message
+        checks_.reset();
+        render();
+    }
+}
+
+void FamilyView::changeEvent(QEvent* event) {
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange && model_) render();
 }
 
 QString FamilyView::checkPrompt() const { return prompt_->text(); }
@@ -101,7 +112,8 @@ void FamilyView::setCheckPrompt(const QString& prompt) { prompt_->setText(prompt
 
 void FamilyView::render() {
     const int scroll = browser_->verticalScrollBar()->value();
-    html_ = model_ ? QString::fromStdString(familyPage(*model_, checks_ ? *checks_ : std::vector<CheckResult>{}, PageFormat::Html))
+    const PageColours colours = isDark(palette()) ? PageColours::Dark : PageColours::Light;
+    html_ = model_ ? QString::fromStdString(familyPage(*model_, checks_ ? *checks_ : std::vector<CheckResult>{}, PageFormat::Html, colours))
                    : QString();
     browser_->setHtml(html_);
     browser_->verticalScrollBar()->setValue(scroll);  // new results keep the reader's place

@@ -38,7 +38,7 @@ public:
     /// The prompt the checks run on (editable; kDefaultCheckPrompt at first).
     QString checkPrompt() const;
     void setCheckPrompt(const QString& prompt);
-    /// The page as rendered now (the HTML familyPage wrote), and the results shown (nullptr before they arrive).
+    /// The page as rendered now (the HTML familyPage wrote, in the palette's colours), and the results shown (nullptr before they arrive).
     const QString& html() const { return html_; }
     CheckResultsPtr checks() const { return checks_; }
     QTextBrowser* browser() const { return browser_; }
@@ -52,6 +52,9 @@ public:
 signals:
     /// The user asked for the checks on `prompt` (Run checks, or Return in the prompt field).
     void runChecksRequested(const QString& prompt);
+
+protected:
+    void changeEvent(QEvent* event) override;  ///< a palette change recolours the page
 
 private:
     void render();
