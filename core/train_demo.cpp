@@ -11,7 +11,9 @@
 #include "safetensors.h"
 #include "trace.h"
 
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
 
 #include <nlohmann/json.hpp>
 
