@@ -20,7 +20,7 @@ public:
 
 /// Parses a sub-command's `args` (the program name first) as QCommandLineParser::process does, --help and
 /// --help-all printing the usage and exiting 0, except that an unknown option or an option without its value throws
-/// UsageError ("nnscope trace: Unknown option 'x'.") instead of exiting with status 1.
+/// UsageError ("Unknown option 'x' (see nnscope trace --help).") instead of exiting with status 1.
 void parseCommandLine(QCommandLineParser& p, const QStringList& args);
 
 /// The value `parse` returns (a core parser of one option's value, such as parseDtypeRequest); its Error, a malformed

@@ -305,7 +305,6 @@ struct Ctx {
     std::map<ValueKey, T> values;
     int L = 0;
     int64_t S = 0;
-    std::string traceError;  ///< why there are no values (too short a prompt, no tokenizer, ...)
 
     torch::ScalarType dt() const { return m.dtype(); }
     /// The saved value (compute dtype). Throws when the pass did not keep it.
@@ -327,9 +326,6 @@ struct Ctx {
     }
     /// A stored bias, but only where the model applies one (LayerWeights has it).
     T storedIf(Weight w, int layer, const T& engineTensor) const { return engineTensor.defined() ? stored(w, layer) : T(); }
-    void requireTrace() const {
-        if (!traceError.empty()) throw Error(traceError);
-    }
     /// The queries (or keys) entering the rotary: [b, heads, seq, D], float64, read from the native taps.
     T preRotary(int layer, bool keys) const {
         const int64_t b = batch.inputIds.size(0), D = c.headDim;
@@ -417,7 +413,6 @@ std::set<std::string> namesRead(const Model& m) {
 // The checks
 
 CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
-    x.requireTrace();
     Cmp sum, attn, mlp;
     // Gemma and OLMo 2 norm each branch's output before the add: the stream receives the norms' outputs.
     const bool attnNormed = x.f.blockNorms.afterAttention, mlpNormed = x.f.blockNorms.afterMlp;
@@ -448,7 +443,6 @@ CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
 }
 
 CheckResult checkLens(Ctx& x, const std::string&) {
-    x.requireTrace();
     T last = x.v(Value::LayerOutput, x.L - 1);
     // Gemma 2 soft-caps the logits after lm_head; the lens (nnterp's project_on_vocab) does not, so the claim is that
     // the cap applied to the lens gives the logits.
@@ -531,7 +525,6 @@ CheckResult checkBos(Ctx& x, const std::string&) {
 CheckResult checkRelu2(Ctx& x, const std::string& arg) {
     if (arg == "if_relu2" && x.c.hiddenAct != "relu2")
         return skipped("hidden_act is " + x.c.hiddenAct + " on this checkpoint; the claim is about relu2 checkpoints, so it needs one.");
-    x.requireTrace();
     bool equalAll = true, neuronsAll = true;
     int64_t zeros = 0, negative = 0, total = 0, negativeNotZero = 0;
     Cmp pre;
@@ -567,7 +560,6 @@ CheckResult checkRelu2(Ctx& x, const std::string& arg) {
 }
 
 CheckResult checkActFromConfig(Ctx& x, const std::string&) {
-    x.requireTrace();
     Cmp act;
     int64_t zeros = 0, total = 0;
     for (int i = 0; i < x.L; ++i) {
@@ -610,7 +602,6 @@ CheckResult checkNoGate(Ctx& x, const std::string&) {
 }
 
 CheckResult checkActInputIsUp(Ctx& x, const std::string&) {
-    x.requireTrace();
     bool inIsUp = true, outIsNeurons = true;
     Cmp up;
     for (int i = 0; i < x.L; ++i) {
@@ -628,7 +619,6 @@ CheckResult checkActInputIsUp(Ctx& x, const std::string&) {
 }
 
 CheckResult checkXieluFormula(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (x.c.hiddenAct != "xielu") return claim(false, "hidden_act is " + x.c.hiddenAct + ", not xielu");
     Cmp act;
     std::string storedBuffers;
@@ -658,29 +648,27 @@ CheckResult checkXieluScalars(Ctx& x, const std::string&) {
     bool measuredOk = true;
     std::string measured;
     double worstRel = 0;
-    if (x.traceError.empty()) {
-        for (int i = 0; i < x.L; ++i) {
-            T in = x.v(Value::NativeActFnInput, i).to(torch::kFloat64).flatten(), a = x.v(Value::MlpActivation, i).to(torch::kFloat64).flatten();
-            const double beta = 0.5;
-            const int64_t kp = in.argmax().item<int64_t>();
-            const double xp = in[kp].item<double>();
-            if (xp > 1e-2) {
-                const double m = (a[kp].item<double>() - beta * xp) / (xp * xp);
-                worstRel = std::max(worstRel, std::fabs(m - ap[i]) / ap[i]);
-            }
-            const int64_t kn = in.argmin().item<int64_t>();
-            const double xn = in[kn].item<double>();
-            const double denom = std::expm1(std::min(xn, -1e-6)) - xn;
-            if (xn < -1e-1) {
-                const double m = (a[kn].item<double>() - beta * xn) / denom;
-                worstRel = std::max(worstRel, std::fabs(m - an[i]) / an[i]);
-            }
+    for (int i = 0; i < x.L; ++i) {
+        T in = x.v(Value::NativeActFnInput, i).to(torch::kFloat64).flatten(), a = x.v(Value::MlpActivation, i).to(torch::kFloat64).flatten();
+        const double beta = 0.5;
+        const int64_t kp = in.argmax().item<int64_t>();
+        const double xp = in[kp].item<double>();
+        if (xp > 1e-2) {
+            const double m = (a[kp].item<double>() - beta * xp) / (xp * xp);
+            worstRel = std::max(worstRel, std::fabs(m - ap[i]) / ap[i]);
         }
-        const double tol = x.dt() == torch::kBFloat16 ? 5e-2 : 1e-3;
-        measuredOk = worstRel <= tol;
-        measured = " Measured back from the engine's activations (alpha_p at the largest positive pre-activation, alpha_n at the most "
-                   "negative): within " + num(worstRel) + " relative of these (bound " + num(tol) + ").";
+        const int64_t kn = in.argmin().item<int64_t>();
+        const double xn = in[kn].item<double>();
+        const double denom = std::expm1(std::min(xn, -1e-6)) - xn;
+        if (xn < -1e-1) {
+            const double m = (a[kn].item<double>() - beta * xn) / denom;
+            worstRel = std::max(worstRel, std::fabs(m - an[i]) / an[i]);
+        }
     }
+    const double tol = x.dt() == torch::kBFloat16 ? 5e-2 : 1e-3;
+    measuredOk = worstRel <= tol;
+    measured = " Measured back from the engine's activations (alpha_p at the largest positive pre-activation, alpha_n at the most "
+               "negative): within " + num(worstRel) + " relative of these (bound " + num(tol) + ").";
     // learned per block: no two blocks share both scalars
     std::string same;
     for (size_t i = 0; i < ap.size() && same.empty(); ++i)
@@ -699,7 +687,6 @@ CheckResult checkXieluScalars(Ctx& x, const std::string&) {
 }
 
 CheckResult checkXieluNegative(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (x.c.hiddenAct != "xielu") return claim(false, "hidden_act is " + x.c.hiddenAct + ", not xielu");
     bool ok = true;
     std::string det, failures;
@@ -746,7 +733,6 @@ CheckResult checkXieluNegative(Ctx& x, const std::string&) {
 }
 
 CheckResult checkQkNormPosition0(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (!x.c.qkNorm) return claim(false, "this checkpoint norms no query or key heads");
     Cmp q0, k0, qRe, kRe;
     std::vector<double> qGain, kGain;
@@ -800,7 +786,6 @@ CheckResult checkQkNormPosition0(Ctx& x, const std::string&) {
 }
 
 CheckResult checkQkNormRenormalizes(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (!x.c.qkNorm) return skipped("this checkpoint norms no query or key heads (qk_layernorm / qk_norm off), so nothing renormalises.");
     const int layer = std::min(1, x.L - 1);
     const int64_t head = std::min<int64_t>(1, x.c.numHeads - 1), D = x.c.headDim;
@@ -919,7 +904,6 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
         for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
         fig += ": not one of the rotaries the note names (" + names + ")";
     }
-    x.requireTrace();
     RotationCmp r = compareRotation(x, inv, scale, x.f.rotary, rot);
     const bool pairingMatters = x.S < 2 || r.otherPairing > recomputeTol(x.dt()) * 10;
     fig += "; queries and keys turned by these frequencies: " + recomputedText(r.both, x.dt());
@@ -930,7 +914,6 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
 }
 
 CheckResult checkRotationPosition1(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (x.S < 2) return claim(false, "the prompt has one position");
     const int64_t rot = x.c.rotaryDim(), D = x.c.headDim;
     // the claim: plain frequencies rope_theta ** (-2i / rot), no scaling
@@ -961,7 +944,6 @@ CheckResult checkRotationPosition1(Ctx& x, const std::string&) {
 }
 
 CheckResult checkUnrotatedHalf(Ctx& x, const std::string&) {
-    x.requireTrace();
     const int64_t D = x.c.headDim, rot = x.c.rotaryDim(), H = x.c.numHeads;
     if (x.f.qkv != QkvLayout::FusedPerHead) return claim(false, "the family has no fused query_key_value");
     double scale = 1;
@@ -1005,7 +987,6 @@ CheckResult checkUnrotatedHalf(Ctx& x, const std::string&) {
 }
 
 CheckResult checkFusedQkvValues(Ctx& x, const std::string&) {
-    x.requireTrace();
     if (x.f.qkv != QkvLayout::FusedPerHead) return claim(false, "the family has no fused query_key_value");
     const int64_t D = x.c.headDim, H = x.c.numHeads;
     Cmp vals;
@@ -1036,7 +1017,6 @@ CheckResult checkFusedQkvValues(Ctx& x, const std::string&) {
 }
 
 CheckResult checkGqaScores(Ctx& x, const std::string&) {
-    x.requireTrace();
     const int64_t H = x.c.numHeads, KV = x.c.numKvHeads, D = x.c.headDim, g = H / KV;
     auto opts = torch::TensorOptions().dtype(torch::kInt64);
     T grouped = torch::arange(H, opts).div(g, "floor"), interleaved = torch::arange(H, opts).remainder(KV);
@@ -1079,7 +1059,6 @@ CheckResult checkGqaScores(Ctx& x, const std::string&) {
 }
 
 CheckResult checkPatternSoftmax(Ctx& x, const std::string&) {
-    x.requireTrace();
     auto allowed = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril();
     Cmp sm;
     double rowErr = 0;
@@ -1099,7 +1078,6 @@ CheckResult checkPatternSoftmax(Ctx& x, const std::string&) {
 }
 
 CheckResult checkSinkNorm(Ctx& x, const std::string&) {
-    x.requireTrace();
     CheckResult r;
     r.kind = CheckKind::Figure;
     r.passed = true;
@@ -1376,7 +1354,7 @@ CheckSummary summarizeChecks(const std::vector<CheckResult>& results) {
 std::vector<CheckResult> runFamilyChecks(const Model& model, const std::string& prompt) {
     c10::InferenceMode guard;
     const Family& fam = model.family();
-    Ctx x{model, model.config(), fam, prompt, {}, {}, static_cast<int>(model.config().numLayers), 0, {}};
+    Ctx x{model, model.config(), fam, prompt, {}, {}, static_cast<int>(model.config().numLayers), 0};
     const auto ids = familyCheckIds(fam);
 
     // One pass, keeping only what the named checks read.
