@@ -1067,6 +1067,7 @@ void TestGui::familyView() {
     QTest::mouseClick(fv->runButton(), Qt::LeftButton);
     QVERIFY(again.wait(60000));
     QVERIFY2(fv->statusLabel()->text().contains("at least 3 positions"), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(fv->statusLabel()->minimumSizeHint().width() < 300);  // it wraps: the docks beside the view keep their width
     QVERIFY(!fv->checks());
     QVERIFY(fv->browser()->toPlainText().contains("Not checked on this checkpoint yet"));
     fv->setCheckPrompt("the quick brown fox jumps over the lazy dog");
