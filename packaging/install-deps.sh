@@ -7,7 +7,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 pkgs=(
   build-essential cmake ninja-build pkg-config ccache git curl
   ca-certificates   # cargo fetches the tokenizer crates over HTTPS (a bare Debian has no CA certificates)
-  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqt6svg6-dev libgl1-mesa-dev
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
   libtorch-dev libopenblas0-pthread
   libqcustomplot-dev nlohmann-json3-dev binutils
   xvfb xauth
