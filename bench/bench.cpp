@@ -139,8 +139,9 @@ Shape shapeOf(const Model& m) {
     };
     for (int i = 0; i < m.config().numLayers; ++i) {
         const LayerWeights& w = m.layer(i);
-        for (const torch::Tensor* t : {&w.qProj, &w.kProj, &w.vProj, &w.qkvProj, &w.oProj, &w.gateProj, &w.upProj, &w.gateUpProj, &w.downProj})
-            add(*t);
+        for (Module mod : {Module::QProj, Module::KProj, Module::VProj, Module::QkvProj, Module::OProj, Module::GateProj, Module::UpProj,
+                           Module::GateUpProj, Module::DownProj})
+            add(w[mod].weight);
     }
     add(m.lmHead());
     const ModelConfig& c = m.config();

@@ -3,7 +3,9 @@
 // same ones), bfloat16, seed 0. Not used by nnscope itself.
 #pragma once
 
+#include "core/family.h"
 #include "core/safetensors.h"
+#include "core/weights.h"
 
 #include <torch/types.h>
 
@@ -25,23 +27,22 @@ struct RandomShape {
 /// must exist; the caller writes config.json. Throws nnscope::Error when the file cannot be written.
 inline void writeRandomLlamaWeights(const std::string& dir, const RandomShape& s) {
     torch::manual_seed(0);
+    const nlohmann::json config = {{"model_type", "llama"},           {"vocab_size", s.vocab},
+                                   {"hidden_size", s.hidden},         {"intermediate_size", s.intermediate},
+                                   {"num_hidden_layers", s.layers},   {"num_attention_heads", s.heads},
+                                   {"num_key_value_heads", s.kvHeads}, {"head_dim", s.headDim},
+                                   {"tie_word_embeddings", s.tiedLmHead}};
     std::vector<std::pair<std::string, torch::Tensor>> t;
-    auto rnd = [](std::vector<int64_t> shape, double scale) { return (torch::randn(shape) * scale).to(torch::kBFloat16); };
-    auto ones = [&] { return torch::ones({s.hidden}).to(torch::kBFloat16); };
-    t.emplace_back("model.embed_tokens.weight", rnd({s.vocab, s.hidden}, 0.02));
-    t.emplace_back("model.norm.weight", ones());
-    if (!s.tiedLmHead) t.emplace_back("lm_head.weight", rnd({s.vocab, s.hidden}, 0.02));
-    for (int64_t i = 0; i < s.layers; ++i) {
-        const std::string p = "model.layers." + std::to_string(i) + ".";
-        t.emplace_back(p + "input_layernorm.weight", ones());
-        t.emplace_back(p + "post_attention_layernorm.weight", ones());
-        t.emplace_back(p + "self_attn.q_proj.weight", rnd({s.heads * s.headDim, s.hidden}, 0.03));
-        t.emplace_back(p + "self_attn.k_proj.weight", rnd({s.kvHeads * s.headDim, s.hidden}, 0.03));
-        t.emplace_back(p + "self_attn.v_proj.weight", rnd({s.kvHeads * s.headDim, s.hidden}, 0.03));
-        t.emplace_back(p + "self_attn.o_proj.weight", rnd({s.hidden, s.heads * s.headDim}, 0.02));
-        t.emplace_back(p + "mlp.gate_proj.weight", rnd({s.intermediate, s.hidden}, 0.03));
-        t.emplace_back(p + "mlp.up_proj.weight", rnd({s.intermediate, s.hidden}, 0.03));
-        t.emplace_back(p + "mlp.down_proj.weight", rnd({s.hidden, s.intermediate}, 0.02));
+    // The names (and their order) come from the Llama family's weight schema.
+    for (const WeightSpec& spec : weightSchema(llamaFamily(), resolveModelConfig(config, dir + " (bench config)"))) {
+        if (spec.shape.size() == 1) {
+            t.emplace_back(spec.name, torch::ones(spec.shape).to(torch::kBFloat16));  // a norm's gain
+            continue;
+        }
+        const Module m = spec.key.module;
+        const bool embedding = m == Module::EmbedTokens || m == Module::LmHead;
+        const double scale = embedding || m == Module::OProj || m == Module::DownProj ? 0.02 : 0.03;
+        t.emplace_back(spec.name, (torch::randn(spec.shape) * scale).to(torch::kBFloat16));
     }
     writeSafetensors(dir + "/model.safetensors", t, {{"format", "pt"}});
 }

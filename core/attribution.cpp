@@ -28,19 +28,14 @@ struct FrozenNorm {
     }
 };
 
-/// Freezes the norm of `kind` with weight w and bias b (compute dtype, may be undefined) at its real input x [hidden]
-/// (float32): RMSNorm 1 / sqrt(mean(x²) + eps) (Gemma: gain 1 + w); LayerNorm 1 / sqrt(var(x) + eps), centred.
-FrozenNorm freeze(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, double eps) {
+/// The norm of `kind` with weight w and bias b (compute dtype, may be undefined) frozen at `scale`, the norm's scale that
+/// the real pass tapped at this position (a 0-dim float32 tensor: 1 / RMS, or 1 / standard deviation for a LayerNorm,
+/// Value::Native*NormScale): gain = w · scale (Gemma: (1 + w) · scale), centred for a LayerNorm.
+FrozenNorm freeze(const torch::Tensor& scale, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t hidden) {
     FrozenNorm f;
-    const torch::Tensor wf = w.defined() ? w.to(torch::kFloat32) : torch::ones_like(x);
-    if (kind == NormKind::LayerNorm) {
-        const torch::Tensor centred = x - x.mean();
-        f.gain = wf * torch::rsqrt(centred.pow(2).mean() + eps);
-        f.centered = true;
-    } else {
-        const torch::Tensor r = torch::rsqrt(x.pow(2).mean() + eps);
-        f.gain = (kind == NormKind::RMSNormPlusOne ? 1.0 + wf : wf) * r;
-    }
+    const torch::Tensor wf = w.defined() ? w.to(torch::kFloat32) : torch::ones({hidden});
+    f.gain = (kind == NormKind::RMSNormPlusOne ? 1.0 + wf : wf) * scale.to(torch::kFloat32);
+    f.centered = kind == NormKind::LayerNorm;
     if (b.defined()) f.bias = b.to(torch::kFloat32);
     return f;
 }
@@ -55,11 +50,11 @@ struct BranchTerm {
     torch::Tensor gain;       ///< the branch norm's frozen gain (undefined without a norm)
 };
 
-BranchTerm branchTerm(const torch::Tensor& out, const torch::Tensor& g, bool normed, const torch::Tensor& w, const torch::Tensor& b,
-                      NormKind kind, double eps) {
+BranchTerm branchTerm(const torch::Tensor& out, const torch::Tensor& g, const torch::Tensor& scale, const ModuleWeights& norm,
+                      NormKind kind) {
     BranchTerm t{g, 0.0, out, torch::Tensor()};
-    if (!normed) return t;
-    const FrozenNorm branch = freeze(out, w, b, kind, eps);
+    if (!scale.defined()) return t;
+    const FrozenNorm branch = freeze(scale, norm.weight, norm.bias, kind, out.size(-1));
     t.direction = branch.pullBack(g);
     t.stream = branch.apply(out);
     t.gain = branch.gain;
@@ -84,10 +79,17 @@ std::vector<ValueKey> attributionValueKeys(const Model& model) {
     std::vector<ValueKey> keys{{Value::LayerInput, 0}};
     for (int i = 0; i < n; ++i) {
         for (Value v : {Value::AttentionOutput, Value::AttentionHeadOutputs, Value::MlpOutput, Value::MlpNeurons}) keys.push_back({v, i});
-        if (bn.afterAttention) keys.push_back({Value::NativeAttentionOutputNormOutput, i});
-        if (bn.afterMlp) keys.push_back({Value::NativeMlpOutputNormOutput, i});
+        if (bn.afterAttention) {
+            keys.push_back({Value::NativeAttentionOutputNormOutput, i});
+            keys.push_back({Value::NativeAttentionOutputNormScale, i});
+        }
+        if (bn.afterMlp) {
+            keys.push_back({Value::NativeMlpOutputNormOutput, i});
+            keys.push_back({Value::NativeMlpOutputNormScale, i});
+        }
     }
     keys.push_back({Value::LayerOutput, n - 1});
+    keys.push_back({Value::NativeFinalNormScale, -1});
     return keys;
 }
 
@@ -116,7 +118,8 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
     torch::Tensor u = lm.index({target}).to(torch::kFloat32);
     if (wrong) u = u - lm.index({*wrong}).to(torch::kFloat32);
     const torch::Tensor xFinal = at(model, result, {Value::LayerOutput, n - 1}, row, position);
-    const FrozenNorm finalNorm = freeze(xFinal, model.finalNormWeight(), model.finalNormBias(), fam.norm, c.normEps);
+    const FrozenNorm finalNorm = freeze(at(model, result, {Value::NativeFinalNormScale, -1}, row, position), model.finalNormWeight(),
+                                        model.finalNormBias(), fam.norm, c.hiddenSize);
     const torch::Tensor g = finalNorm.pullBack(u);
     a.finalGain = finalNorm.gain;
     a.centered = finalNorm.centered;
@@ -147,7 +150,9 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         const std::string L = layerName(i);
         // attention: o_proj(z) + b_O, then the branch norm where the family has one
         const torch::Tensor attnOut = at(model, result, {Value::AttentionOutput, i}, row, position);
-        const BranchTerm attn = branchTerm(attnOut, g, bn.afterAttention, lw.attentionOutputNorm, lw.attentionOutputNormBias, fam.norm, c.normEps);
+        const torch::Tensor attnScale =
+            bn.afterAttention ? at(model, result, {Value::NativeAttentionOutputNormScale, i}, row, position) : torch::Tensor();
+        const BranchTerm attn = branchTerm(attnOut, g, attnScale, lw[Module::AttentionOutputNorm], fam.norm);
         const torch::Tensor& gA = attn.direction;
         const double attnConst = attn.constant;
         const torch::Tensor& attnStream = attn.stream;
@@ -157,19 +162,20 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         a.streamTerms.index_put_({1 + 2 * i}, attnStream);
         total += add(AttributionComponent::Kind::Attention, L + "attention_output", i, -1, attnShare);
         const torch::Tensor z = at(model, result, {Value::AttentionHeadOutputs, i}, row, position);  // [heads, head_dim]
-        const torch::Tensor perHead = (torch::matmul(gA, lw.oProj.to(torch::kFloat32)).reshape({c.numHeads, -1}) * z).sum(-1);
+        const torch::Tensor perHead = (torch::matmul(gA, lw[Module::OProj].weight.to(torch::kFloat32)).reshape({c.numHeads, -1}) * z).sum(-1);
         a.heads.index_put_({i}, perHead);
         for (int64_t h = 0; h < c.numHeads; ++h)
             add(AttributionComponent::Kind::Head, L + "self_attn.head." + std::to_string(h), i, h, perHead[h].item<double>());
-        if (lw.oProjBias.defined())
+        if (lw[Module::OProj].bias.defined())
             add(AttributionComponent::Kind::Bias, L + "self_attn." + fam.moduleName(Module::OProj) + ".bias", i, -1,
-                torch::dot(gA, lw.oProjBias.to(torch::kFloat32)).item<double>());
-        if (bn.afterAttention && lw.attentionOutputNormBias.defined())
+                torch::dot(gA, lw[Module::OProj].bias.to(torch::kFloat32)).item<double>());
+        if (bn.afterAttention && lw[Module::AttentionOutputNorm].bias.defined())
             add(AttributionComponent::Kind::Bias, L + fam.moduleName(Module::AttentionOutputNorm) + ".bias", i, -1, attnConst);
 
         // MLP: down_proj(neurons) + b, then the branch norm where the family has one
         const torch::Tensor mlpOut = at(model, result, {Value::MlpOutput, i}, row, position);
-        const BranchTerm mlpTerm = branchTerm(mlpOut, g, bn.afterMlp, lw.mlpOutputNorm, lw.mlpOutputNormBias, fam.norm, c.normEps);
+        const torch::Tensor mlpScale = bn.afterMlp ? at(model, result, {Value::NativeMlpOutputNormScale, i}, row, position) : torch::Tensor();
+        const BranchTerm mlpTerm = branchTerm(mlpOut, g, mlpScale, lw[Module::MlpOutputNorm], fam.norm);
         const torch::Tensor& gM = mlpTerm.direction;
         const double mlpConst = mlpTerm.constant;
         const torch::Tensor& mlpStream = mlpTerm.stream;
@@ -179,11 +185,11 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         a.streamTerms.index_put_({2 + 2 * i}, mlpStream);
         total += add(AttributionComponent::Kind::Mlp, L + "mlp_output", i, -1, mlpShare);
         const torch::Tensor acts = at(model, result, {Value::MlpNeurons, i}, row, position);  // [intermediate]
-        a.neurons.index_put_({i}, acts * torch::matmul(gM, lw.downProj.to(torch::kFloat32)));
-        if (lw.downProjBias.defined())
+        a.neurons.index_put_({i}, acts * torch::matmul(gM, lw[Module::DownProj].weight.to(torch::kFloat32)));
+        if (lw[Module::DownProj].bias.defined())
             add(AttributionComponent::Kind::Bias, L + "mlp." + fam.moduleName(Module::DownProj) + ".bias", i, -1,
-                torch::dot(gM, lw.downProjBias.to(torch::kFloat32)).item<double>());
-        if (bn.afterMlp && lw.mlpOutputNormBias.defined())
+                torch::dot(gM, lw[Module::DownProj].bias.to(torch::kFloat32)).item<double>());
+        if (bn.afterMlp && lw[Module::MlpOutputNorm].bias.defined())
             add(AttributionComponent::Kind::Bias, L + fam.moduleName(Module::MlpOutputNorm) + ".bias", i, -1, mlpConst);
     }
     if (finalNorm.bias.defined())
@@ -252,7 +258,7 @@ torch::Tensor headStreamVector(const Model& model, const TraceResult& result, co
         throw Error("head " + std::to_string(head) + " of block " + std::to_string(layer) + " does not exist.");
     const int64_t hd = model.config().headDim;
     const torch::Tensor z = at(model, result, {Value::AttentionHeadOutputs, layer}, row, a.position).index({head});  // [head_dim]
-    torch::Tensor v = torch::matmul(model.layer(layer).oProj.to(torch::kFloat32).narrow(1, head * hd, hd), z);
+    torch::Tensor v = torch::matmul(model.layer(layer)[Module::OProj].weight.to(torch::kFloat32).narrow(1, head * hd, hd), z);
     if (a.attentionBranchGain.defined()) v = a.attentionBranchGain.index({layer}) * v;
     return v;
 }
@@ -263,7 +269,7 @@ torch::Tensor neuronStreamVector(const Model& model, const TraceResult& result, 
     if (layer < 0 || layer >= model.config().numLayers || neuron < 0 || neuron >= model.config().intermediateSize)
         throw Error("neuron " + std::to_string(neuron) + " of block " + std::to_string(layer) + " does not exist.");
     const double act = at(model, result, {Value::MlpNeurons, layer}, row, a.position)[neuron].item<double>();
-    torch::Tensor v = model.layer(layer).downProj.index({Slice(), neuron}).to(torch::kFloat32) * act;
+    torch::Tensor v = model.layer(layer)[Module::DownProj].weight.index({Slice(), neuron}).to(torch::kFloat32) * act;
     if (a.mlpBranchGain.defined()) v = a.mlpBranchGain.index({layer}) * v;
     return v;
 }

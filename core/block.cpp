@@ -4,6 +4,7 @@
 #include "error.h"
 
 #include <map>
+#include <set>
 
 namespace nnscope {
 namespace {
@@ -20,16 +21,11 @@ StepValue again(Value v, ReadSide side) {
 }  // namespace
 
 std::vector<std::string> moduleNames(const Family& f, Module m) {
-    std::vector<std::string> names;
-    const std::string label = f.moduleLabel(m);
-    size_t start = 0;
-    while (!label.empty() && start <= label.size()) {
-        const size_t slash = label.find('/', start);
-        names.push_back(label.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
-        if (slash == std::string::npos) break;
-        start = slash + 1;
-    }
-    return names;
+    auto it = f.modules.find(m);
+    if (it == f.modules.end()) return {};
+    const ModuleSpec& spec = it->second;
+    if (spec.standard.empty()) return {spec.native};
+    return {spec.standard, spec.native};
 }
 
 namespace {
@@ -60,7 +56,7 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     // One block.
     step(Host::Layer, std::nullopt, {in(Value::LayerInput)});
     if (bn.beforeAttention) {
-        step(Host::Layer, Module::InputNorm, {out(Value::AttentionNormOutput)});
+        step(Host::Layer, Module::InputNorm, {inside(Value::NativeInputNormScale), out(Value::AttentionNormOutput)});
         step(Host::Layer, Module::SelfAttn, {again(Value::AttentionNormOutput, ReadSide::Input)});
     } else {  // OLMo 2: the stream itself enters the attention
         step(Host::Layer, Module::SelfAttn, {in(Value::AttentionNormOutput)});
@@ -84,10 +80,13 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     premix.sameTensor = false;
     step(Host::Attention, Module::OProj, {premix});
     step(Host::Attention, std::nullopt, {out(Value::AttentionOutput)});
-    if (bn.afterAttention) step(Host::Layer, Module::AttentionOutputNorm, {out(Value::NativeAttentionOutputNormOutput)});
+    if (bn.afterAttention)
+        step(Host::Layer, Module::AttentionOutputNorm,
+             {inside(Value::NativeAttentionOutputNormScale), out(Value::NativeAttentionOutputNormOutput)});
     if (bn.beforeMlp || c.parallelResidual) {
         // Under GPT-NeoX's parallel residual the MLP's norm reads the block's input, so layer_mid is that input.
-        step(Host::Layer, Module::PostAttentionNorm, {in(Value::LayerMid), out(Value::MlpNormOutput)});
+        step(Host::Layer, Module::PostAttentionNorm,
+             {in(Value::LayerMid), inside(Value::NativePostAttentionNormScale), out(Value::MlpNormOutput)});
         step(Host::Layer, Module::Mlp, {in(Value::MlpInput)});
     } else {  // OLMo 2: the stream after the attention add is the MLP's input, unnormed
         step(Host::Layer, Module::Mlp, {in(Value::LayerMid), in(Value::MlpNormOutput), in(Value::MlpInput)});
@@ -101,12 +100,13 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     step(Host::Mlp, Module::ActFn, {in(Value::NativeActFnInput), out(Value::MlpActivation)});
     step(Host::Mlp, Module::DownProj, {in(Value::MlpNeurons)});
     step(Host::Mlp, std::nullopt, {out(Value::MlpOutput)});
-    if (bn.afterMlp) step(Host::Layer, Module::MlpOutputNorm, {out(Value::NativeMlpOutputNormOutput)});
+    if (bn.afterMlp)
+        step(Host::Layer, Module::MlpOutputNorm, {inside(Value::NativeMlpOutputNormScale), out(Value::NativeMlpOutputNormOutput)});
     if (!f.moduleLabel(Module::LayerDropout).empty()) step(Host::Layer, Module::LayerDropout, {});
     step(Host::Layer, std::nullopt, {out(Value::LayerOutput)});
 
     // The root, after the blocks.
-    step(Host::Model, Module::Norm, {out(Value::FinalNormOutput)});
+    step(Host::Model, Module::Norm, {inside(Value::NativeFinalNormScale), out(Value::FinalNormOutput)});
     step(Host::Model, Module::LmHead, {out(Value::LmHeadOutput)});
     step(Host::Model, std::nullopt, {out(Value::Logits), out(Value::NextTokenProbs)});
     return s;
@@ -198,6 +198,33 @@ std::string moduleDetail(const Family& f, const ModelConfig& c, Module m) {
         case Module::LayerDropout: return "the identity in eval";
         default: return "";
     }
+}
+
+std::vector<std::string> blockFormulas(const Family& f, const ModelConfig& c) {
+    std::set<Module> present;
+    for (const BlockStep& step : forwardSteps(f, c))
+        if (step.module) present.insert(*step.module);
+    auto name = [&](Module m) { return f.modules.at(m).native; };
+    auto around = [&](Module norm, const std::string& inner) { return present.count(norm) ? name(norm) + "(" + inner + ")" : inner; };
+    std::vector<std::string> lines;
+    if (present.count(Module::PositionEmbeddings))
+        lines.push_back("x0  = " + name(Module::EmbedTokens) + "(ids) + " + name(Module::PositionEmbeddings) + "(positions)");
+    const std::string attention = around(Module::AttentionOutputNorm, name(Module::SelfAttn) + "(" + around(Module::InputNorm, "x") + ")");
+    auto mlp = [&](const std::string& stream) {
+        return around(Module::MlpOutputNorm, name(Module::Mlp) + "(" + around(Module::PostAttentionNorm, stream) + ")");
+    };
+    if (c.parallelResidual) {
+        lines.push_back("out = x + " + attention + " + " + mlp("x") + "   # use_parallel_residual");
+    } else {
+        lines.push_back("h   = x + " + attention);
+        if (present.count(Module::LayerDropout))
+            lines.push_back("out = h + " + name(Module::LayerDropout) + "(" + mlp("h") + ")     # " + name(Module::LayerDropout) +
+                            " is the identity in eval");
+        else
+            lines.push_back("out = h + " + mlp("h"));
+    }
+    lines.insert(lines.end(), f.mlpFormulas.begin(), f.mlpFormulas.end());
+    return lines;
 }
 
 std::vector<std::string> blockStepLines(const Family& f, const ModelConfig& c) {

@@ -40,8 +40,8 @@ struct BlockStep {
     std::vector<StepValue> values;
 };
 
-/// Every name of module `m` in `family`, in its label's order: "o_proj/dense" gives {"o_proj", "dense"}; empty when the
-/// family has no such module.
+/// Every name of module `m` in `family`, the standard one first: "o_proj/dense" gives {"o_proj", "dense"}, and a rename
+/// (Persimmon's final_layernorm, shown as norm) gives {"norm", "final_layernorm"}; empty when the family has no such module.
 std::vector<std::string> moduleNames(const Family& family, Module m);
 
 /// The forward pass of `family` with `config`, in order: the root's steps before the blocks, one block's steps (every
@@ -72,6 +72,12 @@ std::vector<ValueSpelling> valueSpellings(const Family& family, const ModelConfi
 /// The feature a module shows in the block's description ("RMSNorm", "fused · [q | k | v]", "biased", "gelu_new"),
 /// empty where there is none.
 std::string moduleDetail(const Family& family, const ModelConfig& config, Module module);
+
+/// "The block, in order" as formulas, generated from the block table for this config and written with the checkpoint's
+/// own module names, as the seeds write them: "h   = x + self_attn(input_layernorm(x))", "out = h + mlp(...)" (Gemma's
+/// and OLMo 2's branch norms around the branches, GPT-2's learned positions first, GPT-NeoX's parallel residual as one
+/// line, Persimmon's eval-mode dropout), then the family's own MLP formulas (Family::mlpFormulas).
+std::vector<std::string> blockFormulas(const Family& family, const ModelConfig& config);
 
 /// The family page's block steps: one line per step of a block, in order, e.g. "`input_layernorm` (RMSNorm) →
 /// `attention_norm_output`" (markdown code spans).

@@ -316,16 +316,16 @@ struct Ctx {
     }
     /// A tensor as the checkpoint file stores it (its own dtype, a view of the mapped file: the checks convert what they
     /// read to float64 themselves), or undefined when the family has no such name or the file lacks it.
-    T stored(Weight w, int layer = -1) const {
-        const std::string name = f.weightName(w, layer);
+    T stored(ParamKey w, int layer = -1) const {
+        const std::string name = f.tensorName(w, layer);
         if (name.empty() || !m.weights().contains(name)) return {};
         T t = m.weights().get(name);
         // GPT-2's Conv1D stores projections [in, out]: the checks read nn.Linear's [out, in], as the forward does.
-        const bool rootMatrix = w == Weight::EmbedTokens || w == Weight::LmHead || w == Weight::PositionEmbeddings;
+        const bool rootMatrix = moduleHost(w.module) == Host::Model;
         return f.conv1dWeights && t.dim() == 2 && !rootMatrix ? t.t() : t;
     }
     /// A stored bias, but only where the model applies one (LayerWeights has it).
-    T storedIf(Weight w, int layer, const T& engineTensor) const { return engineTensor.defined() ? stored(w, layer) : T(); }
+    T storedIf(ParamKey w, int layer, const T& engineTensor) const { return engineTensor.defined() ? stored(w, layer) : T(); }
     /// The queries (or keys) entering the rotary: [b, heads, seq, D], float64, read from the native taps.
     T preRotary(int layer, bool keys) const {
         const int64_t b = batch.inputIds.size(0), D = c.headDim;
@@ -363,7 +363,7 @@ struct Ctx {
     /// Effective xIELU scalars of a block from the stored raw parameters: {alpha_p, alpha_n, beta, eps} with the
     /// note's beta 0.5 and eps -1e-6.
     std::array<double, 4> xielu(int layer) const {
-        T rp = stored(Weight::ActAlphaP, layer), rn = stored(Weight::ActAlphaN, layer);
+        T rp = stored(ParamKey{Module::ActFn, Param::AlphaP}, layer), rn = stored(ParamKey{Module::ActFn, Param::AlphaN}, layer);
         if (!rp.defined() || !rn.defined()) throw Error("the checkpoint stores no xIELU alpha_p/alpha_n for block " + std::to_string(layer));
         const double beta = 0.5;
         return {softplus(rp.flatten()[0].item<double>()), beta + softplus(rn.flatten()[0].item<double>()), beta, -1e-6};
@@ -396,10 +396,7 @@ std::vector<std::string> splitArg(const std::string& arg, char sep) {
     return out;
 }
 
-const T* layerTensor(const LayerWeights& lw, Weight w) {
-    const auto slot = LayerWeights::slot(w);
-    return slot ? &(lw.*slot) : nullptr;
-}
+const T* layerTensor(const LayerWeights& lw, ParamKey w) { return &lw[w.module][w.param]; }
 
 /// Every stored tensor name the model reads: the loader's own account (Model::unusedTensors, from the weight schema).
 std::set<std::string> namesRead(const Model& m) {
@@ -427,9 +424,9 @@ CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
         // the contributions are the output projections' outputs: nothing (no post-norm, no scale) in between
         T premix = x.v(Value::AttentionPremix, i);
         T premixFlat = premix.reshape({premix.size(0), premix.size(1), -1});
-        merge(attn, compareRecomputed(a, linear64(premixFlat, x.stored(Weight::OProj, i), x.storedIf(Weight::OProjBias, i, lw.oProjBias)), x.dt()));
-        merge(mlp, compareRecomputed(mo, linear64(x.v(Value::MlpNeurons, i), x.stored(Weight::DownProj, i),
-                                                  x.storedIf(Weight::DownProjBias, i, lw.downProjBias)), x.dt()));
+        merge(attn, compareRecomputed(a, linear64(premixFlat, x.stored(ParamKey{Module::OProj}, i), x.storedIf(ParamKey{Module::OProj, Param::Bias}, i, lw[Module::OProj].bias)), x.dt()));
+        merge(mlp, compareRecomputed(mo, linear64(x.v(Value::MlpNeurons, i), x.stored(ParamKey{Module::DownProj}, i),
+                                                  x.storedIf(ParamKey{Module::DownProj, Param::Bias}, i, lw[Module::DownProj].bias)), x.dt()));
     }
     const std::string o = x.f.moduleName(Module::OProj), d = x.f.moduleName(Module::DownProj);
     const std::string an = attnNormed ? x.f.moduleName(Module::AttentionOutputNorm) + "(attention_output)" : "attention_output";
@@ -452,13 +449,13 @@ CheckResult checkLens(Ctx& x, const std::string&) {
     T logits = x.v(Value::Logits);
     Cmp c = compareExact(capped(lens), logits, x.dt());
     // and independently: lm_head(norm(h)) from the stored final norm and head
-    T w = x.stored(Weight::FinalNorm), b = x.f.norm == NormKind::LayerNorm ? x.stored(Weight::FinalNormBias) : T();
+    T w = x.stored(ParamKey{Module::Norm}), b = x.f.norm == NormKind::LayerNorm ? x.stored(ParamKey{Module::Norm, Param::Bias}) : T();
     T normed = x.f.norm == NormKind::LayerNorm        ? layerNorm64(last, w, b, x.c.normEps)
                : x.f.norm == NormKind::RMSNormPlusOne ? rmsNorm64(last, w.to(torch::kFloat64) + 1.0, x.c.normEps)
                                                       : rmsNorm64(last, w, x.c.normEps);
-    T head = x.m.headTied() ? x.stored(Weight::EmbedTokens) : x.stored(Weight::LmHead);
+    T head = x.m.headTied() ? x.stored(ParamKey{Module::EmbedTokens}) : x.stored(ParamKey{Module::LmHead});
     Cmp r = compareRecomputed(logits, capped(linear64(normed, head, {})), x.dt());
-    const std::string normName = x.f.weightName(Weight::FinalNorm);
+    const std::string normName = x.f.tensorName(ParamKey{Module::Norm});
     const std::string lensText = cap ? "softcap(project_on_vocab(layers[" + std::to_string(x.L - 1) + "].layer_output))"
                                      : "project_on_vocab(layers[" + std::to_string(x.L - 1) + "].layer_output)";
     return claim(c.ok && r.ok, lensText + " vs logits: " + exactText(c, x.dt()),
@@ -470,13 +467,13 @@ CheckResult checkLens(Ctx& x, const std::string&) {
 
 CheckResult checkTiedHead(Ctx& x, const std::string&) {
     const bool configTies = x.c.tieWordEmbeddings;
-    const std::string headName = x.f.weightName(Weight::LmHead), embedName = x.f.weightName(Weight::EmbedTokens);
+    const std::string headName = x.f.tensorName(ParamKey{Module::LmHead}), embedName = x.f.tensorName(ParamKey{Module::EmbedTokens});
     const bool storedHead = x.m.weights().contains(headName);
     const bool sameStorage = x.m.lmHead().data_ptr() == x.m.embedTokens().data_ptr();
     const std::string key = "tie_word_embeddings " + std::string(configTies ? "true" : "false");
     double headDiff = -1;
     if (storedHead) {
-        T h = x.stored(Weight::LmHead), e = x.stored(Weight::EmbedTokens);
+        T h = x.stored(ParamKey{Module::LmHead}), e = x.stored(ParamKey{Module::EmbedTokens});
         if (h.sizes() == e.sizes()) headDiff = maxAbsDiff(h, e);
     }
     if (configTies) {
@@ -541,9 +538,9 @@ CheckResult checkRelu2(Ctx& x, const std::string& arg) {
         negativeNotZero += ((in <= 0) & (act != 0)).sum().item<int64_t>();
         total += act.numel();
         // the pre-activation is the projection's output, recomputed from the stored weight
-        const Weight w = x.f.mlp == MlpKind::Plain ? Weight::UpProj : Weight::GateProj;
-        const Weight wb = x.f.mlp == MlpKind::Plain ? Weight::UpProjBias : Weight::GateProjBias;
-        const T& engineBias = x.f.mlp == MlpKind::Plain ? lw.upProjBias : lw.gateProjBias;
+        const ParamKey w = x.f.mlp == MlpKind::Plain ? ParamKey{Module::UpProj} : ParamKey{Module::GateProj};
+        const ParamKey wb = x.f.mlp == MlpKind::Plain ? ParamKey{Module::UpProj, Param::Bias} : ParamKey{Module::GateProj, Param::Bias};
+        const T& engineBias = x.f.mlp == MlpKind::Plain ? lw[Module::UpProj].bias : lw[Module::GateProj].bias;
         merge(pre, compareRecomputed(in, linear64(x.v(Value::MlpInput, i), x.stored(w, i), x.storedIf(wb, i, engineBias)), x.dt()));
     }
     const double zf = total ? static_cast<double>(zeros) / total : 0;
@@ -578,12 +575,12 @@ CheckResult checkNoGate(Ctx& x, const std::string&) {
     if (x.f.mlp != MlpKind::Plain) return claim(false, "the family's MLP is gated", "families/" + x.f.modelType + ".cpp describes a gate projection.");
     std::set<std::string> mlpNames;
     for (int i = 0; i < x.c.numLayers; ++i)
-        for (Weight w : {Weight::UpProj, Weight::UpProjBias, Weight::DownProj, Weight::DownProjBias, Weight::ActAlphaP, Weight::ActAlphaN,
-                         Weight::ActBeta, Weight::ActEps})
-            if (!x.f.weightName(w, i).empty()) mlpNames.insert(x.f.weightName(w, i));
+        for (ParamKey w : {ParamKey{Module::UpProj}, ParamKey{Module::UpProj, Param::Bias}, ParamKey{Module::DownProj}, ParamKey{Module::DownProj, Param::Bias}, ParamKey{Module::ActFn, Param::AlphaP}, ParamKey{Module::ActFn, Param::AlphaN},
+                         ParamKey{Module::ActFn, Param::Beta}, ParamKey{Module::ActFn, Param::Eps}})
+            if (!x.f.tensorName(w, i).empty()) mlpNames.insert(x.f.tensorName(w, i));
     std::vector<std::string> extra;
     for (int i = 0; i < x.c.numLayers; ++i) {
-        const std::string up = x.f.weightName(Weight::UpProj, i);
+        const std::string up = x.f.tensorName(ParamKey{Module::UpProj}, i);
         const auto p = up.find(".mlp.");
         if (p == std::string::npos) continue;
         const std::string prefix = up.substr(0, p + 5);
@@ -609,8 +606,8 @@ CheckResult checkActInputIsUp(Ctx& x, const std::string&) {
         T in = x.v(Value::NativeActFnInput, i), u = x.v(Value::NativeUpProjOutput, i);
         inIsUp = inIsUp && torch::equal(in, u);
         outIsNeurons = outIsNeurons && torch::equal(x.v(Value::MlpActivation, i), x.v(Value::MlpNeurons, i));
-        merge(up, compareRecomputed(u, linear64(x.v(Value::MlpInput, i), x.stored(Weight::UpProj, i),
-                                                x.storedIf(Weight::UpProjBias, i, lw.upProjBias)), x.dt()));
+        merge(up, compareRecomputed(u, linear64(x.v(Value::MlpInput, i), x.stored(ParamKey{Module::UpProj}, i),
+                                                x.storedIf(ParamKey{Module::UpProj, Param::Bias}, i, lw[Module::UpProj].bias)), x.dt()));
     }
     const std::string a = x.f.moduleName(Module::ActFn), u = x.f.moduleName(Module::UpProj), d = x.f.moduleName(Module::DownProj);
     std::string fig = a + ".input " + (inIsUp ? "==" : "≠") + " " + u + ".output and " + a + ".output " + (outIsNeurons ? "==" : "≠") + " " + d +
@@ -625,7 +622,7 @@ CheckResult checkXieluFormula(Ctx& x, const std::string&) {
     for (int i = 0; i < x.L; ++i) {
         auto xi = x.xielu(i);
         merge(act, compareRecomputed(x.v(Value::MlpActivation, i), activation64("xielu", x.v(Value::NativeActFnInput, i), xi.data()), x.dt()));
-        T beta = x.stored(Weight::ActBeta, i), eps = x.stored(Weight::ActEps, i);
+        T beta = x.stored(ParamKey{Module::ActFn, Param::Beta}, i), eps = x.stored(ParamKey{Module::ActFn, Param::Eps}, i);
         if (i == 0 && (beta.defined() || eps.defined()))
             storedBuffers = " The file stores beta " + (beta.defined() ? num(beta.flatten()[0].item<double>()) : std::string("(none)")) +
                             " and eps " + (eps.defined() ? num(eps.flatten()[0].item<double>()) : std::string("(none)")) + " in block 0.";
@@ -747,8 +744,8 @@ CheckResult checkQkNormPosition0(Ctx& x, const std::string&) {
         T h = x.v(Value::AttentionNormOutput, i);
         T qRaw, kRaw;
         if (x.f.qkv == QkvLayout::FusedPerHead) {
-            T w = x.stored(Weight::QkvProj, i).view({x.c.numHeads, 3, D, -1});
-            T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
+            T w = x.stored(ParamKey{Module::QkvProj}, i).view({x.c.numHeads, 3, D, -1});
+            T bias = x.storedIf(ParamKey{Module::QkvProj, Param::Bias}, i, lw[Module::QkvProj].bias);
             qRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 0}).to(torch::kFloat64)});
             kRaw = torch::einsum("bsx,hdx->bhsd", {h.to(torch::kFloat64), w.index({Slice(), 1}).to(torch::kFloat64)});
             if (bias.defined()) {
@@ -757,14 +754,14 @@ CheckResult checkQkNormPosition0(Ctx& x, const std::string&) {
                 kRaw = kRaw + bv.index({Slice(), 1, None});
             }
         } else {
-            qRaw = linear64(h, x.stored(Weight::QProj, i), x.storedIf(Weight::QProjBias, i, lw.qProjBias)).view({b, x.S, -1, D}).transpose(1, 2);
-            kRaw = linear64(h, x.stored(Weight::KProj, i), x.storedIf(Weight::KProjBias, i, lw.kProjBias)).view({b, x.S, -1, D}).transpose(1, 2);
+            qRaw = linear64(h, x.stored(ParamKey{Module::QProj}, i), x.storedIf(ParamKey{Module::QProj, Param::Bias}, i, lw[Module::QProj].bias)).view({b, x.S, -1, D}).transpose(1, 2);
+            kRaw = linear64(h, x.stored(ParamKey{Module::KProj}, i), x.storedIf(ParamKey{Module::KProj, Param::Bias}, i, lw[Module::KProj].bias)).view({b, x.S, -1, D}).transpose(1, 2);
         }
-        T qw = x.stored(Weight::QNorm, i), kw = x.stored(Weight::KNorm, i);
+        T qw = x.stored(ParamKey{Module::QNorm}, i), kw = x.stored(ParamKey{Module::KNorm}, i);
         T qExp, kExp;
         if (x.f.qkNormKind == NormKind::LayerNorm) {
-            qExp = layerNorm64(qRaw, qw, x.storedIf(Weight::QNormBias, i, lw.qNormBias), x.c.normEps);
-            kExp = layerNorm64(kRaw, kw, x.storedIf(Weight::KNormBias, i, lw.kNormBias), x.c.normEps);
+            qExp = layerNorm64(qRaw, qw, x.storedIf(ParamKey{Module::QNorm, Param::Bias}, i, lw[Module::QNorm].bias), x.c.normEps);
+            kExp = layerNorm64(kRaw, kw, x.storedIf(ParamKey{Module::KNorm, Param::Bias}, i, lw[Module::KNorm].bias), x.c.normEps);
         } else {
             qExp = rmsNorm64(qRaw, qw, x.c.normEps);
             kExp = rmsNorm64(kRaw, kw, x.c.normEps);
@@ -953,16 +950,16 @@ CheckResult checkUnrotatedHalf(Ctx& x, const std::string&) {
     for (int i = 0; i < x.L; ++i) {
         const LayerWeights& lw = x.m.layer(i);
         T h = x.v(Value::AttentionNormOutput, i).to(torch::kFloat64);
-        T w = x.stored(Weight::QkvProj, i).view({H, 3, D, -1});
-        T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
+        T w = x.stored(ParamKey{Module::QkvProj}, i).view({H, 3, D, -1});
+        T bias = x.storedIf(ParamKey{Module::QkvProj, Param::Bias}, i, lw[Module::QkvProj].bias);
         for (int part : {0, 1}) {
             T raw = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), part}).to(torch::kFloat64)});
             if (bias.defined()) raw = raw + bias.to(torch::kFloat64).view({H, 3, D}).index({Slice(), part, None});
             T normed = raw;
             if (x.c.qkNorm) {
                 const bool q = part == 0;
-                normed = layerNorm64(raw, x.stored(q ? Weight::QNorm : Weight::KNorm, i),
-                                     x.storedIf(q ? Weight::QNormBias : Weight::KNormBias, i, q ? lw.qNormBias : lw.kNormBias), x.c.normEps);
+                normed = layerNorm64(raw, x.stored(q ? ParamKey{Module::QNorm} : ParamKey{Module::KNorm}, i),
+                                     x.storedIf(q ? ParamKey{Module::QNorm, Param::Bias} : ParamKey{Module::KNorm, Param::Bias}, i, q ? lw[Module::QNorm].bias : lw[Module::KNorm].bias), x.c.normEps);
             }
             T actual = x.v(part == 0 ? Value::AttentionQueries : Value::AttentionKeys, i);
             if (rot < D) merge(unrot, compareRecomputed(actual.index({"...", Slice(rot, None)}), normed.index({"...", Slice(rot, None)}), x.dt()));
@@ -994,8 +991,8 @@ CheckResult checkFusedQkvValues(Ctx& x, const std::string&) {
     for (int i = 0; i < x.L; ++i) {
         const LayerWeights& lw = x.m.layer(i);
         T h = x.v(Value::AttentionNormOutput, i).to(torch::kFloat64);
-        T wFull = x.stored(Weight::QkvProj, i);
-        T bias = x.storedIf(Weight::QkvProjBias, i, lw.qkvProjBias);
+        T wFull = x.stored(ParamKey{Module::QkvProj}, i);
+        T bias = x.storedIf(ParamKey{Module::QkvProj, Param::Bias}, i, lw[Module::QkvProj].bias);
         T w = wFull.view({H, 3, D, -1});
         T again = torch::einsum("bsx,hdx->bhsd", {h, w.index({Slice(), 2}).to(torch::kFloat64)});
         if (bias.defined()) again = again + bias.to(torch::kFloat64).view({H, 3, D}).index({Slice(), 2, None});
@@ -1136,16 +1133,16 @@ CheckResult checkLoadsAs(Ctx& x, const std::string&) {
 
 CheckResult checkProjectionBiases(Ctx& x, const std::string& arg) {
     // (the projection's weight, its bias)
-    const std::vector<std::pair<Weight, Weight>> biases = {
-        {Weight::QProj, Weight::QProjBias}, {Weight::KProj, Weight::KProjBias}, {Weight::VProj, Weight::VProjBias},
-        {Weight::QkvProj, Weight::QkvProjBias}, {Weight::OProj, Weight::OProjBias}, {Weight::GateProj, Weight::GateProjBias},
-        {Weight::UpProj, Weight::UpProjBias}, {Weight::DownProj, Weight::DownProjBias}};
+    const std::vector<std::pair<ParamKey, ParamKey>> biases = {
+        {ParamKey{Module::QProj}, ParamKey{Module::QProj, Param::Bias}}, {ParamKey{Module::KProj}, ParamKey{Module::KProj, Param::Bias}}, {ParamKey{Module::VProj}, ParamKey{Module::VProj, Param::Bias}},
+        {ParamKey{Module::QkvProj}, ParamKey{Module::QkvProj, Param::Bias}}, {ParamKey{Module::OProj}, ParamKey{Module::OProj, Param::Bias}}, {ParamKey{Module::GateProj}, ParamKey{Module::GateProj, Param::Bias}},
+        {ParamKey{Module::UpProj}, ParamKey{Module::UpProj, Param::Bias}}, {ParamKey{Module::DownProj}, ParamKey{Module::DownProj, Param::Bias}}};
     int storedRead = 0, storedUnread = 0, applicable = 0, missing = 0;
     std::string unreadName;
     for (int i = 0; i < x.c.numLayers; ++i) {
         const LayerWeights& lw = x.m.layer(i);
         for (const auto& [weightOf, w] : biases) {
-            const std::string name = x.f.weightName(w, i);
+            const std::string name = x.f.tensorName(w, i);
             const T* weight = layerTensor(lw, weightOf);
             if (name.empty() || !weight || !weight->defined()) continue;  // the family has no such projection
             ++applicable;

@@ -45,22 +45,21 @@ AttentionPieces attentionPieces(const Model& model, const TraceResult& result, i
     const int64_t T = p.x.size(0);
     // repeat_kv: query head h reads key/value head h / (num_heads / num_kv_heads)
     const torch::Tensor v = values.repeat_interleave(H / c.numKvHeads, /*dim=*/0);                             // [H, T, D]
-    const torch::Tensor wo = lw.oProj.to(torch::kFloat32).reshape({d, H, D}).permute({1, 2, 0}).contiguous();  // [H, D, d]
+    const torch::Tensor wo = lw[Module::OProj].weight.to(torch::kFloat32).reshape({d, H, D}).permute({1, 2, 0}).contiguous();  // [H, D, d]
     p.written = torch::bmm(v, wo);                                                                             // [H, T, d]
-    torch::Tensor bias = lw.oProjBias.defined() ? lw.oProjBias.to(torch::kFloat32) : torch::zeros({d});
+    torch::Tensor bias = lw[Module::OProj].bias.defined() ? lw[Module::OProj].bias.to(torch::kFloat32) : torch::zeros({d});
     if (fam.blockNorms.afterAttention) {
         // the branch norm with its scale frozen at the real pass's attention_output (as core/attribution.cpp)
-        const torch::Tensor w = lw.attentionOutputNorm.defined() ? lw.attentionOutputNorm.to(torch::kFloat32) : torch::ones({d});
+        const torch::Tensor w = lw[Module::AttentionOutputNorm].weight.defined() ? lw[Module::AttentionOutputNorm].weight.to(torch::kFloat32) : torch::ones({d});
         const bool centred = fam.norm == NormKind::LayerNorm;
-        const torch::Tensor a = centred ? attnOut - attnOut.mean(-1, true) : attnOut;
-        p.scale = torch::rsqrt(a.pow(2).mean(-1) + c.normEps);  // [T]
+        p.scale = promptValue(model, result, {Value::NativeAttentionOutputNormScale, layer}, row);  // [T], the pass's own
         p.channelGain = fam.norm == NormKind::RMSNormPlusOne ? 1.0 + w : w;
         if (centred) {
             p.written = p.written - p.written.mean(-1, true);
             bias = bias - bias.mean();
         }
         p.bias = p.scale.unsqueeze(1) * p.channelGain * bias;  // [T, d]
-        if (lw.attentionOutputNormBias.defined()) p.bias = p.bias + lw.attentionOutputNormBias.to(torch::kFloat32);
+        if (lw[Module::AttentionOutputNorm].bias.defined()) p.bias = p.bias + lw[Module::AttentionOutputNorm].bias.to(torch::kFloat32);
         p.y = p.x + promptValue(model, result, {Value::NativeAttentionOutputNormOutput, layer}, row);
     } else {
         p.bias = bias.expand({T, d});
@@ -113,7 +112,10 @@ std::vector<ValueKey> contributionValueKeys(const Model& model) {
     for (int i = 0; i < model.config().numLayers; ++i) {
         for (Value v : {Value::LayerInput, Value::AttentionProbabilities, Value::AttentionValues, Value::AttentionOutput, Value::MlpOutput})
             keys.push_back({v, i});
-        if (bn.afterAttention) keys.push_back({Value::NativeAttentionOutputNormOutput, i});
+        if (bn.afterAttention) {
+            keys.push_back({Value::NativeAttentionOutputNormOutput, i});
+            keys.push_back({Value::NativeAttentionOutputNormScale, i});
+        }
         if (bn.afterMlp) keys.push_back({Value::NativeMlpOutputNormOutput, i});
     }
     return keys;

@@ -1,49 +1,103 @@
 // SPDX-License-Identifier: MIT
 #include "family.h"
 
+#include "block.h"
 #include "error.h"
 
 namespace nnscope {
 
-std::string Family::weightName(Weight w, int layer) const {
-    auto it = weights.find(w);
-    if (it == weights.end() || it->second.empty()) return {};
-    std::string name = it->second;
-    const auto p = name.find("{i}");
-    if (p != std::string::npos) name.replace(p, 3, std::to_string(layer));
-    return name;
+Host moduleHost(Module m) {
+    switch (m) {
+        case Module::EmbedTokens:
+        case Module::PositionEmbeddings:
+        case Module::Layers:
+        case Module::Norm:
+        case Module::LmHead: return Host::Model;
+        case Module::QProj:
+        case Module::KProj:
+        case Module::VProj:
+        case Module::QkvProj:
+        case Module::OProj:
+        case Module::QNorm:
+        case Module::KNorm:
+        case Module::AttentionDropout: return Host::Attention;
+        case Module::GateProj:
+        case Module::UpProj:
+        case Module::GateUpProj:
+        case Module::DownProj:
+        case Module::ActFn: return Host::Mlp;
+        default: return Host::Layer;  // the block's norms, self_attn, mlp, its dropout
+    }
+}
+
+const char* paramName(Param p) {
+    switch (p) {
+        case Param::Weight: return "weight";
+        case Param::Bias: return "bias";
+        case Param::AlphaP: return "alpha_p";
+        case Param::AlphaN: return "alpha_n";
+        case Param::Beta: return "beta";
+        case Param::Eps: return "eps";
+        default: return "";
+    }
+}
+
+Family& Family::setModule(Module m, std::string native, std::string standard, ModuleNaming naming) {
+    if (standard == native) standard.clear();
+    modules[m] = ModuleSpec{std::move(native), std::move(standard), naming};
+    return *this;
+}
+
+Family& Family::dropModule(Module m) {
+    modules.erase(m);
+    return *this;
+}
+
+std::string Family::nativeModulePath(Module m, int layer) const {
+    auto native = [&](Module x) {
+        auto it = modules.find(x);
+        return it == modules.end() ? std::string() : it->second.native;
+    };
+    const std::string name = native(m);
+    if (name.empty()) return {};
+    switch (moduleHost(m)) {
+        case Host::Model: return m == Module::LmHead ? name : basePrefix + name;  // lm_head sits on the wrapper
+        case Host::Layer: return basePrefix + native(Module::Layers) + "." + std::to_string(layer) + "." + name;
+        case Host::Attention: return nativeModulePath(Module::SelfAttn, layer) + "." + name;
+        case Host::Mlp: return nativeModulePath(Module::Mlp, layer) + "." + name;
+    }
+    return {};
+}
+
+std::string Family::tensorName(ParamKey key, int layer) const {
+    const std::string path = nativeModulePath(key.module, layer);
+    return path.empty() ? path : path + "." + paramName(key.param);
 }
 
 std::string Family::moduleLabel(Module m) const {
     auto it = modules.find(m);
-    return it == modules.end() ? std::string() : it->second;
+    if (it == modules.end()) return {};
+    const ModuleSpec& spec = it->second;
+    if (spec.standard.empty()) return spec.native;
+    return spec.naming == ModuleNaming::Rename ? spec.standard : spec.standard + "/" + spec.native;
 }
 
 std::string Family::moduleName(Module m) const {
-    const std::string label = moduleLabel(m);
-    return label.substr(0, label.find('/'));
+    auto it = modules.find(m);
+    if (it == modules.end()) return {};
+    return it->second.standard.empty() ? it->second.native : it->second.standard;
 }
 
 std::string Family::nativeValuePath(Value v, int layer) const {
-    Module m;
-    switch (v) {
-        case Value::NativeQProjOutput: m = Module::QProj; break;
-        case Value::NativeKProjOutput: m = Module::KProj; break;
-        case Value::NativeVProjOutput: m = Module::VProj; break;
-        case Value::NativeQkvProjOutput: m = Module::QkvProj; break;
-        case Value::NativeQNormOutput: m = Module::QNorm; break;
-        case Value::NativeKNormOutput: m = Module::KNorm; break;
-        case Value::NativeGateProjOutput: m = Module::GateProj; break;
-        case Value::NativeUpProjOutput: m = Module::UpProj; break;
-        case Value::NativeActFnInput: m = Module::ActFn; break;
-        case Value::NativeAttentionOutputNormOutput: m = Module::AttentionOutputNorm; break;
-        case Value::NativeMlpOutputNormOutput: m = Module::MlpOutputNorm; break;
-        case Value::NativeGateUpProjOutput: m = Module::GateUpProj; break;
-        default: return {};
-    }
-    const ValueInfo& info = valueInfo(v);
-    const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
-    return "layers." + std::to_string(layer) + "." + host + moduleName(m) + "." + info.name;
+    for (const BlockStep& step : forwardSteps(*this))
+        for (const StepValue& sv : step.values)
+            if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
+                const ValueInfo& info = valueInfo(v);
+                if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
+                const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
+                return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
+            }
+    return {};
 }
 
 // Family::readAt is in block.cpp: the place comes from the block description.
@@ -55,51 +109,43 @@ std::string Family::contributionIdentity() const {
     return "layers[i].input + " + a + " + " + m + " == layer_output";
 }
 
-bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const {
-    auto no = [&](const std::string& why) {
-        if (whyNot) *whyNot = why;
-        return false;
-    };
+namespace {
+
+/// Why a checkpoint of `f` has no value `v`, for a value its block table leaves out.
+std::string unavailableReason(const Family& f, Value v) {
+    const std::string fusedQkv = "this family projects queries, keys and values with one fused " + f.moduleName(Module::QkvProj);
+    const std::string fusedGateUp =
+        "this family computes gate and up with one fused " + f.moduleName(Module::GateUpProj) + "; read mlp_activation or mlp_neurons";
     switch (v) {
         case Value::NativeQProjOutput:
         case Value::NativeKProjOutput:
         case Value::NativeVProjOutput:
-            if (qkv == QkvLayout::FusedPerHead)
-                return no("this family projects queries, keys and values with one fused " + moduleName(Module::QkvProj) +
-                          "; read its output and slice [num_heads, 3, head_dim]");
-            if (qkv == QkvLayout::FusedContiguous)
-                return no("this family projects queries, keys and values with one fused " + moduleName(Module::QkvProj) +
-                          "; read its output and slice [q | k | v]");
-            return true;
-        case Value::NativeQkvProjOutput:
-            if (qkv == QkvLayout::Separate) return no("this family has separate q_proj, k_proj and v_proj");
-            return true;
+            return fusedQkv + (f.qkv == QkvLayout::FusedPerHead ? "; read its output and slice [num_heads, 3, head_dim]"
+                                                                 : "; read its output and slice [q | k | v]");
+        case Value::NativeQkvProjOutput: return "this family has separate q_proj, k_proj and v_proj";
         case Value::NativeQNormOutput:
-        case Value::NativeKNormOutput:
-            if (!c.qkNorm) return no("this checkpoint does not norm queries and keys");
-            return true;
-        case Value::NativeGateProjOutput:
-            if (mlp == MlpKind::Plain) return no("this family's MLP has no gate");
-            if (mlp == MlpKind::GatedFused)
-                return no("this family computes gate and up with one fused " + moduleName(Module::GateUpProj) +
-                          "; read mlp_activation or mlp_neurons");
-            return true;
-        case Value::NativeGateUpProjOutput:
-            if (mlp != MlpKind::GatedFused) return no("this family has no fused gate_up_proj");
-            return true;
+        case Value::NativeKNormOutput: return "this checkpoint does not norm queries and keys";
+        case Value::NativeGateProjOutput: return f.mlp == MlpKind::GatedFused ? fusedGateUp : "this family's MLP has no gate";
+        case Value::NativeUpProjOutput: return fusedGateUp;
+        case Value::NativeGateUpProjOutput: return "this family has no fused gate_up_proj";
         case Value::NativeAttentionOutputNormOutput:
-            if (!blockNorms.afterAttention) return no("this family adds the attention's output to the stream unnormed");
-            return true;
+        case Value::NativeAttentionOutputNormScale: return "this family adds the attention's output to the stream unnormed";
         case Value::NativeMlpOutputNormOutput:
-            if (!blockNorms.afterMlp) return no("this family adds the MLP's output to the stream unnormed");
-            return true;
-        case Value::NativeUpProjOutput:
-            if (mlp == MlpKind::GatedFused)
-                return no("this family computes gate and up with one fused " + moduleName(Module::GateUpProj) +
-                          "; read mlp_activation or mlp_neurons");
-            return true;
-        default: return true;
+        case Value::NativeMlpOutputNormScale: return "this family adds the MLP's output to the stream unnormed";
+        case Value::NativeInputNormScale: return "this family's attention reads the stream unnormed";
+        case Value::NativePostAttentionNormScale: return "this family's MLP reads the stream unnormed";
+        default: return "this family's block does not compute it";
     }
+}
+
+}  // namespace
+
+bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const {
+    for (const BlockStep& step : forwardSteps(*this, c))
+        for (const StepValue& sv : step.values)
+            if (sv.value == v) return true;
+    if (whyNot) *whyNot = unavailableReason(*this, v);
+    return false;
 }
 
 void readLlamaLikeConfig(const nlohmann::json& j, const std::string& file, const Family& family, ModelConfig& c) {

@@ -41,20 +41,8 @@ struct BlockNorms {
     bool afterMlp = false;         ///< a norm of the MLP's output before the add (post_feedforward_layernorm)
 };
 
-/// Native weight tensors, named by a template with `{i}` for the block index (llama.cpp's
-/// enum-keyed tensor tables). The loader fills in the index; no weight name is built elsewhere.
-enum class Weight {
-    EmbedTokens, PositionEmbeddings, FinalNorm, FinalNormBias, LmHead,
-    InputNorm, InputNormBias, PostAttentionNorm, PostAttentionNormBias,
-    AttentionOutputNorm, AttentionOutputNormBias, MlpOutputNorm, MlpOutputNormBias,
-    QProj, QProjBias, KProj, KProjBias, VProj, VProjBias, QkvProj, QkvProjBias, OProj, OProjBias,
-    QNorm, QNormBias, KNorm, KNormBias,
-    GateProj, GateProjBias, UpProj, UpProjBias, GateUpProj, GateUpProjBias, DownProj, DownProjBias,
-    ActAlphaP, ActAlphaN, ActBeta, ActEps,
-    Count
-};
-
-/// Native module roles, for the printout, the support table's "read at" and native value paths.
+/// Native module roles: the module tree every family maps its own names onto (printout, "read at", value paths and the
+/// checkpoint's tensor names).
 enum class Module {
     EmbedTokens, Layers, Norm, LmHead,
     SelfAttn, QProj, KProj, VProj, QkvProj, OProj, QNorm, KNorm, AttentionDropout,
@@ -62,6 +50,37 @@ enum class Module {
     InputNorm, PostAttentionNorm, LayerDropout,
     PositionEmbeddings, AttentionOutputNorm, MlpOutputNorm, GateUpProj,
     Count
+};
+constexpr int kNumModules = static_cast<int>(Module::Count);
+
+/// The module whose forward runs module `m`: the model's root (embed_tokens, norm, lm_head, the blocks' list), a block
+/// (its norms, self_attn, mlp), the attention (the projections, the q/k norms) or the MLP (its projections, act_fn).
+Host moduleHost(Module m);
+
+/// A parameter of a module, named in the checkpoint after the module's path ("...q_proj.weight"): nn.Linear's and the
+/// norms' weight and bias, and the four scalars of Apertus' xIELU activation.
+enum class Param { Weight, Bias, AlphaP, AlphaN, Beta, Eps, Count };
+constexpr int kNumParams = static_cast<int>(Param::Count);
+/// The parameter's name in the checkpoint: "weight", "bias", "alpha_p", "alpha_n", "beta", "eps".
+const char* paramName(Param p);
+
+/// One stored tensor of a module: (module, parameter), e.g. {Module::OProj, Param::Bias}.
+struct ParamKey {
+    Module module;
+    Param param = Param::Weight;
+};
+
+/// How a module's standard name (nnterp's) relates to the checkpoint's own. Alias: both are module names, and the
+/// printout shows "standard/native" (Persimmon's "o_proj/dense"). Rename: nnterp renames the module, so the printout
+/// shows the standard name alone, and the native name still reads the same values (Persimmon's final_layernorm is
+/// norm). A module whose native name is the standard one has no standard name of its own.
+enum class ModuleNaming { Alias, Rename };
+
+/// One module of a family's tree, declared once: the checkpoint's name and, where it differs, nnterp's.
+struct ModuleSpec {
+    std::string native;    ///< the checkpoint's own name ("dense", "final_layernorm", "c_attn", "h")
+    std::string standard;  ///< nnterp's name where it differs ("o_proj", "norm", "layers"); empty: the native one
+    ModuleNaming naming = ModuleNaming::Alias;
 };
 
 /// A note of the family page ("what to know before you run"): a title and a paragraph, with an optional
@@ -82,7 +101,9 @@ struct Family {
     std::string summary;                     ///< one sentence under the title
     std::vector<std::string> quirks;         ///< chips: "Squared ReLU", "Grouped-query attention", ...
     std::string description;                 ///< the family module's own description (nnterp's docstring role)
-    std::vector<std::string> blockFormulas;  ///< "h   = x + self_attn(input_layernorm(x))", ...
+    /// The MLP's formulas under "The block, in order" ("mlp(z) = down_proj(relu(up_proj(z)) ** 2)"), after the block's
+    /// own lines, which blockFormulas (core/block.h) generates from the block table.
+    std::vector<std::string> mlpFormulas;
     std::vector<FamilyNote> notes;
 
     // Block features the forward pass reads.
@@ -98,18 +119,22 @@ struct Family {
     /// The projections are stored [in, out] (GPT-2's Conv1D) rather than nn.Linear's [out, in].
     bool conv1dWeights = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
-    /// The base model's prefix of the weight names ("model.", GPT-2's "transformer."): a checkpoint saved from the base
+    /// The base model's attribute in the ForCausalLM wrapper, as the tensor names' prefix ("model.", GPT-2's
+    /// "transformer.", GPT-NeoX's "gpt_neox."): every module but lm_head sits under it. A checkpoint saved from the base
     /// model alone (openai-community/gpt2's own file) stores the names without it, and loads all the same.
     std::string basePrefix = "model.";
     /// Checkpoint tensors the family never reads and transformers ignores without a warning (GPT-2's attn.bias
     /// causal-mask buffers in old files), as name suffixes.
     std::vector<std::string> ignoredTensorSuffixes;
 
-    /// Weight name templates ({i} = block). Empty: the family has no such tensor.
-    std::map<Weight, std::string> weights;
-    /// Native module names (printout, read-at places, native value paths); several names separated by
-    /// '/' mean aliases (first = the standard name, then native: "o_proj/dense").
-    std::map<Module, std::string> modules;
+    /// The module table: every module the family's tree has, each once. The checkpoint's tensor names, the printout,
+    /// the "read at" places and the native value paths all come from it (tensorName, moduleLabel, moduleNames).
+    std::map<Module, ModuleSpec> modules;
+    /// Declares module `m` under its checkpoint name `native`, with nnterp's `standard` name where it differs.
+    Family& setModule(Module m, std::string native, std::string standard = {}, ModuleNaming naming = ModuleNaming::Alias);
+    /// Removes module `m` from the tree (Arcee's MLP has no gate_proj).
+    Family& dropModule(Module m);
+    bool hasModule(Module m) const { return modules.count(m) != 0; }
 
     /// config.json keys with the family's defaults (transformers' <Family>Config defaults), merged under
     /// the checkpoint's own keys.
@@ -118,11 +143,16 @@ struct Family {
     /// readLlamaLikeConfig; a family overrides it only where its keys differ (biases, qk norms).
     void (*readConfig)(const nlohmann::json& merged, const std::string& file, const Family& family, ModelConfig& out) = nullptr;
 
-    /// The weight name for block `layer` (or the root name when layer < 0). Empty when the family lacks it.
-    std::string weightName(Weight w, int layer = -1) const;
-    /// The standard name of a module role ("o_proj" for "o_proj/dense"); empty if the family lacks it.
+    /// The checkpoint's module path of `m` in block `layer` (ignored for root modules), built from the native names as
+    /// llama.cpp's tn() builds tensor names: basePrefix + layers + ".{i}." + host + "." + module, lm_head outside the base
+    /// prefix ("model.layers.3.self_attn.dense", "transformer.h.0.attn.c_attn", "embed_out"). Empty if the family lacks `m`.
+    std::string nativeModulePath(Module m, int layer = -1) const;
+    /// The checkpoint's tensor name of parameter `key` ("model.layers.3.self_attn.o_proj.bias"); empty if the family
+    /// lacks the module.
+    std::string tensorName(ParamKey key, int layer = -1) const;
+    /// The standard name of a module role ("o_proj" for Persimmon's dense); empty if the family lacks it.
     std::string moduleName(Module m) const;
-    /// Every name of a module role as the printout shows it ("o_proj/dense").
+    /// The module as the printout shows it: "o_proj/dense" for an alias, "norm" for a rename, else its one name.
     std::string moduleLabel(Module m) const;
     /// Native path of a native value, e.g. "layers.3.mlp.up_proj.output".
     std::string nativeValuePath(Value v, int layer) const;

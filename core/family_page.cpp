@@ -164,7 +164,7 @@ std::vector<Block> buildPage(const Model& model, const std::vector<CheckResult>&
     add(Block::Subsection, kBlockInOrder);
     {
         std::string formulas;
-        for (const auto& line : f.blockFormulas) formulas += line + "\n";
+        for (const auto& line : blockFormulas(f, c)) formulas += line + "\n";
         Block& code = add(Block::Code, formulas);
         code.lang = "python";
     }

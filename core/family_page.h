@@ -4,7 +4,7 @@
 // own description in families/<family>.cpp, with every note's checks run on the checkpoint (core/checks.h). The
 // sections, in the seeds' order: the title and quirk chips; "The block" (the strip embed_tokens → layers × N → norm
 // → lm_head → logits, the block in the order it runs, the identity line); "The API" ("Values, by host" from
-// supportTable, "Printout", "Config"); "The Notes" ("The block, in order" from Family::blockFormulas, then every note
+// supportTable, "Printout", "Config"); "The Notes" ("The block, in order" from blockFormulas (core/block.h), then every note
 // with its checks, ✔/✗ and the measured figure); "From the family module" (Family::description).
 #include "checks.h"
 #include "model.h"

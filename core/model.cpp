@@ -34,12 +34,19 @@ inline void tapValue(Taps* taps, Value v, int layer, torch::Tensor& t) {
     if (taps) taps->tap(v, layer, t);
 }
 
+/// torch::where(condition, a, b). libtorch 1.13 has no meta kernel for where: on the meta device (shapes only) the result
+/// is the broadcast of the three, made from them, so it keeps their device and dtype.
+torch::Tensor metaSafeWhere(const torch::Tensor& condition, const torch::Tensor& a, const torch::Tensor& b) {
+    if (condition.is_meta() || a.is_meta() || b.is_meta()) return (a + b) * condition.to(a.scalar_type());
+    return torch::where(condition, a, b);
+}
+
 /// transformers' repeat_kv: [b, kv, s, d] -> [b, kv * n_rep, s, d], each kv head repeated n_rep times in place.
 /// 0 where `allowed`, finfo(dtype).min elsewhere (transformers' eager mask), in `dtype`.
 torch::Tensor additiveMask(const torch::Tensor& allowed, torch::ScalarType dtype) {
     const double minValue = dtype == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
-    return torch::where(allowed, torch::zeros({}, torch::TensorOptions().dtype(dtype)),
-                        torch::full({}, minValue, torch::TensorOptions().dtype(dtype)));
+    const auto options = torch::TensorOptions().dtype(dtype).device(allowed.device());
+    return metaSafeWhere(allowed, torch::zeros({}, options), torch::full({}, minValue, options));
 }
 
 torch::Tensor repeatKv(const torch::Tensor& x, int64_t nRep) {
@@ -140,44 +147,17 @@ std::string dtypeName(torch::ScalarType t) {
     }
 }
 
-torch::Tensor LayerWeights::*LayerWeights::slot(Weight w) {
-    switch (w) {
-        case Weight::InputNorm: return &LayerWeights::inputNorm;
-        case Weight::InputNormBias: return &LayerWeights::inputNormBias;
-        case Weight::PostAttentionNorm: return &LayerWeights::postAttentionNorm;
-        case Weight::PostAttentionNormBias: return &LayerWeights::postAttentionNormBias;
-        case Weight::AttentionOutputNorm: return &LayerWeights::attentionOutputNorm;
-        case Weight::AttentionOutputNormBias: return &LayerWeights::attentionOutputNormBias;
-        case Weight::MlpOutputNorm: return &LayerWeights::mlpOutputNorm;
-        case Weight::MlpOutputNormBias: return &LayerWeights::mlpOutputNormBias;
-        case Weight::QProj: return &LayerWeights::qProj;
-        case Weight::QProjBias: return &LayerWeights::qProjBias;
-        case Weight::KProj: return &LayerWeights::kProj;
-        case Weight::KProjBias: return &LayerWeights::kProjBias;
-        case Weight::VProj: return &LayerWeights::vProj;
-        case Weight::VProjBias: return &LayerWeights::vProjBias;
-        case Weight::QkvProj: return &LayerWeights::qkvProj;
-        case Weight::QkvProjBias: return &LayerWeights::qkvProjBias;
-        case Weight::OProj: return &LayerWeights::oProj;
-        case Weight::OProjBias: return &LayerWeights::oProjBias;
-        case Weight::QNorm: return &LayerWeights::qNorm;
-        case Weight::QNormBias: return &LayerWeights::qNormBias;
-        case Weight::KNorm: return &LayerWeights::kNorm;
-        case Weight::KNormBias: return &LayerWeights::kNormBias;
-        case Weight::GateProj: return &LayerWeights::gateProj;
-        case Weight::GateProjBias: return &LayerWeights::gateProjBias;
-        case Weight::UpProj: return &LayerWeights::upProj;
-        case Weight::UpProjBias: return &LayerWeights::upProjBias;
-        case Weight::GateUpProj: return &LayerWeights::gateUpProj;
-        case Weight::GateUpProjBias: return &LayerWeights::gateUpProjBias;
-        case Weight::DownProj: return &LayerWeights::downProj;
-        case Weight::DownProjBias: return &LayerWeights::downProjBias;
-        case Weight::ActAlphaP: return &LayerWeights::actAlphaP;
-        case Weight::ActAlphaN: return &LayerWeights::actAlphaN;
-        case Weight::ActBeta: return &LayerWeights::actBeta;
-        case Weight::ActEps: return &LayerWeights::actEps;
-        default: return nullptr;
+torch::Tensor& ModuleWeights::operator[](Param p) {
+    switch (p) {
+        case Param::Weight: return weight;
+        case Param::Bias: return bias;
+        case Param::AlphaP: return alphaP;
+        case Param::AlphaN: return alphaN;
+        case Param::Beta: return beta;
+        case Param::Eps: return eps;
+        default: break;
     }
+    throw Error("internal: no parameter " + std::to_string(static_cast<int>(p)) + " on a module.");
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
@@ -246,6 +226,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     m->dir_ = store->dir();
     m->config_ = std::move(config);
     m->family_ = &family;
+    m->device_ = options.device;
     {
         // The compute dtype, decided before any weight is converted (a float32 copy that does not fit is refused).
         DtypeRequest request;
@@ -289,39 +270,29 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             if (spec.name.rfind(prefix, 0) == 0) spec.name = spec.name.substr(prefix.size());
     for (const WeightSpec& spec : schema) {
         torch::Tensor t;
-        const bool xieluBuffer = spec.role == Weight::ActBeta || spec.role == Weight::ActEps;
+        const bool xieluBuffer = spec.key.module == Module::ActFn && (spec.key.param == Param::Beta || spec.key.param == Param::Eps);
         if (xieluBuffer) {
             // beta and eps are buffers made in the config's dtype (XIELUActivation(dtype=config.dtype)); the stored ones
             // are used where the file has them, else XIELUActivation's defaults.
             t = ws.contains(spec.name) ? ws.get(spec.name).reshape({})
-                                       : torch::tensor(spec.role == Weight::ActBeta ? 0.5 : -1e-6);
-        } else if (spec.role == Weight::LmHead && !ws.contains(spec.name)) {
+                                       : torch::tensor(spec.key.param == Param::Beta ? 0.5 : -1e-6);
+        } else if (spec.key.module == Module::LmHead && !ws.contains(spec.name)) {
             throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
                         "' and config.json sets tie_word_embeddings false.");
         } else {
             t = ws.get(spec.name, spec.shape);
         }
         read.insert(spec.name);
-        // Converted only when the stored dtype differs from the compute dtype; otherwise a view of the mapped file.
-        if (t.scalar_type() != dt) t = t.to(dt);
+        // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
+        if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
         if (spec.transposed) t = t.t();
-        if (spec.layer >= 0) {
-            m->layers_[static_cast<size_t>(spec.layer)].*LayerWeights::slot(spec.role) = t;
-            continue;
-        }
-        switch (spec.role) {
-            case Weight::EmbedTokens: m->embed_ = t; break;
-            case Weight::PositionEmbeddings: m->positionEmbed_ = t; break;
-            case Weight::FinalNorm: m->finalNorm_ = t; break;
-            case Weight::FinalNormBias: m->finalNormBias_ = t; break;
-            case Weight::LmHead: m->lmHead_ = t; break;
-            default: throw Error("internal: weight " + spec.name + " has no place in the model.");
-        }
+        LayerWeights& owner = spec.layer >= 0 ? m->layers_[static_cast<size_t>(spec.layer)] : m->root_;
+        owner[spec.key.module][spec.key.param] = t;
     }
-    if (!m->lmHead_.defined()) {
-        m->lmHead_ = m->embed_;
+    if (!m->root_[Module::LmHead].weight.defined()) {
+        m->root_[Module::LmHead].weight = m->root_[Module::EmbedTokens].weight;
         m->tied_ = true;
-        read.insert(fam.weightName(Weight::LmHead));  // transformers ties it too, whatever the file holds
+        read.insert(fam.tensorName({Module::LmHead}));  // transformers ties it too, whatever the file holds
     }
     for (const auto& name : ws.names()) {
         if (read.count(name)) continue;
@@ -334,8 +305,8 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     // After the weights: their shapes have confirmed head_dim, so the tables' size comes from the files, not from a
     // config that could ask for terabytes.
     if (fam.positions == PositionKind::Rotary) {
-        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
-        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings);
+        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings).to(options.device);
+        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings).to(options.device);
     }
     return m;
 }
@@ -357,7 +328,7 @@ torch::Tensor Model::causalMask(const torch::Tensor& mask, torch::ScalarType dty
 
 torch::Tensor Model::slidingCausalMask(const torch::Tensor& mask, torch::ScalarType dtype, int64_t window) {
     const int64_t s = mask.size(1);
-    auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64));
+    auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64).device(mask.device()));
     auto q = idx.index({Slice(), None}), k = idx.index({None, Slice()});
     auto causal = k <= q;  // [q, k]: key <= query
     if (window > 0) causal = causal & (q - k < window);  // sliding_window_overlay: the last `window` keys only
@@ -365,33 +336,56 @@ torch::Tensor Model::slidingCausalMask(const torch::Tensor& mask, torch::ScalarT
     return additiveMask(allowed, dtype);
 }
 
-torch::Tensor Model::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const {
-    if (kind == NormKind::LayerNorm) return torch::layer_norm(x, {dim}, w, b, config_.normEps);
-    if (kind == NormKind::RMSNormPlusOne) {
-        // Gemma: everything in float32, the gain is (1 + weight), cast back only at the end (Gemma2RMSNorm).
-        auto h = x.to(torch::kFloat32);
-        h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + config_.normEps);
-        return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
+torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormKind kind, Taps* taps, Value scaleValue, int layer) const {
+    const torch::Tensor& w = mw.weight;
+    const double eps = config_.normEps;
+    const bool tapped = taps && scaleValue != Value::Count;
+    if (kind == NormKind::LayerNorm) {
+        if (x.is_meta()) return torch::empty_like(x);  // libtorch 1.13's layer_norm has no meta kernel; the shape is x's
+        if (!tapped) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        // The scale 1 / sqrt(var + eps) in float32, as the fused kernel computes it. The output stays the fused kernel's
+        // unless the tap replaced the scale (a frozen norm detaches it): then (x - mean) * scale * weight + bias.
+        const torch::Tensor h = x.to(torch::kFloat32);
+        const torch::Tensor centred = h - h.mean(-1, /*keepdim=*/true);
+        torch::Tensor scale = torch::rsqrt(centred.pow(2).mean(-1) + eps);
+        const torch::Tensor computed = scale;
+        taps->tap(scaleValue, layer, scale);
+        if (scale.is_same(computed)) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        torch::Tensor y = centred * scale.unsqueeze(-1);
+        if (w.defined()) y = y * w.to(torch::kFloat32);
+        if (mw.bias.defined()) y = y + mw.bias.to(torch::kFloat32);
+        y = y.to(x.scalar_type());
+        // A frozen scale (the same numbers, cut from autograd): the fused kernel's values, the frozen formula's gradient.
+        if (!x.is_meta() && torch::equal(scale, computed))
+            return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps).detach() + (y - y.detach());
+        return y;  // an edited scale
     }
-    // RMSNorm: statistics in float32 (as transformers upcasts), the gain applied in the input dtype.
+    // RMSNorm: statistics in float32 (as transformers upcasts). The scale 1 / sqrt(mean(x²) + eps) is tapped per row.
     auto h = x.to(torch::kFloat32);
-    auto variance = h.pow(2).mean(-1, /*keepdim=*/true);
-    h = h * torch::rsqrt(variance + config_.normEps);
+    torch::Tensor scale = torch::rsqrt(h.pow(2).mean(-1) + eps);
+    if (tapped) taps->tap(scaleValue, layer, scale);
+    h = h * scale.unsqueeze(-1);
+    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); else the gain is applied
+    // in the input dtype.
+    if (kind == NormKind::RMSNormPlusOne) return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
     return w * h.to(x.scalar_type());
 }
 
 torch::Tensor Model::finalNorm(const torch::Tensor& hidden) const {
     requireWeights();
-    return norm(hidden, finalNorm_, finalNormBias_, family_->norm, config_.hiddenSize);
+    return norm(hidden, root_[Module::Norm], family_->norm);
 }
 
 torch::Tensor Model::projectOnVocab(const torch::Tensor& hidden) const {
     requireWeights();
-    return linear(finalNorm(hidden.to(dtype_)), lmHead_, torch::Tensor());
+    return linear(finalNorm(hidden.to(device(), dtype_)), root_[Module::LmHead].weight, torch::Tensor());
 }
 
 torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) const {
     const std::string& a = config_.hiddenAct;
+    // Elementwise, so the shape is the input's: on the meta device (shapes only) that is all there is to compute, and
+    // libtorch 1.13 has no meta kernels for relu, where and others.
+    if (x.is_meta()) return torch::empty_like(x);
     if (a == "silu" || a == "swish") return torch::silu(x);
     if (a == "gelu") return torch::gelu(x);
     if (a == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
@@ -407,10 +401,10 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
     if (a == "linear") return x;
     if (a == "xielu") {
         // XIELUActivation._xielu_python: the stored scalars go through softplus first.
-        auto alphaP = torch::softplus(lw.actAlphaP);
-        auto alphaN = lw.actBeta + torch::softplus(lw.actAlphaN);
-        return torch::where(x > 0, alphaP * x * x + lw.actBeta * x,
-                            (torch::expm1(torch::minimum(x, lw.actEps)) - x) * alphaN + lw.actBeta * x);
+        auto alphaP = torch::softplus(lw[Module::ActFn].alphaP);
+        auto alphaN = lw[Module::ActFn].beta + torch::softplus(lw[Module::ActFn].alphaN);
+        return metaSafeWhere(x > 0, alphaP * x * x + lw[Module::ActFn].beta * x,
+                            (torch::expm1(torch::minimum(x, lw[Module::ActFn].eps)) - x) * alphaN + lw[Module::ActFn].beta * x);
     }
     throw Error(dir_ + "/config.json: hidden_act \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
                 "gelu_pytorch_tanh, gelu_new, gelu_fast, quick_gelu, relu, relu2, relu6, sigmoid, tanh, linear, xielu).");
@@ -421,8 +415,12 @@ torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& co
     if (family_->rotary == RotaryStyle::AdjacentPairs) {
         // ERNIE: cos/sin kept in float32, each frequency repeated for its pair, the product in float32.
         const auto half = cos.size(-1) / 2;
-        auto c = cos.index({"...", Slice(None, half)}).repeat_interleave(2, -1);
-        auto s = sin.index({"...", Slice(None, half)}).repeat_interleave(2, -1);
+        auto pairs = [&](const torch::Tensor& t) {  // [..., half] -> [..., 2 * half], each entry twice in a row
+            const torch::Tensor h = t.index({"...", Slice(None, half)});
+            return torch::stack({h, h}, -1).flatten(-2);
+        };
+        auto c = pairs(cos);
+        auto s = pairs(sin);
         return (x.to(torch::kFloat32) * c + rotateAdjacent(x).to(torch::kFloat32) * s).to(x.scalar_type());
     }
     return x * cos + rotateHalf(x) * sin;
@@ -439,7 +437,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     torch::Tensor queryStates, keyStates, valueStates;
     if (f.qkv == QkvLayout::FusedPerHead) {
         // Persimmon, GPT-NeoX: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
-        auto fusedQkv = linear(hidden, lw.qkvProj, lw.qkvProjBias);
+        auto fusedQkv = linear(hidden, lw[Module::QkvProj].weight, lw[Module::QkvProj].bias);
         tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
         auto split = fusedQkv.view({b, s, c.numHeads, 3, D});
         queryStates = split.index({"...", 0, Slice()});
@@ -449,24 +447,24 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
         torch::Tensor q, k, v;
         if (f.qkv == QkvLayout::FusedContiguous) {
             // GPT-2's c_attn, Phi-3's qkv_proj: [q | k | v], every head of each together.
-            auto fusedQkv = linear(hidden, lw.qkvProj, lw.qkvProjBias);
+            auto fusedQkv = linear(hidden, lw[Module::QkvProj].weight, lw[Module::QkvProj].bias);
             tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
             q = fusedQkv.index({"...", Slice(None, QW)});
             k = fusedQkv.index({"...", Slice(QW, QW + KW)});
             v = fusedQkv.index({"...", Slice(QW + KW, None)});
         } else {
-            q = linear(hidden, lw.qProj, lw.qProjBias);
+            q = linear(hidden, lw[Module::QProj].weight, lw[Module::QProj].bias);
             tapValue(taps, Value::NativeQProjOutput, layer, q);
-            k = linear(hidden, lw.kProj, lw.kProjBias);
+            k = linear(hidden, lw[Module::KProj].weight, lw[Module::KProj].bias);
             tapValue(taps, Value::NativeKProjOutput, layer, k);
-            v = linear(hidden, lw.vProj, lw.vProjBias);
+            v = linear(hidden, lw[Module::VProj].weight, lw[Module::VProj].bias);
             tapValue(taps, Value::NativeVProjOutput, layer, v);
         }
         if (c.qkNorm && f.qkNormScope == QkNormScope::WholeProjection) {
             // OLMo 2: the norms act on the whole projection, before it is cut into heads.
-            q = norm(q, lw.qNorm, lw.qNormBias, f.qkNormKind, QW);
+            q = norm(q, lw[Module::QNorm], f.qkNormKind);
             tapValue(taps, Value::NativeQNormOutput, layer, q);
-            k = norm(k, lw.kNorm, lw.kNormBias, f.qkNormKind, KW);
+            k = norm(k, lw[Module::KNorm], f.qkNormKind);
             tapValue(taps, Value::NativeKNormOutput, layer, k);
         }
         queryStates = q.view({b, s, -1, D});
@@ -475,18 +473,18 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     }
     if (perHeadNorm) {
         // One gain over head_dim shared by every head, before the rotary (Persimmon, Qwen3).
-        queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, f.qkNormKind, D);
+        queryStates = norm(queryStates, lw[Module::QNorm], f.qkNormKind);
         tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
-        keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, f.qkNormKind, D);
+        keyStates = norm(keyStates, lw[Module::KNorm], f.qkNormKind);
         tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
     }
     queryStates = queryStates.transpose(1, 2);
     keyStates = keyStates.transpose(1, 2);
     valueStates = valueStates.transpose(1, 2);
     if (transposedNorm) {
-        queryStates = norm(queryStates, lw.qNorm, lw.qNormBias, f.qkNormKind, D);
+        queryStates = norm(queryStates, lw[Module::QNorm], f.qkNormKind);
         tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
-        keyStates = norm(keyStates, lw.kNorm, lw.kNormBias, f.qkNormKind, D);
+        keyStates = norm(keyStates, lw[Module::KNorm], f.qkNormKind);
         tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
     }
     if (f.positions == PositionKind::Rotary) {
@@ -534,7 +532,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
     tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
     tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
-    auto out = linear(attnOutput.reshape({b, s, -1}), lw.oProj, lw.oProjBias);
+    auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);
     tapValue(taps, Value::AttentionOutput, layer, out);
     return out;
 }
@@ -545,15 +543,15 @@ torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) con
     if (family_->mlp != MlpKind::Plain) {
         torch::Tensor gate, up;
         if (family_->mlp == MlpKind::GatedFused) {  // Phi-3: gate_up_proj's output is [gate | up]
-            auto gateUp = linear(hidden, lw.gateUpProj, lw.gateUpProjBias);
+            auto gateUp = linear(hidden, lw[Module::GateUpProj].weight, lw[Module::GateUpProj].bias);
             tapValue(taps, Value::NativeGateUpProjOutput, layer, gateUp);
             auto chunks = gateUp.chunk(2, -1);
             gate = chunks[0];
             up = chunks[1];
         } else {
-            gate = linear(hidden, lw.gateProj, lw.gateProjBias);
+            gate = linear(hidden, lw[Module::GateProj].weight, lw[Module::GateProj].bias);
             tapValue(taps, Value::NativeGateProjOutput, layer, gate);
-            up = linear(hidden, lw.upProj, lw.upProjBias);
+            up = linear(hidden, lw[Module::UpProj].weight, lw[Module::UpProj].bias);
             tapValue(taps, Value::NativeUpProjOutput, layer, up);
         }
         tapValue(taps, Value::NativeActFnInput, layer, gate);
@@ -561,14 +559,14 @@ torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) con
         tapValue(taps, Value::MlpActivation, layer, act);
         neurons = act * up;
     } else {
-        auto up = linear(hidden, lw.upProj, lw.upProjBias);
+        auto up = linear(hidden, lw[Module::UpProj].weight, lw[Module::UpProj].bias);
         tapValue(taps, Value::NativeUpProjOutput, layer, up);
         tapValue(taps, Value::NativeActFnInput, layer, up);
         neurons = activation(up, lw);
         tapValue(taps, Value::MlpActivation, layer, neurons);
     }
     tapValue(taps, Value::MlpNeurons, layer, neurons);
-    auto out = linear(neurons, lw.downProj, lw.downProjBias);
+    auto out = linear(neurons, lw[Module::DownProj].weight, lw[Module::DownProj].bias);
     tapValue(taps, Value::MlpOutput, layer, out);
     return out;
 }
@@ -584,10 +582,15 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
         attentionMaskIn.defined() ? attentionMaskIn.to(torch::kInt64) : torch::ones_like(inputIds);
     if (attentionMask.sizes() != inputIds.sizes())
         throw Error("attention_mask " + shapeOf(attentionMask) + " must have the shape of input_ids " + shapeOf(inputIds) + ".");
+    // Positions and the largest of them on the CPU, where the ids arrive; then everything moves to the model's device.
+    const torch::Tensor positions = positionIds(attentionMask);
+    const int64_t maxPosition = positions.max().item<int64_t>();
+    inputIds = inputIds.to(device_);
+    attentionMask = attentionMask.to(device_);
     tapValue(taps, Value::InputIds, -1, inputIds);
     tapValue(taps, Value::AttentionMask, -1, attentionMask);
     if (taps) {
-        auto size = torch::tensor({inputIds.size(0), inputIds.size(1)}, torch::TensorOptions().dtype(torch::kInt64));
+        auto size = torch::tensor({inputIds.size(0), inputIds.size(1)}, torch::TensorOptions().dtype(torch::kInt64)).to(device_);
         taps->tap(Value::InputSize, -1, size);
     }
 
@@ -595,13 +598,17 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
     tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
     torch::Tensor sliding;
     if (config_.slidingWindow > 0) sliding = slidingCausalMask(attentionMask, dtype_, config_.slidingWindow);
-    return decode(hiddenStates, positionIds(attentionMask), causalMask(attentionMask, dtype_), sliding, taps, nullptr);
+    return decode(hiddenStates, positions.to(device_), maxPosition, causalMask(attentionMask, dtype_), sliding, taps, nullptr);
 }
 
 torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
-    auto hiddenStates = torch::embedding(embed_, inputIds);
+    const torch::Tensor& table = root_[Module::EmbedTokens].weight;
+    // libtorch 1.13 has no meta kernel for the embedding's index_select: on the meta device (shapes only) its output is
+    // made empty with the model's options.
+    if (device_.is_meta()) return torch::empty({inputIds.size(0), inputIds.size(1), table.size(1)}, options());
+    auto hiddenStates = torch::embedding(table, inputIds);
     // Gemma's scaled embedding: sqrt(hidden_size) rounded to the weights' dtype, applied inside embed_tokens.
-    if (config_.embedScale != 1.0) hiddenStates = hiddenStates * torch::tensor(config_.embedScale).to(embed_.scalar_type());
+    if (config_.embedScale != 1.0) hiddenStates = hiddenStates * torch::tensor(config_.embedScale).to(hiddenStates.device(), root_[Module::EmbedTokens].weight.scalar_type());
     return hiddenStates;
 }
 
@@ -620,24 +627,26 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
                     std::to_string(config_.numLayers) + ".");
     }
     const int64_t s = inputIds.size(1), past = cache.length, total = past + s;
-    auto positions = torch::arange(past, total, torch::TensorOptions().dtype(torch::kInt64)).unsqueeze(0);  // [1, s]
+    const auto index = torch::TensorOptions().dtype(torch::kInt64).device(device_);
+    auto positions = torch::arange(past, total, index).unsqueeze(0);  // [1, s]
     // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows (and, sliding, the last window).
-    auto keyIdx = torch::arange(total, torch::TensorOptions().dtype(torch::kInt64)).index({None, Slice()});
+    auto keyIdx = torch::arange(total, index).index({None, Slice()});
     auto queryIdx = positions.index({0, Slice(), None});
     auto allowed = keyIdx <= queryIdx;  // [s, total]
     auto mask = additiveMask(allowed, dtype_).index({None, None});  // [1, 1, s, total]
     torch::Tensor sliding;
     if (config_.slidingWindow > 0)
         sliding = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
-    auto logits = decode(embed(inputIds), positions, mask, sliding, nullptr, &cache, lastOnly);
+    auto logits = decode(embed(inputIds.to(device_)), positions, total - 1, mask, sliding, nullptr, &cache, lastOnly);
     cache.length = total;
     return logits;
 }
 
-std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions) const {
+std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions,
+                                                            int64_t maxPosition) const {
     // freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to the compute dtype
     // (ERNIE keeps them in float32).
-    const bool useLong = rope.invFreqLong.defined() && positions.max().item<int64_t>() + 1 > rope.longFrom;
+    const bool useLong = rope.invFreqLong.defined() && maxPosition + 1 > rope.longFrom;
     auto freqs = positions.index({"...", None}).to(torch::kFloat32) * (useLong ? rope.invFreqLong : rope.invFreq);
     auto emb = torch::cat({freqs, freqs}, -1);
     auto cos = emb.cos() * rope.attentionScaling;
@@ -649,21 +658,22 @@ std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& ro
     return {cos.unsqueeze(1), sin.unsqueeze(1)};
 }
 
-torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
+torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
                             const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly) const {
     const Family& f = *family_;
     const BlockNorms& bn = f.blockNorms;
     BlockInputs full{{}, {}, fullMask}, sliding{{}, {}, slidingMask};
     if (f.positions == PositionKind::Rotary) {
-        std::tie(full.cos, full.sin) = rotaryTables(rope_, positions);
-        std::tie(sliding.cos, sliding.sin) = config_.ropeLocal ? rotaryTables(ropeLocal_, positions) : std::make_pair(full.cos, full.sin);
+        std::tie(full.cos, full.sin) = rotaryTables(rope_, positions, maxPosition);
+        std::tie(sliding.cos, sliding.sin) =
+            config_.ropeLocal ? rotaryTables(ropeLocal_, positions, maxPosition) : std::make_pair(full.cos, full.sin);
     } else {
         // GPT-2: learned absolute positions, added to the token embeddings before the first block.
-        const int64_t maxPos = positions.max().item<int64_t>();
-        if (maxPos >= config_.maxPositionEmbeddings)
-            throw Error("position " + std::to_string(maxPos) + " is past the " + std::to_string(config_.maxPositionEmbeddings) +
+        if (maxPosition >= config_.maxPositionEmbeddings)
+            throw Error("position " + std::to_string(maxPosition) + " is past the " + std::to_string(config_.maxPositionEmbeddings) +
                         " learned positions of " + dir_ + " (max_position_embeddings): use a shorter prompt.");
-        hiddenStates = hiddenStates + torch::embedding(positionEmbed_, positions);
+        hiddenStates = hiddenStates + (device_.is_meta() ? torch::empty_like(hiddenStates)
+                                                         : torch::embedding(root_[Module::PositionEmbeddings].weight, positions));
     }
 
     for (int i = 0; i < config_.numLayers; ++i) {
@@ -673,17 +683,17 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
         const int64_t H = config_.hiddenSize;
         tapValue(taps, Value::LayerInput, i, hiddenStates);
         auto residual = hiddenStates;
-        torch::Tensor attnInput = bn.beforeAttention ? norm(hiddenStates, lw.inputNorm, lw.inputNormBias, f.norm, H) : hiddenStates;
+        torch::Tensor attnInput = bn.beforeAttention ? norm(hiddenStates, lw[Module::InputNorm], f.norm, taps, Value::NativeInputNormScale, i) : hiddenStates;
         tapValue(taps, Value::AttentionNormOutput, i, attnInput);
         auto attnOutput = attention(i, attnInput, in, taps, cache);
         if (bn.afterAttention) {
-            attnOutput = norm(attnOutput, lw.attentionOutputNorm, lw.attentionOutputNormBias, f.norm, H);
+            attnOutput = norm(attnOutput, lw[Module::AttentionOutputNorm], f.norm, taps, Value::NativeAttentionOutputNormScale, i);
             tapValue(taps, Value::NativeAttentionOutputNormOutput, i, attnOutput);
         }
         if (config_.parallelResidual) {
             // GPT-NeoX: both branches read the block's input; the MLP's norm input is the block's input.
             tapValue(taps, Value::LayerMid, i, residual);
-            auto mlpInput = norm(residual, lw.postAttentionNorm, lw.postAttentionNormBias, f.norm, H);
+            auto mlpInput = norm(residual, lw[Module::PostAttentionNorm], f.norm, taps, Value::NativePostAttentionNormScale, i);
             tapValue(taps, Value::MlpNormOutput, i, mlpInput);
             tapValue(taps, Value::MlpInput, i, mlpInput);
             auto mlpOutput = mlp(i, mlpInput, taps);
@@ -692,13 +702,13 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
             hiddenStates = residual + attnOutput;
             tapValue(taps, Value::LayerMid, i, hiddenStates);
             residual = hiddenStates;
-            torch::Tensor mlpInput = bn.beforeMlp ? norm(hiddenStates, lw.postAttentionNorm, lw.postAttentionNormBias, f.norm, H)
+            torch::Tensor mlpInput = bn.beforeMlp ? norm(hiddenStates, lw[Module::PostAttentionNorm], f.norm, taps, Value::NativePostAttentionNormScale, i)
                                                   : hiddenStates;
             tapValue(taps, Value::MlpNormOutput, i, mlpInput);
             tapValue(taps, Value::MlpInput, i, mlpInput);
             auto mlpOutput = mlp(i, mlpInput, taps);
             if (bn.afterMlp) {
-                mlpOutput = norm(mlpOutput, lw.mlpOutputNorm, lw.mlpOutputNormBias, f.norm, H);
+                mlpOutput = norm(mlpOutput, lw[Module::MlpOutputNorm], f.norm, taps, Value::NativeMlpOutputNormScale, i);
                 tapValue(taps, Value::NativeMlpOutputNormOutput, i, mlpOutput);
             }
             hiddenStates = residual + mlpOutput;
@@ -707,9 +717,9 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
     }
     if (taps && !taps->beforeLayer(static_cast<int>(config_.numLayers))) throw Cancelled{};
     if (lastOnly) hiddenStates = hiddenStates.narrow(1, hiddenStates.size(1) - 1, 1);
-    hiddenStates = finalNorm(hiddenStates);
+    hiddenStates = norm(hiddenStates, root_[Module::Norm], f.norm, taps, Value::NativeFinalNormScale, -1);
     tapValue(taps, Value::FinalNormOutput, -1, hiddenStates);
-    auto logits = linear(hiddenStates, lmHead_, torch::Tensor());
+    auto logits = linear(hiddenStates, root_[Module::LmHead].weight, torch::Tensor());
     tapValue(taps, Value::LmHeadOutput, -1, logits);
     if (config_.finalLogitSoftcap) {  // Gemma 2: cap * tanh(logits / cap)
         logits = logits / *config_.finalLogitSoftcap;

@@ -9,6 +9,7 @@
 
 #include <torch/types.h>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,10 +26,14 @@ struct LoadOptions {
     std::optional<torch::ScalarType> dtype;
     /// Load the tokenizer too (a folder without one still loads; encode() then throws).
     bool loadTokenizer = true;
+    /// Where the weights live and the forward computes: the CPU (the default), or any device libtorch has (the `meta`
+    /// device computes shapes only: the tests load on it to find a factory that forgets the model's device).
+    torch::Device device = torch::kCPU;
 
     LoadOptions& withDtype(torch::ScalarType d) { dtype = d; return *this; }
     LoadOptions& withDtype(std::optional<torch::ScalarType> d) { dtype = d; return *this; }
     LoadOptions& withTokenizer(bool t) { loadTokenizer = t; return *this; }
+    LoadOptions& withDevice(torch::Device d) { device = d; return *this; }
 };
 
 /// Parses a dtype name ("float32", "f32", "bfloat16", "bf16"). Throws nnscope::Error for others.
@@ -40,18 +45,22 @@ std::optional<torch::ScalarType> parseDtypeRequest(const std::string& name);
 /// "auto", "float32" or "bfloat16": what parseDtypeRequest reads back.
 std::string dtypeRequestName(const std::optional<torch::ScalarType>& requested);
 
-/// One block's weights, in the compute dtype (undefined tensors where the family or config has none). Projections
-/// are nn.Linear's [out, in] (a Conv1D checkpoint's are transposed views).
-struct LayerWeights {
-    torch::Tensor inputNorm, inputNormBias, postAttentionNorm, postAttentionNormBias;
-    torch::Tensor attentionOutputNorm, attentionOutputNormBias, mlpOutputNorm, mlpOutputNormBias;
-    torch::Tensor qProj, qProjBias, kProj, kProjBias, vProj, vProjBias, qkvProj, qkvProjBias, oProj, oProjBias;
-    torch::Tensor qNorm, qNormBias, kNorm, kNormBias;
-    torch::Tensor gateProj, gateProjBias, upProj, upProjBias, gateUpProj, gateUpProjBias, downProj, downProjBias;
-    torch::Tensor actAlphaP, actAlphaN, actBeta, actEps;  ///< xIELU parameters (raw, before softplus), [1]
+/// One module's parameters, in the compute dtype (undefined where the family or config has none). Projections are
+/// nn.Linear's [out, in] (a Conv1D checkpoint's are transposed views); alphaP, alphaN, beta, eps are Apertus' xIELU
+/// scalars (raw, before softplus).
+struct ModuleWeights {
+    torch::Tensor weight, bias, alphaP, alphaN, beta, eps;
 
-    /// The member that holds block weight `w` (nullptr for root weights).
-    static torch::Tensor LayerWeights::*slot(Weight w);
+    torch::Tensor& operator[](Param p);
+    const torch::Tensor& operator[](Param p) const { return const_cast<ModuleWeights&>(*this)[p]; }
+};
+
+/// The parameters of a block (or of the model's root modules), indexed by module: `layer[Module::QProj].weight`.
+struct LayerWeights {
+    std::array<ModuleWeights, kNumModules> modules;
+
+    ModuleWeights& operator[](Module m) { return modules[static_cast<size_t>(m)]; }
+    const ModuleWeights& operator[](Module m) const { return modules[static_cast<size_t>(m)]; }
 };
 
 /// The keys and values of the tokens a single-row pass has seen, per block, so that generation feeds one new token
@@ -92,7 +101,14 @@ public:
     const std::string& dir() const { return dir_; }
     const ModelConfig& config() const { return config_; }
     const Family& family() const { return *family_; }
+    /// Whether this model computes value `v`: the family's block table for this config (Family::hasValue), and later
+    /// whatever is attached to the loaded model. `whyNot` gets the reason when it does not.
+    bool hasValue(Value v, std::string* whyNot = nullptr) const { return family_->hasValue(v, config_, whyNot); }
     torch::ScalarType dtype() const { return dtype_; }
+    /// The device of the weights and of every tensor the forward makes (LoadOptions::device).
+    torch::Device device() const { return device_; }
+    /// The compute dtype on the model's device: what every factory inside the forward is given.
+    torch::TensorOptions options() const { return torch::TensorOptions().dtype(dtype_).device(device_); }
     /// The tokenizer, or nullptr when the folder has none (tokenizerError() says why).
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
     const std::string& tokenizerError() const { return tokenizerError_; }
@@ -105,13 +121,16 @@ public:
     const std::vector<std::string>& notes() const { return notes_; }
     const WeightStore& weights() const { return (requireWeights(), *store_); }
     const LayerWeights& layer(int i) const { return (requireWeights(), layers_.at(static_cast<size_t>(i))); }
-    const torch::Tensor& embedTokens() const { return (requireWeights(), embed_); }
+    /// The root modules' parameters: embed_tokens, GPT-2's position embeddings, the final norm, lm_head.
+    const LayerWeights& root() const { return (requireWeights(), root_); }
+    const torch::Tensor& embedTokens() const { return root()[Module::EmbedTokens].weight; }
     /// GPT-2's learned position embeddings (wpe), [max_position_embeddings, hidden_size]; undefined elsewhere.
-    const torch::Tensor& positionEmbeddings() const { return (requireWeights(), positionEmbed_); }
-    const torch::Tensor& lmHead() const { return (requireWeights(), lmHead_); }
+    const torch::Tensor& positionEmbeddings() const { return root()[Module::PositionEmbeddings].weight; }
+    /// lm_head's weight [vocab_size, hidden_size] (embed_tokens' when tied).
+    const torch::Tensor& lmHead() const { return root()[Module::LmHead].weight; }
     /// The final norm's weight [hidden_size] and bias (undefined where the family's norm has none), compute dtype.
-    const torch::Tensor& finalNormWeight() const { return (requireWeights(), finalNorm_); }
-    const torch::Tensor& finalNormBias() const { return (requireWeights(), finalNormBias_); }
+    const torch::Tensor& finalNormWeight() const { return root()[Module::Norm].weight; }
+    const torch::Tensor& finalNormBias() const { return root()[Module::Norm].bias; }
     /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
     bool headTied() const { return tied_; }
     const RopeTables& rope() const { return rope_; }
@@ -162,14 +181,19 @@ private:
     };
     /// Throws nnscope::Error naming the first id outside [0, vocab_size).
     void checkTokenIds(const torch::Tensor& inputIds) const;
-    torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t dim) const;
+    /// A norm of `kind` over the last axis of x [..., dim] with module `mw`'s weight and bias. Where `taps` and
+    /// `scaleValue` are given, the scale (1 / RMS, or 1 / standard deviation for a LayerNorm; float32 [...]) goes through
+    /// taps->tap(scaleValue, layer, ...) before it is applied, so a Taps can read it or freeze it.
+    torch::Tensor norm(const torch::Tensor& x, const ModuleWeights& mw, NormKind kind, Taps* taps = nullptr,
+                       Value scaleValue = Value::Count, int layer = -1) const;
     torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;
     torch::Tensor attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache = nullptr) const;
     /// cos and sin [b, 1, s, rotary_dim] of `rope` at `positions` [b, s], in the dtype the family's rotary uses.
-    std::pair<torch::Tensor, torch::Tensor> rotaryTables(const RopeTables& rope, const torch::Tensor& positions) const;
+    /// `maxPosition` is the largest of them (read on the CPU before the pass: it picks longrope's factors).
+    std::pair<torch::Tensor, torch::Tensor> rotaryTables(const RopeTables& rope, const torch::Tensor& positions, int64_t maxPosition) const;
     /// The decoder from the embeddings to the logits (shared by forward and forwardCached). `fullMask`, `slidingMask`:
     /// the additive masks of full and sliding-window layers (the latter undefined when no layer slides).
-    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, const torch::Tensor& fullMask,
+    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
                          const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly = false) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
     /// embed_tokens' output [b, s, hidden_size] (Gemma's scale included).
@@ -180,12 +204,13 @@ private:
     ModelConfig config_;
     const Family* family_ = nullptr;
     torch::ScalarType dtype_ = torch::kFloat32;
+    torch::Device device_ = torch::kCPU;
     std::unique_ptr<WeightStore> store_;
     std::unique_ptr<Tokenizer> tokenizer_;
     std::string tokenizerError_;
     std::vector<std::string> warnings_;
     std::vector<std::string> notes_;
-    torch::Tensor embed_, positionEmbed_, finalNorm_, finalNormBias_, lmHead_;
+    LayerWeights root_;
     bool tied_ = false;
     std::vector<LayerWeights> layers_;
     RopeTables rope_, ropeLocal_;

@@ -14,6 +14,14 @@ struct RopeTables {
     /// (max(position_ids) + 1 > original_max_position_embeddings); invFreq then holds the short_factor ones.
     torch::Tensor invFreqLong;
     int64_t longFrom = 0;
+
+    /// The same tables on `device` (computed once on the CPU at load, then moved where the model computes).
+    RopeTables to(torch::Device device) const {
+        RopeTables r = *this;
+        if (invFreq.defined()) r.invFreq = invFreq.to(device);
+        if (invFreqLong.defined()) r.invFreqLong = invFreqLong.to(device);
+        return r;
+    }
 };
 
 /// Computes the rotary tables the way transformers' ROPE_INIT_FUNCTIONS do (modeling_rope_utils.py:

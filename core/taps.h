@@ -22,6 +22,30 @@ public:
     }
 };
 
+/// Whether `v` is one of the norms' scales (Value::Native*NormScale).
+inline bool isNormScale(Value v) {
+    return v == Value::NativeInputNormScale || v == Value::NativePostAttentionNormScale || v == Value::NativeAttentionOutputNormScale ||
+           v == Value::NativeMlpOutputNormScale || v == Value::NativeFinalNormScale;
+}
+
+/// The replacement model's freezing (Ameisen et al. 2025, "Circuit Tracing"; TransformerLens' apply_ln_to_stack): every
+/// norm's scale and every attention pattern is cut from autograd where the pass computes it, so the pass is linear in the
+/// residual stream up to the MLPs and gradients see the norms as fixed gains. The values themselves are unchanged: the
+/// frozen pass computes the same numbers as the plain one. Wraps `inner` (may be nullptr), which sees every value after
+/// the freezing.
+class FreezeTaps : public Taps {
+public:
+    explicit FreezeTaps(Taps* inner = nullptr) : inner_(inner) {}
+    void tap(Value v, int layer, torch::Tensor& t) override {
+        if (isNormScale(v) || v == Value::AttentionProbabilities) t = t.detach();
+        if (inner_) inner_->tap(v, layer, t);
+    }
+    bool beforeLayer(int layer) override { return inner_ ? inner_->beforeLayer(layer) : true; }
+
+private:
+    Taps* inner_;
+};
+
 /// Thrown by the forward pass when Taps::beforeLayer returned false.
 struct Cancelled {};
 

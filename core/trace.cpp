@@ -70,7 +70,9 @@ public:
     void tap(Value v, int layer, torch::Tensor& t) override {
         if (options_.intervention && options_.intervention->touches(v, layer)) options_.intervention->apply(v, layer, t);
         const ValueKey key{v, layer};
-        if (wanted_.count(key)) saved_[key] = t;  // a reference: the pass never writes into a tensor in place
+        // A reference on the CPU (the pass never writes into a tensor in place); a value computed on another device
+        // comes back here, the one boundary where core's results become CPU tensors.
+        if (wanted_.count(key)) saved_[key] = t.device().is_cpu() ? t : t.to(torch::kCPU);
     }
     bool beforeLayer(int layer) override {
         if (options_.progress) options_.progress(layer, static_cast<int>(model_.config().numLayers));
@@ -101,10 +103,16 @@ std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
     for (int i = 0; i < n; ++i)
         for (Value v : standardValues())
             if (valueInfo(v).host != Host::Model) out.push_back({v, i});
-    if (includeNative)
-        for (int i = 0; i < n; ++i)
-            for (int v = kNumStandardValues; v < kNumValues; ++v)
-                if (model.family().hasValue(static_cast<Value>(v), model.config())) out.push_back({static_cast<Value>(v), i});
+    if (includeNative) {
+        auto native = [&](int layer) {
+            for (int v = kNumStandardValues; v < kNumValues; ++v) {
+                const Value value = static_cast<Value>(v);
+                if ((valueInfo(value).host == Host::Model) == (layer < 0) && model.hasValue(value)) out.push_back({value, layer});
+            }
+        };
+        native(-1);
+        for (int i = 0; i < n; ++i) native(i);
+    }
     return out;
 }
 
@@ -163,9 +171,10 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
     // native spellings of standard values, from the family's block description ("input_layernorm.output")
     for (const ValueSpelling& sp : valueSpellings(fam, model.config()))
         if (sp.root == (layer < 0) && rest == sp.suffix) return {sp.value, layer};
-    if (layer >= 0) {
+    {
         for (int v = kNumStandardValues; v < kNumValues; ++v) {
             const Value val = static_cast<Value>(v);
+            if ((valueInfo(val).host == Host::Model) != (layer < 0)) continue;
             const std::string canonical = fam.nativeValuePath(val, layer);
             std::string why;
             if (canonical.empty()) continue;
@@ -175,8 +184,8 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
             for (int m = 0; m < static_cast<int>(Module::Count); ++m)
                 for (const std::string& alias : moduleNames(fam, static_cast<Module>(m)))
                     if (rest == host + alias + "." + info.name &&
-                        canonical.find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
-                        if (!fam.hasValue(val, model.config(), &why)) throw Error("value path '" + path + "': " + why + ".");
+                        ("." + canonical).find("." + fam.moduleName(static_cast<Module>(m)) + ".") != std::string::npos) {
+                        if (!model.hasValue(val, &why)) throw Error("value path '" + path + "': " + why + ".");
                         return {val, layer};
                     }
         }

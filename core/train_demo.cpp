@@ -10,6 +10,7 @@
 #include "error.h"
 #include "safetensors.h"
 #include "trace.h"
+#include "weights.h"
 
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
@@ -263,65 +264,36 @@ TrainBatch makeBatch(Rng& rng, const std::vector<int64_t>& words, int batch, int
 // autograd reaches them and the optimizer's in-place steps are what the next pass reads): one forward for training,
 // tracing and the tests.
 
-struct TrainLayer {
-    torch::Tensor inputNorm, q, k, v, o, postNorm, gate, up, down;
-};
-
 struct TrainModel {
-    DemoModelShape shape;
-    int64_t vocab = 0;
-    torch::Tensor embed, finalNorm;  ///< lm_head is embed (tie_word_embeddings)
-    std::vector<TrainLayer> layers;
+    /// HF names and tensors, named by the Llama family's weight schema (core/weights.h): embed_tokens, then block by
+    /// block, the final norm last (lm_head is embed_tokens: tie_word_embeddings).
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
 
-    /// HF names and tensors, in the order of the checkpoint.
-    std::vector<std::pair<std::string, torch::Tensor>> named() const {
-        std::vector<std::pair<std::string, torch::Tensor>> out;
-        out.emplace_back("model.embed_tokens.weight", embed);
-        for (size_t i = 0; i < layers.size(); ++i) {
-            const std::string p = "model.layers." + std::to_string(i) + ".";
-            const TrainLayer& l = layers[i];
-            out.emplace_back(p + "input_layernorm.weight", l.inputNorm);
-            out.emplace_back(p + "self_attn.q_proj.weight", l.q);
-            out.emplace_back(p + "self_attn.k_proj.weight", l.k);
-            out.emplace_back(p + "self_attn.v_proj.weight", l.v);
-            out.emplace_back(p + "self_attn.o_proj.weight", l.o);
-            out.emplace_back(p + "post_attention_layernorm.weight", l.postNorm);
-            out.emplace_back(p + "mlp.gate_proj.weight", l.gate);
-            out.emplace_back(p + "mlp.up_proj.weight", l.up);
-            out.emplace_back(p + "mlp.down_proj.weight", l.down);
-        }
-        out.emplace_back("model.norm.weight", finalNorm);
-        return out;
-    }
+    const std::vector<std::pair<std::string, torch::Tensor>>& named() const { return tensors; }
 };
 
-/// Weights drawn from the global torch generator (seeded by the caller) in a fixed order: matrices from
+/// Weights drawn from the global torch generator (seeded by the caller) in the schema's order: matrices from
 /// N(0, 0.02) as HF's _init_weights, o_proj and down_proj scaled by 1/sqrt(2 * layers), norm gains 1.
 /// lm_head is tied to embed_tokens: then W_U W_E starts near a scaled identity and the copying (OV) circuit an
 /// induction head needs is easy to reach; untied, it sat on its loss plateau for over 1500 steps (docs/DEMO.md).
 TrainModel initModel(const DemoModelShape& s, int64_t vocab) {
     TrainModel m;
-    m.shape = s;
-    m.vocab = vocab;
     const double std = 0.02, outStd = std / std::sqrt(2.0 * static_cast<double>(s.numLayers));
-    auto normal = [](std::vector<int64_t> shape, double sd) { return (torch::randn(shape) * sd).requires_grad_(true); };
-    auto ones = [](int64_t n) { return torch::ones({n}).requires_grad_(true); };
-    const int64_t H = s.hiddenSize, QW = s.numHeads * s.headDim, I = s.intermediateSize;
-    m.embed = normal({vocab, H}, std);
-    for (int64_t i = 0; i < s.numLayers; ++i) {
-        TrainLayer l;
-        l.inputNorm = ones(H);
-        l.q = normal({QW, H}, std);
-        l.k = normal({QW, H}, std);
-        l.v = normal({QW, H}, std);
-        l.o = normal({H, QW}, outStd);
-        l.postNorm = ones(H);
-        l.gate = normal({I, H}, std);
-        l.up = normal({I, H}, std);
-        l.down = normal({H, I}, outStd);
-        m.layers.push_back(l);
+    const ModelConfig config = resolveModelConfig(configJson(s, vocab), "train-demo (config)");
+    std::vector<std::pair<std::string, torch::Tensor>> rootAfter;  // the final norm, written after the blocks
+    for (const WeightSpec& spec : weightSchema(llamaFamily(), config)) {
+        torch::Tensor t;
+        if (spec.shape.size() == 1) {
+            t = torch::ones(spec.shape);  // a norm's gain
+        } else {
+            const bool out = spec.key.module == Module::OProj || spec.key.module == Module::DownProj;
+            t = torch::randn(spec.shape) * (out ? outStd : std);
+        }
+        t.requires_grad_(true);
+        if (spec.layer < 0 && spec.key.module != Module::EmbedTokens) rootAfter.emplace_back(spec.name, t);
+        else m.tensors.emplace_back(spec.name, t);
     }
-    m.finalNorm = ones(H);
+    m.tensors.insert(m.tensors.end(), rootAfter.begin(), rootAfter.end());
     return m;
 }
 

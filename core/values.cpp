@@ -7,6 +7,11 @@ namespace nnscope {
 namespace {
 
 // The descriptions and read-at places are nnterp's (shared/seeds support tables).
+constexpr const char* kNormScaleText =
+    "The norm's scale at each position, float32: 1 / sqrt(mean(x²) + eps) for an RMSNorm, 1 / sqrt(var(x) + eps) for a "
+    "LayerNorm; the factor the norm multiplies its (centred) input by before the gain, frozen by attributions";
+constexpr const char* kNormScaleInside = "the norm's forward, between its statistics and its gain";
+
 const std::vector<ValueInfo>& table() {
     static const std::vector<ValueInfo> t = {
         {Value::Logits, "logits", Host::Model, "Logits", {"batch", "seq", "vocab_size"},
@@ -89,6 +94,11 @@ const std::vector<ValueInfo>& table() {
          "The norm of the MLP's output: what the residual stream receives from the MLP", nullptr},
         {Value::NativeGateUpProjOutput, "output", Host::Mlp, "Projection", {"batch", "seq", "2*intermediate_size"},
          "The fused gate and up projection's output, [gate | up] on the last axis", nullptr},
+        {Value::NativeInputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativePostAttentionNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeAttentionOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeMlpOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeFinalNormScale, "scale", Host::Model, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
     };
     return t;
 }

@@ -27,6 +27,10 @@ enum class Value {
     NativeGateProjOutput, NativeUpProjOutput, NativeActFnInput,
     NativeAttentionOutputNormOutput, NativeMlpOutputNormOutput,  ///< Gemma/OLMo2 post-norms: what the stream receives
     NativeGateUpProjOutput,                                      ///< Phi-3's fused [gate | up]
+    /// The norms' scales (1 / RMS or 1 / std per position, float32 [batch, seq]): `layers.3.input_layernorm.scale`,
+    /// `norm.scale`. Attribution freezes them (FreezeTaps).
+    NativeInputNormScale, NativePostAttentionNormScale, NativeAttentionOutputNormScale, NativeMlpOutputNormScale,
+    NativeFinalNormScale,
     Count
 };
 

@@ -27,8 +27,7 @@ Family apertusFamily() {
         "block, attention through the shared eager forward. attention_layernorm feeds the attention and feedforward_layernorm "
         "the MLP, so they are aliased input_layernorm and post_attention_layernorm. The attention norms its queries and keys "
         "per head (q_norm, k_norm) before the rotary embedding. The MLP has no gate: down_proj(xielu(up_proj(x))).";
-    f.blockFormulas = {"h   = x + self_attn(attention_layernorm(x))", "out = h + mlp(feedforward_layernorm(h))",
-                       "mlp(z) = down_proj(xielu(up_proj(z)))"};
+    f.mlpFormulas = {"mlp(z) = down_proj(xielu(up_proj(z)))"};
     f.notes = {
         {"The block, in order",
          "Llama's two pre-norms under their own names: attention_layernorm feeds the attention and feedforward_layernorm the MLP. "
@@ -91,23 +90,11 @@ Family apertusFamily() {
     f.qkNormScope = QkNormScope::PerHeadTransposed;  // ApertusAttention norms after .transpose(1, 2)
     f.qkNormKind = NormKind::RMSNorm;
     f.mlp = MlpKind::Plain;
-    f.weights.erase(Weight::GateProj);
-    f.weights.erase(Weight::GateProjBias);
-    f.weights.erase(Weight::UpProjBias);    // ApertusMLP's projections have no bias
-    f.weights.erase(Weight::DownProjBias);
-    f.weights[Weight::InputNorm] = "model.layers.{i}.attention_layernorm.weight";
-    f.weights[Weight::PostAttentionNorm] = "model.layers.{i}.feedforward_layernorm.weight";
-    f.weights[Weight::QNorm] = "model.layers.{i}.self_attn.q_norm.weight";
-    f.weights[Weight::KNorm] = "model.layers.{i}.self_attn.k_norm.weight";
-    f.weights[Weight::ActAlphaP] = "model.layers.{i}.mlp.act_fn.alpha_p";
-    f.weights[Weight::ActAlphaN] = "model.layers.{i}.mlp.act_fn.alpha_n";
-    f.weights[Weight::ActBeta] = "model.layers.{i}.mlp.act_fn.beta";
-    f.weights[Weight::ActEps] = "model.layers.{i}.mlp.act_fn.eps";
-    f.modules.erase(Module::GateProj);
-    f.modules[Module::InputNorm] = "input_layernorm/attention_layernorm";
-    f.modules[Module::PostAttentionNorm] = "post_attention_layernorm/feedforward_layernorm";
-    f.modules[Module::QNorm] = "q_norm";
-    f.modules[Module::KNorm] = "k_norm";
+    f.dropModule(Module::GateProj);
+    f.setModule(Module::InputNorm, "attention_layernorm", "input_layernorm");  // nnterp aliases the norms
+    f.setModule(Module::PostAttentionNorm, "feedforward_layernorm", "post_attention_layernorm");
+    f.setModule(Module::QNorm, "q_norm");
+    f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 131072}, {"hidden_size", 4096}, {"intermediate_size", 14336},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"hidden_act", "xielu"},
                              {"max_position_embeddings", 65536}, {"rms_norm_eps", 1e-5}, {"rope_theta", 12000000.0},

@@ -23,8 +23,7 @@ Family arceeFamily() {
         "Arcee (AFM) (ArceeForCausalLM).\n\nLlama's tree and Llama's block: model.{embed_tokens, layers[i].{input_layernorm, "
         "self_attn, post_attention_layernorm, mlp}, norm} and lm_head, the residual added in the block, attention through the "
         "shared eager forward. The MLP has no gate: down_proj(act(up_proj(x))) with ReLU squared.";
-    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))",
-                       "mlp(z) = down_proj(relu(up_proj(z)) ** 2)"};
+    f.mlpFormulas = {"mlp(z) = down_proj(relu(up_proj(z)) ** 2)"};
     f.notes = {
         {"The block, in order",
          "Llama's module names and Llama's two pre-norms, the residual added in the block. The MLP has two projections where "
@@ -70,9 +69,7 @@ Family arceeFamily() {
          {"loads_as"}},
     };
     f.mlp = MlpKind::Plain;
-    f.weights.erase(Weight::GateProj);
-    f.weights.erase(Weight::GateProjBias);
-    f.modules.erase(Module::GateProj);
+    f.dropModule(Module::GateProj);
     f.configDefaults.update({{"vocab_size", 32000}, {"hidden_size", 2560}, {"intermediate_size", 18432},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"hidden_act", "relu2"},
                              {"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 128000},

@@ -23,7 +23,7 @@ Family ernie4_5Family() {
         "ERNIE 4.5 dense (Ernie4_5ForCausalLM).\n\nLlama's tree and Llama's block: model.{embed_tokens, layers[i].{input_layernorm, "
         "self_attn, post_attention_layernorm, mlp}, norm} and lm_head, the residual added in the block, attention through the "
         "shared eager forward.";
-    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))"};
+    f.mlpFormulas = {};  // the page writes no MLP line (the seed's block, in order)
     f.notes = {
         {"The block, in order",
          "Llama's pre-norm block and Llama's names. Nothing norms a sublayer's output, so attention_output is o_proj's output, "

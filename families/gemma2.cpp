@@ -42,9 +42,7 @@ Family gemma2Family() {
         "Gemma 2 (Gemma2ForCausalLM).\n\nmodel.{embed_tokens, layers[i].{input_layernorm, self_attn, post_attention_layernorm, "
         "pre_feedforward_layernorm, mlp, post_feedforward_layernorm}, norm} and lm_head. Each branch is normed before and "
         "after; every norm multiplies by (1 + weight). embed_tokens scales by sqrt(hidden_size).";
-    f.blockFormulas = {"h   = x + post_attention_layernorm(self_attn(input_layernorm(x)))",
-                       "out = h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h)))",
-                       "mlp(z) = down_proj(gelu_tanh(gate_proj(z)) * up_proj(z))"};
+    f.mlpFormulas = {"mlp(z) = down_proj(gelu_tanh(gate_proj(z)) * up_proj(z))"};
     f.notes = {
         {"What is added to the stream is normed",
          "attention_output and mlp_output are the modules' outputs, as nnterp defines them; the stream receives "
@@ -71,12 +69,9 @@ Family gemma2Family() {
     };
     f.norm = NormKind::RMSNormPlusOne;
     f.blockNorms = {/*beforeAttention=*/true, /*beforeMlp=*/true, /*afterAttention=*/true, /*afterMlp=*/true};
-    f.weights[Weight::AttentionOutputNorm] = "model.layers.{i}.post_attention_layernorm.weight";
-    f.weights[Weight::PostAttentionNorm] = "model.layers.{i}.pre_feedforward_layernorm.weight";
-    f.weights[Weight::MlpOutputNorm] = "model.layers.{i}.post_feedforward_layernorm.weight";
-    f.modules[Module::AttentionOutputNorm] = "post_attention_layernorm";
-    f.modules[Module::PostAttentionNorm] = "pre_feedforward_layernorm";
-    f.modules[Module::MlpOutputNorm] = "post_feedforward_layernorm";
+    f.setModule(Module::AttentionOutputNorm, "post_attention_layernorm");
+    f.setModule(Module::PostAttentionNorm, "pre_feedforward_layernorm");
+    f.setModule(Module::MlpOutputNorm, "post_feedforward_layernorm");
     f.configDefaults.update({{"vocab_size", 256000}, {"hidden_size", 2304}, {"intermediate_size", 9216},
                              {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
                              {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"}, {"max_position_embeddings", 8192},
@@ -129,10 +124,8 @@ Family gemma3Family() {
     f.qkNorm = true;
     f.qkNormKind = NormKind::RMSNormPlusOne;
     f.qkNormScope = QkNormScope::PerHeadTransposed;  // Gemma3Attention norms after .transpose(1, 2)
-    f.weights[Weight::QNorm] = "model.layers.{i}.self_attn.q_norm.weight";
-    f.weights[Weight::KNorm] = "model.layers.{i}.self_attn.k_norm.weight";
-    f.modules[Module::QNorm] = "q_norm";
-    f.modules[Module::KNorm] = "k_norm";
+    f.setModule(Module::QNorm, "q_norm");
+    f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 262208}, {"max_position_embeddings", 131072}, {"final_logit_softcapping", nullptr},
                              {"attn_logit_softcapping", nullptr}, {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0}});
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {

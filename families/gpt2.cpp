@@ -25,8 +25,7 @@ Family gpt2Family() {
         "GPT-2 (GPT2LMHeadModel).\n\ntransformer.{wte, wpe, h[i].{ln_1, attn, ln_2, mlp}, ln_f} and lm_head (tied to wte). "
         "The stream starts as wte(ids) + wpe(positions); attn projects with c_attn into [q | k | v] and back with c_proj; the "
         "MLP is c_fc, gelu_new, c_proj. nnterp's standard names alias the native ones (layers/h, self_attn/attn, ...).";
-    f.blockFormulas = {"x0  = wte(ids) + wpe(positions)", "h   = x + attn(ln_1(x))", "out = h + mlp(ln_2(h))",
-                       "mlp(z) = c_proj(gelu_new(c_fc(z)))"};
+    f.mlpFormulas = {"mlp(z) = c_proj(gelu_new(c_fc(z)))"};
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is attn's output after c_proj and mlp_output the MLP's after c_proj (dropouts are the identity in "
@@ -58,32 +57,21 @@ Family gpt2Family() {
     f.conv1dWeights = true;
     f.epsKey = "layer_norm_epsilon";
     f.basePrefix = "transformer.";
-    f.weights = {
-        {Weight::EmbedTokens, "transformer.wte.weight"},
-        {Weight::PositionEmbeddings, "transformer.wpe.weight"},
-        {Weight::FinalNorm, "transformer.ln_f.weight"},
-        {Weight::FinalNormBias, "transformer.ln_f.bias"},
-        {Weight::LmHead, "lm_head.weight"},
-        {Weight::InputNorm, "transformer.h.{i}.ln_1.weight"},
-        {Weight::InputNormBias, "transformer.h.{i}.ln_1.bias"},
-        {Weight::PostAttentionNorm, "transformer.h.{i}.ln_2.weight"},
-        {Weight::PostAttentionNormBias, "transformer.h.{i}.ln_2.bias"},
-        {Weight::QkvProj, "transformer.h.{i}.attn.c_attn.weight"},
-        {Weight::QkvProjBias, "transformer.h.{i}.attn.c_attn.bias"},
-        {Weight::OProj, "transformer.h.{i}.attn.c_proj.weight"},
-        {Weight::OProjBias, "transformer.h.{i}.attn.c_proj.bias"},
-        {Weight::UpProj, "transformer.h.{i}.mlp.c_fc.weight"},
-        {Weight::UpProjBias, "transformer.h.{i}.mlp.c_fc.bias"},
-        {Weight::DownProj, "transformer.h.{i}.mlp.c_proj.weight"},
-        {Weight::DownProjBias, "transformer.h.{i}.mlp.c_proj.bias"},
-    };
-    f.modules = {
-        {Module::EmbedTokens, "embed_tokens/wte"}, {Module::PositionEmbeddings, "wpe"}, {Module::Layers, "layers/h"},
-        {Module::Norm, "norm/ln_f"}, {Module::LmHead, "lm_head"}, {Module::SelfAttn, "self_attn/attn"},
-        {Module::QkvProj, "c_attn"}, {Module::OProj, "o_proj/c_proj"}, {Module::Mlp, "mlp"}, {Module::UpProj, "c_fc"},
-        {Module::DownProj, "down_proj/c_proj"}, {Module::ActFn, "act_fn/act"}, {Module::InputNorm, "input_layernorm/ln_1"},
-        {Module::PostAttentionNorm, "post_attention_layernorm/ln_2"},
-    };
+    f.modules.clear();
+    f.setModule(Module::EmbedTokens, "wte", "embed_tokens");
+    f.setModule(Module::PositionEmbeddings, "wpe");
+    f.setModule(Module::Layers, "h", "layers");
+    f.setModule(Module::Norm, "ln_f", "norm");
+    f.setModule(Module::LmHead, "lm_head");
+    f.setModule(Module::SelfAttn, "attn", "self_attn");
+    f.setModule(Module::QkvProj, "c_attn");
+    f.setModule(Module::OProj, "c_proj", "o_proj");
+    f.setModule(Module::Mlp, "mlp");
+    f.setModule(Module::UpProj, "c_fc");
+    f.setModule(Module::DownProj, "c_proj", "down_proj");
+    f.setModule(Module::ActFn, "act", "act_fn");
+    f.setModule(Module::InputNorm, "ln_1", "input_layernorm");
+    f.setModule(Module::PostAttentionNorm, "ln_2", "post_attention_layernorm");
     // Old checkpoints store each block's causal-mask buffers; transformers drops them without a warning.
     f.ignoredTensorSuffixes = {".attn.bias", ".attn.masked_bias"};
     f.configDefaults = {{"vocab_size", 50257}, {"n_positions", 1024}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},

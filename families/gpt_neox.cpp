@@ -24,8 +24,7 @@ Family gptNeoxFamily() {
         "GPT-NeoX (GPTNeoXForCausalLM).\n\ngpt_neox.{embed_in, layers[i].{input_layernorm, attention, "
         "post_attention_layernorm, mlp}, final_layer_norm} and embed_out. attention cuts queries, keys and values per head "
         "from query_key_value and turns the first rotary_pct of each head; the MLP is dense_h_to_4h, gelu, dense_4h_to_h.";
-    f.blockFormulas = {"out = x + attention(input_layernorm(x)) + mlp(post_attention_layernorm(x))   # use_parallel_residual",
-                       "mlp(z) = dense_4h_to_h(gelu(dense_h_to_4h(z)))"};
+    f.mlpFormulas = {"mlp(z) = dense_4h_to_h(gelu(dense_h_to_4h(z)))"};
     f.notes = {
         {"Parallel residual",
          "Under use_parallel_residual (true on every Pythia), the attention and the MLP both read the block's input, and "
@@ -50,31 +49,20 @@ Family gptNeoxFamily() {
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";
     f.basePrefix = "gpt_neox.";
-    f.weights = {
-        {Weight::EmbedTokens, "gpt_neox.embed_in.weight"},
-        {Weight::FinalNorm, "gpt_neox.final_layer_norm.weight"},
-        {Weight::FinalNormBias, "gpt_neox.final_layer_norm.bias"},
-        {Weight::LmHead, "embed_out.weight"},
-        {Weight::InputNorm, "gpt_neox.layers.{i}.input_layernorm.weight"},
-        {Weight::InputNormBias, "gpt_neox.layers.{i}.input_layernorm.bias"},
-        {Weight::PostAttentionNorm, "gpt_neox.layers.{i}.post_attention_layernorm.weight"},
-        {Weight::PostAttentionNormBias, "gpt_neox.layers.{i}.post_attention_layernorm.bias"},
-        {Weight::QkvProj, "gpt_neox.layers.{i}.attention.query_key_value.weight"},
-        {Weight::QkvProjBias, "gpt_neox.layers.{i}.attention.query_key_value.bias"},
-        {Weight::OProj, "gpt_neox.layers.{i}.attention.dense.weight"},
-        {Weight::OProjBias, "gpt_neox.layers.{i}.attention.dense.bias"},
-        {Weight::UpProj, "gpt_neox.layers.{i}.mlp.dense_h_to_4h.weight"},
-        {Weight::UpProjBias, "gpt_neox.layers.{i}.mlp.dense_h_to_4h.bias"},
-        {Weight::DownProj, "gpt_neox.layers.{i}.mlp.dense_4h_to_h.weight"},
-        {Weight::DownProjBias, "gpt_neox.layers.{i}.mlp.dense_4h_to_h.bias"},
-    };
-    f.modules = {
-        {Module::EmbedTokens, "embed_tokens/embed_in"}, {Module::Layers, "layers"}, {Module::Norm, "norm/final_layer_norm"},
-        {Module::LmHead, "lm_head/embed_out"}, {Module::SelfAttn, "self_attn/attention"},
-        {Module::QkvProj, "query_key_value"}, {Module::OProj, "o_proj/dense"}, {Module::Mlp, "mlp"},
-        {Module::UpProj, "dense_h_to_4h"}, {Module::DownProj, "down_proj/dense_4h_to_h"}, {Module::ActFn, "act_fn/act"},
-        {Module::InputNorm, "input_layernorm"}, {Module::PostAttentionNorm, "post_attention_layernorm"},
-    };
+    f.modules.clear();
+    f.setModule(Module::EmbedTokens, "embed_in", "embed_tokens");
+    f.setModule(Module::Layers, "layers");
+    f.setModule(Module::Norm, "final_layer_norm", "norm");
+    f.setModule(Module::LmHead, "embed_out", "lm_head");
+    f.setModule(Module::SelfAttn, "attention", "self_attn");
+    f.setModule(Module::QkvProj, "query_key_value");
+    f.setModule(Module::OProj, "dense", "o_proj");
+    f.setModule(Module::Mlp, "mlp");
+    f.setModule(Module::UpProj, "dense_h_to_4h");
+    f.setModule(Module::DownProj, "dense_4h_to_h", "down_proj");
+    f.setModule(Module::ActFn, "act", "act_fn");
+    f.setModule(Module::InputNorm, "input_layernorm");
+    f.setModule(Module::PostAttentionNorm, "post_attention_layernorm");
     f.ignoredTensorSuffixes = {".attention.bias", ".attention.masked_bias", ".attention.rotary_emb.inv_freq"};
     f.configDefaults = {{"vocab_size", 50432}, {"hidden_size", 6144}, {"num_hidden_layers", 44}, {"num_attention_heads", 64},
                         {"intermediate_size", 24576}, {"hidden_act", "gelu"}, {"max_position_embeddings", 2048},

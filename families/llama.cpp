@@ -22,8 +22,7 @@ Family llamaFamily() {
         "Llama (LlamaForCausalLM).\n\nmodel.{embed_tokens, layers[i].{input_layernorm, self_attn, post_attention_layernorm, mlp}, "
         "norm} and lm_head, the residual added in the block, attention through the shared eager forward. The MLP is gated: "
         "down_proj(act_fn(gate_proj(x)) * up_proj(x)).";
-    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))",
-                       "mlp(z) = down_proj(act_fn(gate_proj(z)) * up_proj(z))"};
+    f.mlpFormulas = {"mlp(z) = down_proj(act_fn(gate_proj(z)) * up_proj(z))"};
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output the MLP's, added to the stream with nothing in between, so "
@@ -52,34 +51,15 @@ Family llamaFamily() {
     f.qkv = QkvLayout::Separate;
     f.mlp = MlpKind::Gated;
     f.epsKey = "rms_norm_eps";
-    f.weights = {
-        {Weight::EmbedTokens, "model.embed_tokens.weight"},
-        {Weight::FinalNorm, "model.norm.weight"},
-        {Weight::LmHead, "lm_head.weight"},
-        {Weight::InputNorm, "model.layers.{i}.input_layernorm.weight"},
-        {Weight::PostAttentionNorm, "model.layers.{i}.post_attention_layernorm.weight"},
-        {Weight::QProj, "model.layers.{i}.self_attn.q_proj.weight"},
-        {Weight::QProjBias, "model.layers.{i}.self_attn.q_proj.bias"},
-        {Weight::KProj, "model.layers.{i}.self_attn.k_proj.weight"},
-        {Weight::KProjBias, "model.layers.{i}.self_attn.k_proj.bias"},
-        {Weight::VProj, "model.layers.{i}.self_attn.v_proj.weight"},
-        {Weight::VProjBias, "model.layers.{i}.self_attn.v_proj.bias"},
-        {Weight::OProj, "model.layers.{i}.self_attn.o_proj.weight"},
-        {Weight::OProjBias, "model.layers.{i}.self_attn.o_proj.bias"},
-        {Weight::GateProj, "model.layers.{i}.mlp.gate_proj.weight"},
-        {Weight::GateProjBias, "model.layers.{i}.mlp.gate_proj.bias"},
-        {Weight::UpProj, "model.layers.{i}.mlp.up_proj.weight"},
-        {Weight::UpProjBias, "model.layers.{i}.mlp.up_proj.bias"},
-        {Weight::DownProj, "model.layers.{i}.mlp.down_proj.weight"},
-        {Weight::DownProjBias, "model.layers.{i}.mlp.down_proj.bias"},
-    };
-    f.modules = {
-        {Module::EmbedTokens, "embed_tokens"}, {Module::Layers, "layers"}, {Module::Norm, "norm"}, {Module::LmHead, "lm_head"},
-        {Module::SelfAttn, "self_attn"}, {Module::QProj, "q_proj"}, {Module::KProj, "k_proj"}, {Module::VProj, "v_proj"},
-        {Module::OProj, "o_proj"}, {Module::Mlp, "mlp"}, {Module::GateProj, "gate_proj"}, {Module::UpProj, "up_proj"},
-        {Module::DownProj, "down_proj"}, {Module::ActFn, "act_fn"}, {Module::InputNorm, "input_layernorm"},
-        {Module::PostAttentionNorm, "post_attention_layernorm"},
-    };
+    // The module table: each module under the checkpoint's own name; every tensor name is derived from it
+    // ("model.layers.{i}.self_attn.q_proj.weight").
+    for (auto [m, name] : {std::pair{Module::EmbedTokens, "embed_tokens"}, {Module::Layers, "layers"}, {Module::Norm, "norm"},
+                           {Module::LmHead, "lm_head"}, {Module::SelfAttn, "self_attn"}, {Module::QProj, "q_proj"},
+                           {Module::KProj, "k_proj"}, {Module::VProj, "v_proj"}, {Module::OProj, "o_proj"}, {Module::Mlp, "mlp"},
+                           {Module::GateProj, "gate_proj"}, {Module::UpProj, "up_proj"}, {Module::DownProj, "down_proj"},
+                           {Module::ActFn, "act_fn"}, {Module::InputNorm, "input_layernorm"},
+                           {Module::PostAttentionNorm, "post_attention_layernorm"}})
+        f.setModule(m, name);
     // LlamaConfig's defaults (transformers configuration_llama.py).
     f.configDefaults = {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
                         {"num_attention_heads", 32}, {"hidden_act", "silu"}, {"max_position_embeddings", 2048},

@@ -24,8 +24,7 @@ Family olmo2Family() {
         "post_feedforward_layernorm}, norm} and lm_head. The block has no pre-norms: the attention and the MLP read the stream "
         "itself, and their outputs are normed before the residual adds. q_norm and k_norm norm q_proj's and k_proj's whole "
         "outputs before the heads are cut and turned.";
-    f.blockFormulas = {"h   = x + post_attention_layernorm(self_attn(x))", "out = h + post_feedforward_layernorm(mlp(h))",
-                       "mlp(z) = down_proj(act_fn(gate_proj(z)) * up_proj(z))"};
+    f.mlpFormulas = {"mlp(z) = down_proj(act_fn(gate_proj(z)) * up_proj(z))"};
     f.notes = {
         {"What is added to the stream is normed",
          "attention_output and mlp_output are the modules' outputs, as nnterp defines them; the stream receives "
@@ -44,18 +43,11 @@ Family olmo2Family() {
     f.blockNorms = {/*beforeAttention=*/false, /*beforeMlp=*/false, /*afterAttention=*/true, /*afterMlp=*/true};
     f.qkNorm = true;
     f.qkNormScope = QkNormScope::WholeProjection;
-    f.weights.erase(Weight::InputNorm);
-    f.weights.erase(Weight::PostAttentionNorm);
-    f.weights[Weight::AttentionOutputNorm] = "model.layers.{i}.post_attention_layernorm.weight";
-    f.weights[Weight::MlpOutputNorm] = "model.layers.{i}.post_feedforward_layernorm.weight";
-    f.weights[Weight::QNorm] = "model.layers.{i}.self_attn.q_norm.weight";
-    f.weights[Weight::KNorm] = "model.layers.{i}.self_attn.k_norm.weight";
-    f.modules.erase(Module::InputNorm);
-    f.modules.erase(Module::PostAttentionNorm);
-    f.modules[Module::AttentionOutputNorm] = "post_attention_layernorm";
-    f.modules[Module::MlpOutputNorm] = "post_feedforward_layernorm";
-    f.modules[Module::QNorm] = "q_norm";
-    f.modules[Module::KNorm] = "k_norm";
+    f.dropModule(Module::InputNorm).dropModule(Module::PostAttentionNorm);
+    f.setModule(Module::AttentionOutputNorm, "post_attention_layernorm");
+    f.setModule(Module::MlpOutputNorm, "post_feedforward_layernorm");
+    f.setModule(Module::QNorm, "q_norm");
+    f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 50304}, {"hidden_size", 4096}, {"intermediate_size", 11008},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"rms_norm_eps", 1e-5},
                              {"pad_token_id", 1}, {"eos_token_id", 50279}});

@@ -30,8 +30,7 @@ Family persimmonFamily() {
         "fused query_key_value, norms the queries and keys per head (q_layernorm, k_layernorm, under qk_layernorm) and applies "
         "the rotary embedding to partial_rotary_factor of each head, all before the interface. The MLP is "
         "dense_h_to_4h/dense_4h_to_h with no gate; the block's own dropout after it is the identity in eval.";
-    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))",
-                       "out = h + dropout(mlp(post_attention_layernorm(h)))     # dropout is the identity in eval"};
+    f.mlpFormulas = {};  // the page writes no MLP line (the seed's block, in order)
     f.notes = {
         {"The block, in order",
          "The block returns a bare tensor, and nothing but the eval-mode dropout sits between a sublayer and the stream: "
@@ -79,36 +78,17 @@ Family persimmonFamily() {
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";
     f.qkNormKind = NormKind::LayerNorm;
-    f.weights = {
-        {Weight::EmbedTokens, "model.embed_tokens.weight"},
-        {Weight::FinalNorm, "model.final_layernorm.weight"},
-        {Weight::FinalNormBias, "model.final_layernorm.bias"},
-        {Weight::LmHead, "lm_head.weight"},
-        {Weight::InputNorm, "model.layers.{i}.input_layernorm.weight"},
-        {Weight::InputNormBias, "model.layers.{i}.input_layernorm.bias"},
-        {Weight::PostAttentionNorm, "model.layers.{i}.post_attention_layernorm.weight"},
-        {Weight::PostAttentionNormBias, "model.layers.{i}.post_attention_layernorm.bias"},
-        {Weight::QkvProj, "model.layers.{i}.self_attn.query_key_value.weight"},
-        {Weight::QkvProjBias, "model.layers.{i}.self_attn.query_key_value.bias"},
-        {Weight::OProj, "model.layers.{i}.self_attn.dense.weight"},
-        {Weight::OProjBias, "model.layers.{i}.self_attn.dense.bias"},
-        {Weight::QNorm, "model.layers.{i}.self_attn.q_layernorm.weight"},
-        {Weight::QNormBias, "model.layers.{i}.self_attn.q_layernorm.bias"},
-        {Weight::KNorm, "model.layers.{i}.self_attn.k_layernorm.weight"},
-        {Weight::KNormBias, "model.layers.{i}.self_attn.k_layernorm.bias"},
-        {Weight::UpProj, "model.layers.{i}.mlp.dense_h_to_4h.weight"},
-        {Weight::UpProjBias, "model.layers.{i}.mlp.dense_h_to_4h.bias"},
-        {Weight::DownProj, "model.layers.{i}.mlp.dense_4h_to_h.weight"},
-        {Weight::DownProjBias, "model.layers.{i}.mlp.dense_4h_to_h.bias"},
-    };
-    f.modules = {
-        {Module::EmbedTokens, "embed_tokens"}, {Module::Layers, "layers"}, {Module::Norm, "norm"}, {Module::LmHead, "lm_head"},
-        {Module::SelfAttn, "self_attn"}, {Module::QkvProj, "query_key_value"}, {Module::OProj, "o_proj/dense"},
-        {Module::QNorm, "q_layernorm"}, {Module::KNorm, "k_layernorm"}, {Module::AttentionDropout, "attention_dropout"},
-        {Module::Mlp, "mlp"}, {Module::UpProj, "dense_h_to_4h"}, {Module::DownProj, "down_proj/dense_4h_to_h"},
-        {Module::ActFn, "act_fn/act"}, {Module::InputNorm, "input_layernorm"},
-        {Module::PostAttentionNorm, "post_attention_layernorm"}, {Module::LayerDropout, "dropout"},
-    };
+    f.setModule(Module::Norm, "final_layernorm", "norm", ModuleNaming::Rename);  // nnterp renames it norm
+    f.dropModule(Module::QProj).dropModule(Module::KProj).dropModule(Module::VProj).dropModule(Module::GateProj);
+    f.setModule(Module::QkvProj, "query_key_value");
+    f.setModule(Module::OProj, "dense", "o_proj");
+    f.setModule(Module::QNorm, "q_layernorm");
+    f.setModule(Module::KNorm, "k_layernorm");
+    f.setModule(Module::AttentionDropout, "attention_dropout");
+    f.setModule(Module::UpProj, "dense_h_to_4h");
+    f.setModule(Module::DownProj, "dense_4h_to_h", "down_proj");
+    f.setModule(Module::ActFn, "act", "act_fn");
+    f.setModule(Module::LayerDropout, "dropout");
     f.configDefaults = {{"vocab_size", 262144}, {"hidden_size", 4096}, {"intermediate_size", 16384},
                         {"num_hidden_layers", 36}, {"num_attention_heads", 64}, {"hidden_act", "relu2"},
                         {"max_position_embeddings", 16384}, {"layer_norm_eps", 1e-5}, {"tie_word_embeddings", false},

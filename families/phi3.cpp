@@ -24,8 +24,7 @@ Family phi3Family() {
         "Phi-3 (Phi3ForCausalLM).\n\nLlama's tree: model.{embed_tokens, layers[i].{input_layernorm, self_attn.{qkv_proj, o_proj}, "
         "post_attention_layernorm, mlp.{gate_up_proj, down_proj}}, norm} and lm_head. qkv_proj's output is cut into all queries, "
         "then keys, then values; gate_up_proj's into gate and up halves.";
-    f.blockFormulas = {"h   = x + self_attn(input_layernorm(x))", "out = h + mlp(post_attention_layernorm(h))",
-                       "gate, up = gate_up_proj(z).chunk(2)", "mlp(z) = down_proj(act_fn(gate) * up)"};
+    f.mlpFormulas = {"gate, up = gate_up_proj(z).chunk(2)", "mlp(z) = down_proj(act_fn(gate) * up)"};
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output the MLP's (the residual dropouts are the identity in eval), so "
@@ -48,22 +47,9 @@ Family phi3Family() {
     };
     f.qkv = QkvLayout::FusedContiguous;
     f.mlp = MlpKind::GatedFused;
-    f.weights.erase(Weight::QProj);
-    f.weights.erase(Weight::KProj);
-    f.weights.erase(Weight::VProj);
-    f.weights.erase(Weight::GateProj);
-    f.weights.erase(Weight::UpProj);
-    f.weights[Weight::QkvProj] = "model.layers.{i}.self_attn.qkv_proj.weight";
-    f.weights[Weight::QkvProjBias] = "model.layers.{i}.self_attn.qkv_proj.bias";
-    f.weights[Weight::GateUpProj] = "model.layers.{i}.mlp.gate_up_proj.weight";
-    f.weights[Weight::GateUpProjBias] = "model.layers.{i}.mlp.gate_up_proj.bias";
-    f.modules.erase(Module::QProj);
-    f.modules.erase(Module::KProj);
-    f.modules.erase(Module::VProj);
-    f.modules.erase(Module::GateProj);
-    f.modules.erase(Module::UpProj);
-    f.modules[Module::QkvProj] = "qkv_proj";
-    f.modules[Module::GateUpProj] = "gate_up_proj";
+    f.dropModule(Module::QProj).dropModule(Module::KProj).dropModule(Module::VProj).dropModule(Module::GateProj).dropModule(Module::UpProj);
+    f.setModule(Module::QkvProj, "qkv_proj");
+    f.setModule(Module::GateUpProj, "gate_up_proj");
     f.configDefaults.update({{"vocab_size", 32064}, {"hidden_size", 3072}, {"intermediate_size", 8192},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
                              {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 1},

@@ -36,10 +36,8 @@ Family qwen3Family() {
          {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "Qwen3ForCausalLM checkpoints (model_type qwen3) load as qwen3.", {"loads_as"}},
     };
-    f.weights[Weight::QNorm] = "model.layers.{i}.self_attn.q_norm.weight";
-    f.weights[Weight::KNorm] = "model.layers.{i}.self_attn.k_norm.weight";
-    f.modules[Module::QNorm] = "q_norm";
-    f.modules[Module::KNorm] = "k_norm";
+    f.setModule(Module::QNorm, "q_norm");
+    f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
                              {"head_dim", 128}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}});

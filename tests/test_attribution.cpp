@@ -140,7 +140,7 @@ private slots:
         const int layer = 1, head = 1;
         const int64_t hd = m->config().headDim, H = m->config().hiddenSize;
         const torch::Tensor z = r.value({Value::AttentionHeadOutputs, layer}).index({0, -1, head}).to(torch::kFloat32);
-        const torch::Tensor wo = m->layer(layer).oProj.to(torch::kFloat32).index({Slice(), Slice(head * hd, (head + 1) * hd)});
+        const torch::Tensor wo = m->layer(layer)[Module::OProj].weight.to(torch::kFloat32).index({Slice(), Slice(head * hd, (head + 1) * hd)});
         const torch::Tensor written = torch::matmul(wo, z);  // [hidden]: what the head adds to the stream
         const torch::Tensor x = r.value({Value::LayerOutput, static_cast<int>(m->config().numLayers) - 1}).index({0, -1}).to(torch::kFloat32);
         const torch::Tensor w = m->finalNormWeight().to(torch::kFloat32);

@@ -9,6 +9,7 @@
 #include "core/support.h"
 #include "core/taps.h"
 #include "core/trace.h"
+#include "core/weights.h"
 #include "manifest.h"
 #include "testutil.h"
 
@@ -202,6 +203,153 @@ private slots:
         QCOMPARE(printed.size(), table.size());
         QCOMPARE(std::set<Value>(values.begin(), values.end()).size(), standardValues().size());
         QCOMPARE(values.size(), standardValues().size());
+    }
+
+    // The module table is the one list of names: every family's weight schema (its tensor names derived from the table)
+    // is exactly its fixture's tensor set, nothing stored unread and nothing read missing.
+    void schemaEqualsTheFixturesTensors_data() { modelRows(); }
+    void schemaEqualsTheFixturesTensors() {
+        QFETCH(QString, dir);
+        auto model = loadModel(dir);
+        std::set<std::string> stored;
+        for (const auto& n : model->weights().names()) stored.insert(n);
+        std::set<std::string> schema;
+        for (const WeightSpec& spec : weightSchema(model->family(), model->config())) {
+            QVERIFY2(!spec.name.empty(), "a schema entry without a name");
+            if (spec.key.module == Module::ActFn && !stored.count(spec.name)) continue;  // xIELU's optional buffers
+            schema.insert(spec.name);
+        }
+        if (model->headTied()) stored.erase(model->family().tensorName({Module::LmHead}));  // transformers ties it whatever the file holds
+        for (const auto& n : model->unusedTensors()) QVERIFY2(false, qPrintable(QString::fromStdString("stored, never read: " + n)));
+        QCOMPARE(stored, schema);
+    }
+
+    // A rename keeps the checkpoint's own name reachable: Persimmon's final norm prints as norm (nnterp renames it) and
+    // reads as final_layernorm too, its output and its scale.
+    void renamedModuleReadsUnderBothNames() {
+        auto model = loadModel(QString::fromStdString(test::fixture("tiny-persimmon")));
+        const Family& f = model->family();
+        QCOMPARE(f.moduleLabel(Module::Norm), std::string("norm"));
+        QCOMPARE(f.tensorName({Module::Norm, Param::Bias}), std::string("model.final_layernorm.bias"));
+        QVERIFY(parseValuePath(*model, "final_layernorm.output") == (ValueKey{Value::FinalNormOutput, -1}));
+        QVERIFY(parseValuePath(*model, "norm.output") == (ValueKey{Value::FinalNormOutput, -1}));
+        QVERIFY(parseValuePath(*model, "final_layernorm.scale") == (ValueKey{Value::NativeFinalNormScale, -1}));
+        QVERIFY(parseValuePath(*model, "layers.1.input_layernorm.scale") == (ValueKey{Value::NativeInputNormScale, 1}));
+        // an alias: GPT-NeoX's dense is o_proj, both spellings read the same output
+        auto neox = loadModel(QString::fromStdString(test::fixture("tiny-gpt-neox")));
+        QCOMPARE(neox->family().tensorName({Module::OProj, Param::Bias}, 2), std::string("gpt_neox.layers.2.attention.dense.bias"));
+        QCOMPARE(neox->family().tensorName({Module::LmHead}), std::string("embed_out.weight"));
+        std::string why;
+        QVERIFY(!neox->hasValue(Value::NativeQProjOutput, &why));
+        QVERIFY2(why.find("query_key_value") != std::string::npos, why.c_str());
+    }
+
+    // The norms' scales are values: at every norm, 1 / RMS (RMSNorm, Gemma's) or 1 / standard deviation (LayerNorm) of
+    // the norm's input, recomputed here in float64 from the saved stream.
+    void normScaleIsTheNormsOwn_data() { modelRows(); }
+    void normScaleIsTheNormsOwn() {
+        QFETCH(QString, dir);
+        auto model = loadModel(dir);
+        const Family& f = model->family();
+        const ModelConfig& c = model->config();
+        RecordingTaps taps;
+        c10::InferenceMode guard;
+        model->forward(torch::tensor({{1, 5, 9, 3, 7, 2}}, torch::kInt64), torch::Tensor(), &taps);
+        auto expected = [&](const torch::Tensor& x) {
+            torch::Tensor h = x.to(torch::kFloat64);
+            if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
+            return torch::rsqrt(h.pow(2).mean(-1) + c.normEps);
+        };
+        auto check = [&](ValueKey scaleKey, ValueKey inputKey) {
+            QVERIFY2(model->hasValue(scaleKey.value), qPrintable(QString::fromStdString(valuePath(f, scaleKey))));
+            const torch::Tensor got = taps.tensors.at(scaleKey);
+            QCOMPARE(got.scalar_type(), torch::kFloat32);
+            const torch::Tensor want = expected(taps.tensors.at(inputKey));
+            QCOMPARE(got.sizes().vec(), want.sizes().vec());
+            const double err = ((got.to(torch::kFloat64) - want).abs() / want.abs()).max().item<double>();
+            QVERIFY2(err < 1e-5, qPrintable(QString::fromStdString(valuePath(f, scaleKey)) + QString(" off by %1").arg(err)));
+        };
+        const int last = static_cast<int>(c.numLayers) - 1;
+        if (f.blockNorms.beforeAttention) check({Value::NativeInputNormScale, 0}, {Value::LayerInput, 0});
+        else QVERIFY(!model->hasValue(Value::NativeInputNormScale));
+        if (f.blockNorms.afterAttention) check({Value::NativeAttentionOutputNormScale, last}, {Value::AttentionOutput, last});
+        if (f.blockNorms.beforeMlp) check({Value::NativePostAttentionNormScale, last}, {Value::LayerMid, last});
+        if (f.blockNorms.afterMlp) check({Value::NativeMlpOutputNormScale, 0}, {Value::MlpOutput, 0});
+        check({Value::NativeFinalNormScale, -1}, {Value::LayerOutput, last});
+    }
+
+    // FreezeTaps cuts every norm's scale from autograd and leaves the values alone: the gradient of a logit direction
+    // read at the final norm's output, taken at the last block's output, is exactly the frozen norm's transpose
+    // (w · scale · u, centred for a LayerNorm); without freezing it is not.
+    void freezeTapsFreezeTheNorms_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-llama", "tiny-gpt2", "tiny-gemma2"}) QTest::newRow(f) << QString(f);
+    }
+    void freezeTapsFreezeTheNorms() {
+        QFETCH(QString, fixture);
+        auto model = loadModel(QString::fromStdString(test::fixture(fixture.toStdString())));
+        const ModelConfig& c = model->config();
+        const int last = static_cast<int>(c.numLayers) - 1;
+        /// Makes the last block's output a leaf and keeps the final norm's output and scale.
+        class Leaf : public Taps {
+        public:
+            explicit Leaf(int last) : last_(last) {}
+            void tap(Value v, int layer, torch::Tensor& t) override {
+                if (v == Value::LayerOutput && layer == last_) t = leaf = t.detach().clone().requires_grad_(true);
+                if (v == Value::FinalNormOutput) normed = t;
+                if (v == Value::NativeFinalNormScale) scale = t;
+            }
+            torch::Tensor leaf, normed, scale;
+
+        private:
+            int last_;
+        };
+        const torch::Tensor ids = torch::tensor({{2, 7, 4, 9}}, torch::kInt64);
+        const torch::Tensor u = torch::randn({c.hiddenSize}, torch::TensorOptions().dtype(torch::kFloat32));
+        auto gradient = [&](bool frozen, torch::Tensor* scale) {
+            Leaf leaf(last);
+            FreezeTaps freeze(&leaf);
+            const torch::Tensor logits = model->forward(ids, torch::Tensor(), frozen ? static_cast<Taps*>(&freeze) : &leaf);
+            if (scale) *scale = leaf.scale.detach();
+            (leaf.normed.index({0, -1}) * u).sum().backward();
+            return std::make_pair(leaf.leaf.grad().index({0, -1}).clone(), logits.detach());
+        };
+        torch::Tensor scale;
+        const auto [frozenGrad, frozenLogits] = gradient(true, &scale);
+        const auto [plainGrad, plainLogits] = gradient(false, nullptr);
+        QVERIFY(torch::equal(frozenLogits, plainLogits));  // freezing changes no value
+        const Family& f = model->family();
+        torch::Tensor w = model->finalNormWeight().to(torch::kFloat32);
+        if (f.norm == NormKind::RMSNormPlusOne) w = 1.0 + w;
+        torch::Tensor want = w * scale.index({0, -1}) * u;
+        if (f.norm == NormKind::LayerNorm) want = want - want.mean();
+        QVERIFY2(torch::allclose(frozenGrad, want, 1e-5, 1e-6), qPrintable(fixture));
+        QVERIFY2(!torch::allclose(plainGrad, want, 1e-5, 1e-6), "the unfrozen gradient should see the scale move");
+    }
+
+    // A device in every factory: a model loaded on libtorch's `meta` device (shapes, no data) runs the whole forward
+    // there; a tensor made on the CPU anywhere in the pass would meet the meta weights and fail.
+    void forwardMakesNothingOffTheModelsDevice_data() { modelRows(); }
+    void forwardMakesNothingOffTheModelsDevice() {
+        QFETCH(QString, dir);
+        auto model = Model::load(dir.toStdString(), test::float32().withTokenizer(false).withDevice(torch::kMeta));
+        QVERIFY(model->device().is_meta());
+        QVERIFY(model->layer(0)[Module::OProj].weight.device().is_meta());
+        c10::InferenceMode guard;
+        const torch::Tensor ids = torch::tensor({{0, 3, 5, 1}, {2, 2, 4, 6}}, torch::kInt64);
+        const torch::Tensor mask = torch::tensor({{0, 1, 1, 1}, {1, 1, 1, 1}}, torch::kInt64);
+        torch::Tensor logits, step;
+        try {
+            logits = model->forward(ids, mask, nullptr);
+            KvCache cache;
+            step = model->forwardCached(torch::tensor({{1, 2, 3}}, torch::kInt64), cache, /*lastOnly=*/true);
+        } catch (const std::exception& e) {
+            QFAIL(e.what());  // "Expected all tensors to be on the same device": a factory without the model's options
+        }
+        QVERIFY(logits.device().is_meta());
+        QCOMPARE(logits.sizes().vec(), (std::vector<int64_t>{2, 4, model->config().vocabSize}));
+        QVERIFY(step.device().is_meta());
+        QCOMPARE(step.sizes().vec(), (std::vector<int64_t>{1, 1, model->config().vocabSize}));
     }
 
     // The family page's block steps mention every block value of the table, in the table's order, and only the

@@ -30,7 +30,7 @@ torch::Tensor termsFromWeights(const Model& m, const TraceResult& r, int layer, 
     const int64_t D = c.headDim, groups = c.numHeads / c.numKvHeads;
     const torch::Tensor A = r.value({Value::AttentionProbabilities, layer}).index({0}).to(torch::kFloat32);  // [H, q, k]
     const torch::Tensor V = r.value({Value::AttentionValues, layer}).index({0}).to(torch::kFloat32);         // [kv, s, D]
-    const torch::Tensor wo = m.layer(layer).oProj.to(torch::kFloat32);
+    const torch::Tensor wo = m.layer(layer)[Module::OProj].weight.to(torch::kFloat32);
     torch::Tensor z = torch::zeros({i + 1, c.hiddenSize});
     for (int64_t h = 0; h < c.numHeads; ++h) {
         const torch::Tensor written = torch::matmul(V.index({h / groups, Slice(0, i + 1)}), wo.index({Slice(), Slice(h * D, (h + 1) * D)}).t());
@@ -38,7 +38,7 @@ torch::Tensor termsFromWeights(const Model& m, const TraceResult& r, int layer, 
     }
     if (m.family().blockNorms.afterAttention) {  // RMSNorm families only (Gemma 2, OLMo 2)
         const torch::Tensor a = r.value({Value::AttentionOutput, layer}).index({0, i}).to(torch::kFloat32);
-        const torch::Tensor w = m.layer(layer).attentionOutputNorm.to(torch::kFloat32);
+        const torch::Tensor w = m.layer(layer)[Module::AttentionOutputNorm].weight.to(torch::kFloat32);
         const double rms = std::sqrt((a.pow(2).mean() + c.normEps).item<double>());
         z = z * ((m.family().norm == NormKind::RMSNormPlusOne ? 1 + w : w) / rms);
     }
@@ -87,7 +87,7 @@ private slots:
                 if (m->config().parallelResidual) after = x + r.value({Value::AttentionOutput, l}).index({0, i}).to(torch::kFloat32);
                 NNSCOPE_COMPARE_TENSORS(s.residual + s.terms.sum(0) + s.bias, after, 1e-4, 1e-4);
                 NNSCOPE_COMPARE_TENSORS(s.stream, after, 1e-5, 1e-5);
-                if (!m->layer(l).oProjBias.defined() && !m->family().blockNorms.afterAttention) QCOMPARE(s.bias.abs().max().item<double>(), 0.0);
+                if (!m->layer(l)[Module::OProj].bias.defined() && !m->family().blockNorms.afterAttention) QCOMPARE(s.bias.abs().max().item<double>(), 0.0);
             }
         }
     }
@@ -145,7 +145,7 @@ private slots:
         const int64_t D = m->config().headDim, groups = m->config().numHeads / m->config().numKvHeads, i = c.length - 1;
         const torch::Tensor A = r.value({Value::AttentionProbabilities, layer}).index({0, head, i}).to(torch::kFloat32);    // [k]
         const torch::Tensor v = r.value({Value::AttentionValues, layer}).index({0, head / groups}).to(torch::kFloat32);    // [s, D]
-        const torch::Tensor wo = m->layer(layer).oProj.to(torch::kFloat32).index({Slice(), Slice(head * D, (head + 1) * D)});
+        const torch::Tensor wo = m->layer(layer)[Module::OProj].weight.to(torch::kFloat32).index({Slice(), Slice(head * D, (head + 1) * D)});
         const torch::Tensor written = torch::matmul(v, wo.t());  // [s, hidden]
         NNSCOPE_COMPARE_TENSORS(c.headNorms.index({layer, head, i}), A * written.norm(2, -1), 1e-4, 1e-6);
         const int64_t j = i - 1;

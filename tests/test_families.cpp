@@ -276,8 +276,8 @@ private slots:
         const auto& r = c.runs.at("single");
         const auto& cfg = c.model->config();
         const int64_t H = cfg.numHeads, D = cfg.headDim;
-        auto W = c.model->layer(1).qkvProj.view({H, 3, D, -1});
-        auto bias = c.model->layer(1).qkvProjBias.view({H, 3, D});
+        auto W = c.model->layer(1)[Module::QkvProj].weight.view({H, 3, D, -1});
+        auto bias = c.model->layer(1)[Module::QkvProj].bias.view({H, 3, D});
         auto h = r.value({Value::AttentionNormOutput, 1});  // self_attn's input
         auto v = r.value({Value::AttentionValues, 1});
         auto vAgain = torch::einsum("bsx,hdx->bhsd", {h, W.index({Slice(), 2})}) + bias.index({Slice(), 2, None});
@@ -286,7 +286,7 @@ private slots:
         const int64_t rot = cfg.rotaryDim();
         QCOMPARE(rot, D / 2);
         auto qRaw = torch::einsum("bsx,hdx->bhsd", {h, W.index({Slice(), 0})}) + bias.index({Slice(), 0, None});
-        auto qNormed = torch::layer_norm(qRaw, {D}, c.model->layer(1).qNorm, c.model->layer(1).qNormBias, cfg.normEps);
+        auto qNormed = torch::layer_norm(qRaw, {D}, c.model->layer(1)[Module::QNorm].weight, c.model->layer(1)[Module::QNorm].bias, cfg.normEps);
         auto q = r.value({Value::AttentionQueries, 1});
         NNSCOPE_COMPARE_TENSORS(qNormed.index({"...", Slice(rot, None)}), q.index({"...", Slice(rot, None)}), 1e-5, 1e-6);
         QVERIFY(!torch::allclose(qNormed.index({Slice(), Slice(), Slice(1, None), Slice(None, rot)}),

@@ -7,6 +7,7 @@
 //    descriptions and read-at places, the same title, quirk chips and block formulas, and the same sections in the same
 //    order; the HTML page has the same sections in the same order, escaped;
 //  - `nnscope family` writes the page atomically, prints the summary line and exits 0 even when a check fails.
+#include "core/block.h"
 #include "core/checks.h"
 #include "core/error.h"
 #include "core/family_page.h"
@@ -509,6 +510,29 @@ private slots:
         QVERIFY2(sink->figure.find("block ") == 0 && sink->figure.find("×") != std::string::npos, sink->figure.c_str());
     }
 
+    // "The block, in order" follows the checkpoint's config: GPT-NeoX's parallel residual is one line, and a checkpoint
+    // with use_parallel_residual false gets the sequential block it computes (it had the parallel formula).
+    void blockFormulasFollowTheConfig() {
+        auto model = Model::load(nnscope::test::fixture("tiny-gpt-neox"), nnscope::test::float32());
+        const Family& f = model->family();
+        nlohmann::json raw = model->config().raw;
+        raw["use_parallel_residual"] = true;
+        const std::vector<std::string> parallel = blockFormulas(f, resolveModelConfig(raw, "parallel"));
+        QCOMPARE(parallel.front(), std::string("out = x + attention(input_layernorm(x)) + mlp(post_attention_layernorm(x))   # use_parallel_residual"));
+        raw["use_parallel_residual"] = false;
+        const std::vector<std::string> sequential = blockFormulas(f, resolveModelConfig(raw, "sequential"));
+        QCOMPARE(sequential.size(), size_t(3));
+        QCOMPARE(sequential[0], std::string("h   = x + attention(input_layernorm(x))"));
+        QCOMPARE(sequential[1], std::string("out = h + mlp(post_attention_layernorm(h))"));
+        QCOMPARE(sequential[2], std::string("mlp(z) = dense_4h_to_h(gelu(dense_h_to_4h(z)))"));
+        // the branch norms around the branches (Gemma 2), GPT-2's learned positions first
+        auto gemma = Model::load(nnscope::test::fixture("tiny-gemma2"), nnscope::test::float32());
+        QCOMPARE(blockFormulas(gemma->family(), gemma->config()).front(),
+                 std::string("h   = x + post_attention_layernorm(self_attn(input_layernorm(x)))"));
+        auto gpt2 = Model::load(nnscope::test::fixture("tiny-gpt2"), nnscope::test::float32());
+        QCOMPARE(blockFormulas(gpt2->family(), gpt2->config()).front(), std::string("x0  = wte(ids) + wpe(positions)"));
+    }
+
     // ---- the seed pages ----
     void seedPages_data() {
         QTest::addColumn<QString>("family");
@@ -574,9 +598,9 @@ private slots:
             }
             seedFormulas.push_back(l);
         }
-        QCOMPARE(seedFormulas, f.blockFormulas);
+        QCOMPARE(seedFormulas, blockFormulas(f, model->config()));
         std::string fenced = "### The block, in order\n\n```python\n";
-        for (const auto& l : f.blockFormulas) fenced += l + "\n";
+        for (const auto& l : blockFormulas(f, model->config())) fenced += l + "\n";
         QVERIFY(md.find(fenced + "```") != std::string::npos);
 
         // the family module's description: the seed's words

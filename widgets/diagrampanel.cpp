@@ -3,6 +3,8 @@
 
 #include "palette.h"
 
+#include "core/block.h"
+
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -72,7 +74,7 @@ void DiagramPanel::setModel(ModelPtr model) {
     const Family& f = model->family();
     identity_->setText(tr("<b>identity</b> <tt>%1</tt>").arg(QString::fromStdString(f.contributionIdentity()).toHtmlEscaped()));
     QStringList lines;
-    for (const auto& line : f.blockFormulas) lines << QString::fromStdString(line);
+    for (const auto& line : blockFormulas(f, model->config())) lines << QString::fromStdString(line);
     formulas_->setText(lines.join('\n'));
 }
 

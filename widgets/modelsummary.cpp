@@ -3,6 +3,7 @@
 
 #include "palette.h"
 
+#include "core/block.h"
 #include "core/support.h"
 
 #include <QObject>
@@ -30,7 +31,7 @@ QString modelSummaryHtml(const Model& model, const QPalette& palette) {
     h += "</table>";
 
     h += QObject::tr("<h3>The block</h3>") + "<pre>";
-    for (const auto& line : f.blockFormulas) h += esc(line) + "\n";
+    for (const auto& line : blockFormulas(f, c)) h += esc(line) + "\n";
     h += "</pre>";
 
     h += QObject::tr("<h3>Config</h3>") + "<table cellspacing='0' cellpadding='2'>";
