@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-#include "core/error.h"
+#include "core/model/error.h"
 
 #include <QStringList>
 
@@ -46,7 +46,7 @@ int runCli(const QStringList& arguments);
 int runTrainDemoCommand(const QStringList& arguments);
 /// `nnscope family --model DIR [--format md|html] [--out FILE]` (app/family_cmd.cpp).
 int runFamilyCommand(const QStringList& arguments);
-/// --edit, --skip and --steer values as intervention lines (core/edit.h's addIntervention syntax), in that order:
+/// --edit, --skip and --steer values as intervention lines (core/run/edit.h's addIntervention syntax), in that order:
 /// the edits as written, then "skip N", then "steer SPEC". `trace` and `gui` both take these options.
 /// Prints each of the model's load warnings (Model::warnings) on stderr once, as "nnscope: warning: ...", then its notes
 /// (Model::notes: the compute dtype chosen for this CPU) as "nnscope: note: ...".

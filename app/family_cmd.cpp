@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 // `nnscope family --model DIR [--format md|html] [--out FILE] [--prompt TEXT] [--threads N] [--dtype D]`: the family page of
-// a checkpoint (core/family_page.h), its notes' checks run on the checkpoint (core/checks.h). The page goes to stdout, or
+// a checkpoint (core/pages/family_page.h), its notes' checks run on the checkpoint (core/pages/checks.h). The page goes to stdout, or
 // atomically to FILE; a summary line "checks: N passed, M failed" goes to stderr. The exit status is 0 even when a check
 // fails (the page reports it); it is non-zero only when the page cannot be made (bad options, unloadable checkpoint).
 #include "cli.h"
 
-#include "core/checks.h"
-#include "core/error.h"
-#include "core/family_page.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/trace.h"
+#include "core/pages/checks.h"
+#include "core/model/error.h"
+#include "core/pages/family_page.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/run/trace.h"
 
 #include <QCommandLineParser>
 

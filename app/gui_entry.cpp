@@ -8,8 +8,8 @@
 
 #include <QDir>
 
-#include "core/error.h"
-#include "core/model.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
 #include "widgets/familyview.h"
 #include "widgets/palette.h"
 #include "widgets/patchingview.h"

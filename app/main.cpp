@@ -2,7 +2,7 @@
 // One binary: the explorer window (no sub-command, or `gui`) and the command-line tool.
 #include "cli.h"
 
-#include "core/openblas.h"
+#include "core/run/openblas.h"
 
 #include <QCoreApplication>
 

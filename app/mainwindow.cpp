@@ -3,10 +3,10 @@
 
 #include "defaultmodel.h"
 
-#include "core/analysis.h"
-#include "core/error.h"
-#include "core/export.h"
-#include "core/valuestats.h"
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
+#include "core/io/export.h"
+#include "core/analysis/valuestats.h"
 #include "widgets/attentionview.h"
 #include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"

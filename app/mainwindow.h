@@ -6,7 +6,7 @@
 // on close. The model runs only in the TraceWorker thread.
 #include "traceworker.h"
 
-#include "core/valuestats.h"
+#include "core/analysis/valuestats.h"
 #include "widgets/patchingview.h"
 #include "widgets/tracesnapshot.h"
 
@@ -68,7 +68,7 @@ public:
     ~MainWindow() override;
 
     void openModel(const QString& dir);
-    /// Reads a trace file (core/tracefile.h) in the worker and browses it: the views show its values, nothing runs
+    /// Reads a trace file (core/io/tracefile.h) in the worker and browses it: the views show its values, nothing runs
     /// (the window says a trace file is open, no model). A file that cannot be read leaves the window as it was and
     /// shows why.
     void openTraceFile(const QString& path);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "traceworker.h"
 
-#include "core/error.h"
-#include "core/taps.h"
-#include "core/tracefile.h"
+#include "core/model/error.h"
+#include "core/model/taps.h"
+#include "core/io/tracefile.h"
 
 #include <c10/util/Exception.h>
 

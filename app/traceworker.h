@@ -6,9 +6,9 @@
 // block (the engine checks the flag between blocks), and a job queued after it is not cancelled by it. Results
 // leave by value through queued signals: a shared, immutable TraceSnapshot. The destructor cancels, wakes the
 // thread and waits for it.
-#include "core/edit.h"
-#include "core/generate.h"
-#include "core/patching.h"
+#include "core/run/edit.h"
+#include "core/run/generate.h"
+#include "core/run/patching.h"
 #include "widgets/familyview.h"
 #include "widgets/generateview.h"
 #include "widgets/tracesnapshot.h"
@@ -48,13 +48,13 @@ public:
 
     /// Queues loading the checkpoint folder `dir`. Returns the request's id.
     quint64 load(const QString& dir, std::optional<torch::ScalarType> dtype);
-    /// Queues a trace of `prompts` on `model`, saving `save`. `interventions` (core/edit.h's addIntervention syntax,
+    /// Queues a trace of `prompts` on `model`, saving `save`. `interventions` (core/run/edit.h's addIntervention syntax,
     /// .npy paths relative to `baseDir`) are parsed in the worker and applied during the pass; with `compare` the
     /// prompts are first traced without them too, and the snapshot carries that run as its `baseline`. A text that
     /// does not parse fails the trace with its message. Returns the request's id.
     quint64 trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save,
                   const QStringList& interventions = {}, bool compare = false, const QString& baseDir = ".");
-    /// Queues the logit lens (core/analysis.h logitLens) of `requests` with `k` tokens per cell: what a view shows,
+    /// Queues the logit lens (core/analysis/analysis.h logitLens) of `requests` with `k` tokens per cell: what a view shows,
     /// computed when it is shown. lensProgress counts the blocks of all of them; Cancel stops it within a block.
     quint64 lens(std::vector<LensRequest> requests, int k);
     /// How many lens jobs this worker has started (the tests check that a hidden view costs none).
@@ -63,7 +63,7 @@ public:
     quint64 checks(ModelPtr model, const QString& prompt);
     /// Queues activation patching (activationPatching) of `clean` into `corrupted` (token ids). Cancel stops it.
     quint64 patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options);
-    /// Queues generation (core/generate.h) after `prompt` (token ids) with `options`; with `interventions` (parsed in
+    /// Queues generation (core/run/generate.h) after `prompt` (token ids) with `options`; with `interventions` (parsed in
     /// the worker, addIntervention syntax) it generates with them and without them, both with the same seed. Cancel
     /// stops it between tokens.
     quint64 generate(ModelPtr model, std::vector<int64_t> prompt, GenerateOptions options, const QStringList& interventions,
@@ -71,7 +71,7 @@ public:
     /// Queues reading `keys` again from the inputs of `base`: a pass over its batch with its interventions (.npy paths
     /// relative to `baseDir`) that saves only `keys`; valuesRead hands back `base` with them added (withValues).
     quint64 reread(SnapshotPtr base, const std::vector<ValueKey>& keys, const QString& baseDir = ".");
-    /// Queues reading the trace file `path` (core/tracefile.h) into a snapshot (makeFileSnapshot).
+    /// Queues reading the trace file `path` (core/io/tracefile.h) into a snapshot (makeFileSnapshot).
     quint64 openTrace(const QString& path);
     /// Stops the running trace, lens, patching or generation within one block and drops queued ones.
     void cancel();

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// `nnscope train-demo`: trains the demo model (core/train_demo.h) and prints progress, then the figures of the
+// `nnscope train-demo`: trains the demo model (core/run/train_demo.h) and prints progress, then the figures of the
 // induction circuit measured on the written folder.
 #include "cli.h"
 
-#include "core/error.h"
-#include "core/train_demo.h"
+#include "core/model/error.h"
+#include "core/run/train_demo.h"
 
 #include <QCommandLineParser>
 

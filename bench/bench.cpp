@@ -5,13 +5,13 @@
 // the machine's measured matrix rate; the weight-read rate of a one-token pass against a plain memory copy measured in
 // the same run; greedy generation with the key/value cache. Run with --help for the options. Results:
 // docs/PERFORMANCE.md (bench/compare_transformers.py runs it beside transformers).
-#include "core/compute_dtype.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/openblas.h"
-#include "core/safetensors.h"
+#include "core/model/compute_dtype.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/run/openblas.h"
+#include "core/io/safetensors.h"
 #include "random_checkpoint.h"
-#include "core/trace.h"
+#include "core/run/trace.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>

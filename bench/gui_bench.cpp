@@ -14,7 +14,7 @@
 // Run with --help for the options.
 #include "app/defaultmodel.h"
 #include "app/mainwindow.h"
-#include "core/safetensors.h"
+#include "core/io/safetensors.h"
 #include "random_checkpoint.h"
 #include "widgets/logitlensview.h"
 #include "widgets/tracepanel.h"

@@ -3,9 +3,9 @@
 // same ones), bfloat16, seed 0. Not used by nnscope itself.
 #pragma once
 
-#include "core/family.h"
-#include "core/safetensors.h"
-#include "core/weights.h"
+#include "core/model/family.h"
+#include "core/io/safetensors.h"
+#include "core/model/weights.h"
 
 #include <torch/types.h>
 

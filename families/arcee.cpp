@@ -5,7 +5,7 @@
 // Llama's tree and Llama's block; the one difference is the MLP, which has no gate:
 // down_proj(relu(up_proj(x)) ** 2) (Nemotron's ungated MLP with hidden_act relu2). So a neuron is exactly zero
 // wherever its pre-activation is negative. AFM-4.5B stretches the rotary with YaRN; the pre-anneal checkpoint
-// uses the plain rotary. Both come from the config (core/rope.cpp).
+// uses the plain rotary. Both come from the config (core/model/rope.cpp).
 #include "families/families.h"
 
 namespace nnscope {

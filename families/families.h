@@ -2,7 +2,7 @@
 // What family files share. Each file defines `Family <name>Family()`; the build registers every such function it finds
 // in families/*.cpp (core/CMakeLists.txt writes the list registry.cpp includes).
 #pragma once
-#include "core/family.h"
+#include "core/model/family.h"
 
 namespace nnscope {
 

@@ -10,7 +10,7 @@
 // native ones: o_proj/dense, down_proj/dense_4h_to_h, act_fn/act.
 #include "families/families.h"
 
-#include "core/error.h"
+#include "core/model/error.h"
 
 namespace nnscope {
 

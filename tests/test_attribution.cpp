@@ -2,16 +2,16 @@
 // Direct logit attribution, generation (eos lists, generation_config.json, sampling, interventions at every step) and
 // intervention positions counted from each prompt of a batch. Every value is checked against a computation made
 // here from the weights and the pass's own values, not against the function under test.
-#include "core/analysis.h"
-#include "core/attribution.h"
-#include "core/edit.h"
-#include "core/error.h"
-#include "core/generate.h"
-#include "core/headscores.h"
-#include "core/model.h"
-#include "core/patching.h"
-#include "core/safetensors.h"
-#include "core/trace.h"
+#include "core/analysis/analysis.h"
+#include "core/analysis/attribution.h"
+#include "core/run/edit.h"
+#include "core/model/error.h"
+#include "core/run/generate.h"
+#include "core/analysis/headscores.h"
+#include "core/model/model.h"
+#include "core/run/patching.h"
+#include "core/io/safetensors.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 
 #include <QProcess>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The block description (core/block.h) against the forward pass and everything generated from it, on every fixture
+// The block description (core/model/block.h) against the forward pass and everything generated from it, on every fixture
 // family and the demo model: the pass taps its values in the table's order, the native values a checkpoint has are
 // the table's, "read at" names a module the family has, native spellings resolve to the value read there, the
 // printout shows exactly the table's modules and marks each value line, the family page's steps follow the table.
-#include "core/block.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/support.h"
-#include "core/taps.h"
-#include "core/trace.h"
-#include "core/weights.h"
+#include "core/model/block.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/pages/support.h"
+#include "core/model/taps.h"
+#include "core/run/trace.h"
+#include "core/model/weights.h"
 #include "manifest.h"
 #include "testutil.h"
 
@@ -62,7 +62,7 @@ class TestBlock : public QObject {
 private slots:
     void initTestCase() { configureThreads(0); }
 
-    // The forward pass (hand-written, core/model.cpp) taps exactly the table's values, in the table's order: the root's
+    // The forward pass (hand-written, core/model/model.cpp) taps exactly the table's values, in the table's order: the root's
     // steps before the blocks, every block's steps, the root's steps after.
     void tapsFireInTableOrder_data() { modelRows(); }
     void tapsFireInTableOrder() {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // How a pass computes, not what: the compute dtype chosen for the CPU (issue 12: bfloat16 only where the CPU has it,
 // float32 elsewhere and said so, never a float32 copy that does not fit), and the single-row float32 linear that
-// one-token passes use (core/gemv.h) against libtorch's.
-#include "core/compute_dtype.h"
-#include "core/error.h"
-#include "core/gemv.h"
-#include "core/model.h"
-#include "core/trace.h"
+// one-token passes use (core/model/gemv.h) against libtorch's.
+#include "core/model/compute_dtype.h"
+#include "core/model/error.h"
+#include "core/model/gemv.h"
+#include "core/model/model.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 
 #include "testsuite.h"
@@ -44,7 +44,7 @@ class TestCompute : public QObject {
     Q_OBJECT
 private slots:
     /// Debian's OpenBLAS 0.3.21 falls back to its generic Prescott kernels on CPUs newer than it; nnscope restarts
-    /// itself with OPENBLAS_CORETYPE so that libtorch's matrix products run this CPU's kernels (core/openblas.h).
+    /// itself with OPENBLAS_CORETYPE so that libtorch's matrix products run this CPU's kernels (core/run/openblas.h).
     void openBlasRunsThisCpusKernels() {
         QProcess p;
         p.start(NNSCOPE_BINARY, {"--version"});

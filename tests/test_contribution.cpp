@@ -2,11 +2,11 @@
 // Information flow routes (core/contribution): the per-token decomposition of each attention update, the importances,
 // the heads' norms, the pruned graph and `nnscope graph`. The decomposition and the norms are checked against a
 // computation made here from the weights and the pass's own values, not against the function under test.
-#include "core/contribution.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/trace.h"
+#include "core/analysis/contribution.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 
 #include <QProcess>

@@ -3,10 +3,10 @@
 // checkpoint; on held-out repeated sequences its loss on the second occurrence is far below the first, a head of
 // its last layer is an induction head (score > 0.5) while no head of layer 0 is; a short training run is
 // bit-for-bit reproducible for a fixed seed; the trainer never replaces a folder that is not a demo folder.
-#include "error.h"
-#include "model.h"
-#include "trace.h"
-#include "train_demo.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/run/trace.h"
+#include "core/run/train_demo.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The engine on the real trained stories260K checkpoints (../shared/models): greedy decoding against the
 // llama2.c reference, the invariants on every block, the two layouts of one model, left-padded batches.
-#include "core/error.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/weights.h"
-#include "core/trace.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/model/weights.h"
+#include "core/run/trace.h"
 #include "manifest.h"
 #include "testutil.h"
 

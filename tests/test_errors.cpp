@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Broken inputs give a clear error that names the file and the problem, and a non-zero exit from the command
 // line: never a crash, never a half-written output.
-#include "core/error.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/trace.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 
 #include <QProcess>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Every standard value of every family against HuggingFace transformers (tests/fixtures/models/*/golden_*.safetensors,
 // written by tests/fixtures/make_fixtures.py), and the checks of the seeds' notes on the matching fixture.
-#include "core/analysis.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/support.h"
-#include "core/trace.h"
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/pages/support.h"
+#include "core/run/trace.h"
 #include "manifest.h"
 #include "testutil.h"
 

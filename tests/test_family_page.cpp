@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The family pages (core/family_page.h) and the checks behind their notes (core/checks.h):
+// The family pages (core/pages/family_page.h) and the checks behind their notes (core/pages/checks.h):
 //  - every check of every family passes on its fixtures (and on the real stories260K-llama);
 //  - a deliberately broken copy of a fixture (one weight perturbed, a config key changed) turns the matching check to ✗;
 //  - the figures the seeds quote for one checkpoint are computed live (they follow a changed weight);
@@ -7,14 +7,14 @@
 //    descriptions and read-at places, the same title, quirk chips and block formulas, and the same sections in the same
 //    order; the HTML page has the same sections in the same order, escaped;
 //  - `nnscope family` writes the page atomically, prints the summary line and exits 0 even when a check fails.
-#include "core/block.h"
-#include "core/checks.h"
-#include "core/error.h"
-#include "core/family_page.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/support.h"
-#include "core/trace.h"
+#include "core/model/block.h"
+#include "core/pages/checks.h"
+#include "core/model/error.h"
+#include "core/pages/family_page.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/pages/support.h"
+#include "core/run/trace.h"
 #include "manifest.h"
 #include "testutil.h"
 

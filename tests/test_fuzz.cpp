@@ -5,11 +5,11 @@
 // clean nnscope::Error whose message is a short single line, or a model whose logits on fixed ids are finite, and
 // equal to the unmutated model's when the mutation changed nothing the model reads.
 // The broken files live in a temporary folder; nothing is written to the repository.
-#include "core/error.h"
-#include "core/jsonfile.h"
-#include "core/model.h"
-#include "core/safetensors.h"
-#include "core/tokenizer.h"
+#include "core/model/error.h"
+#include "core/io/jsonfile.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
+#include "core/io/tokenizer.h"
 #include "testutil.h"
 
 #include <QTemporaryDir>

@@ -7,17 +7,17 @@
 // rejects bad combinations and writes a screenshot.
 #include "app/defaultmodel.h"
 #include "app/mainwindow.h"
-#include "core/block.h"
-#include "core/analysis.h"
-#include "core/error.h"
-#include "core/openblas.h"
-#include "core/family.h"
-#include "core/export.h"
-#include "core/safetensors.h"
+#include "core/model/block.h"
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
+#include "core/run/openblas.h"
+#include "core/model/family.h"
+#include "core/io/export.h"
+#include "core/io/safetensors.h"
 #include "widgets/attentionview.h"
-#include "core/family_page.h"
-#include "core/edit.h"
-#include "core/patching.h"
+#include "core/pages/family_page.h"
+#include "core/run/edit.h"
+#include "core/run/patching.h"
 #include "widgets/compareview.h"
 #include "widgets/diagrampanel.h"
 #include "widgets/interventionpanel.h"
@@ -461,7 +461,7 @@ void TestGui::diagramHoverAndPin() {
     for (const QString& id : present) QVERIFY2(layout.part(id), qPrintable(model + " lacks " + id));
     for (const QString& id : absent) QVERIFY2(!layout.part(id), qPrintable(model + " draws " + id));
     for (const QString& pair : titles) QCOMPARE(layout.part(pair.section('=', 0, 0))->title, pair.section('=', 1));
-    // The boxes are the block description's modules (core/block.h), no more and no fewer; the attention and MLP frames
+    // The boxes are the block description's modules (core/model/block.h), no more and no fewer; the attention and MLP frames
     // stand for self_attn and mlp, and the attention dropout and GPT-2's wpe (named in embed_tokens' box) have none.
     std::set<int> tableModules = {static_cast<int>(Module::Layers)}, drawn;
     for (const BlockStep& step : forwardSteps(w->model()->family(), w->model()->config()))

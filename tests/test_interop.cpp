@@ -2,12 +2,12 @@
 // The names a value has in the Python tools (TransformerLens hooks, nnterp accessors and snippets), what a pinned
 // card computes (statistics, norms per position, the cost of tracing again), and trace files read back: the engine's
 // own exports with and without the checkpoint, a file saved with nnterp's names and no metadata, and broken files.
-#include "core/error.h"
-#include "core/export.h"
-#include "core/interop.h"
-#include "core/safetensors.h"
-#include "core/tracefile.h"
-#include "core/valuestats.h"
+#include "core/model/error.h"
+#include "core/io/export.h"
+#include "core/pages/interop.h"
+#include "core/io/safetensors.h"
+#include "core/io/tracefile.h"
+#include "core/analysis/valuestats.h"
 #include "testutil.h"
 
 #include "testsuite.h"

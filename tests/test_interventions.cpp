@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Interventions: edits, steering, skipped blocks and activation patching against transformers' forward hooks
 // (tests/fixtures/models/*/golden_float32.safetensors, "edit.*") and the seeds' claims about them.
-#include "core/edit.h"
-#include "core/error.h"
-#include "core/model.h"
-#include "core/patching.h"
-#include "core/safetensors.h"
-#include "core/trace.h"
+#include "core/run/edit.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/run/patching.h"
+#include "core/io/safetensors.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 
 #include <QProcess>

@@ -2,10 +2,10 @@
 // `support` and `print` against the seeds (../shared/seeds, read at test time): for each seed family, the values by
 // host with their layouts, descriptions and read-at places, and the printout of the native modules with the standard
 // names, generated from families/ and a config built from the seed's own Config table.
-#include "core/family.h"
-#include "core/model.h"
-#include "core/support.h"
-#include "core/weights.h"
+#include "core/model/family.h"
+#include "core/model/model.h"
+#include "core/pages/support.h"
+#include "core/model/weights.h"
 #include "manifest.h"
 #include "testutil.h"
 

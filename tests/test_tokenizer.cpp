@@ -5,8 +5,8 @@
 // transformers' AutoTokenizer (tests/fixtures/tokenizer/families.json, written by make_family_tokenizers.py) for the
 // GPT-2, Qwen2 and Gemma tokenizer folders of tests/fixtures/tokenizer/ and variants of them built here;
 // decoding, BOS/EOS, labels, how the JSON files decide special tokens, and the errors for broken folders.
-#include "error.h"
-#include "tokenizer.h"
+#include "core/model/error.h"
+#include "core/io/tokenizer.h"
 
 #include <QByteArrayList>
 #include <QDir>

@@ -3,7 +3,7 @@
 // them all in turn; --list prints their names.
 #include "testsuite.h"
 
-#include "core/openblas.h"
+#include "core/run/openblas.h"
 
 #include <QCoreApplication>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Helpers shared by the Qt Test programs: paths of the fixtures and tensor comparison with a message.
 #pragma once
-#include "core/model.h"
-#include "core/safetensors.h"
+#include "core/model/model.h"
+#include "core/io/safetensors.h"
 
 #include <torch/types.h>
 

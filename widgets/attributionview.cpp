@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "attributionview.h"
 
-#include "core/edit.h"
-#include "core/error.h"
+#include "core/run/edit.h"
+#include "core/model/error.h"
 
 #include <qcustomplot.h>
 #include <torch/types.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Attribution view ("who wrote the next token"): direct logit attribution (core/attribution.h) of a token at a
+// The Attribution view ("who wrote the next token"): direct logit attribution (core/analysis/attribution.h) of a token at a
 // position of the traced prompt. A bar per component (the embeddings, each block's attention and MLP output), a
 // blocks x heads heatmap of every head's share, the neurons with the largest share, and for a chosen component the
 // tokens it promotes and suppresses through the unembedding. The final norm's scale is frozen at the real pass's value
@@ -8,7 +8,7 @@
 #include "heatmapplot.h"
 #include "traceview.h"
 
-#include "core/attribution.h"
+#include "core/analysis/attribution.h"
 
 #include <optional>
 

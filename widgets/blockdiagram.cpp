@@ -3,7 +3,7 @@
 
 #include "palette.h"
 
-#include "core/trace.h"
+#include "core/run/trace.h"
 
 #include <QMouseEvent>
 #include <QPainter>

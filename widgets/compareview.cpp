@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "compareview.h"
 
-#include "core/analysis.h"
-#include "core/error.h"
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
 #include "heatmapplot.h"
 
 #include <torch/types.h>

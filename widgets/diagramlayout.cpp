@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "diagramlayout.h"
 
-#include "core/block.h"
-#include "core/support.h"
+#include "core/model/block.h"
+#include "core/pages/support.h"
 
 #include <set>
 
@@ -43,7 +43,7 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 class Builder {
 public:
     Builder(const Family& f, const ModelConfig& c) : f_(f), c_(c) {
-        // Which boxes exist comes from the block description (core/block.h); the builder only places them.
+        // Which boxes exist comes from the block description (core/model/block.h); the builder only places them.
         for (const BlockStep& step : forwardSteps(f, c))
             if (step.module) modules_.insert(*step.module);
     }

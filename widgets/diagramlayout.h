@@ -4,8 +4,8 @@
 // the module it stands for, and its place; the arrows between them. It is computed from the family's description
 // (norm kind, q/k norms, rotary style, fused projection, MLP kind, module names) and the config, never from a
 // picture per family. BlockDiagram paints it; the tests walk it.
-#include "core/config.h"
-#include "core/family.h"
+#include "core/model/config.h"
+#include "core/model/family.h"
 
 #include <QPolygonF>
 #include <QRectF>

@@ -3,7 +3,7 @@
 
 #include "palette.h"
 
-#include "core/block.h"
+#include "core/model/block.h"
 
 #include <QEvent>
 #include <QHBoxLayout>

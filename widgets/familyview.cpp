@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "familyview.h"
 
-#include "core/error.h"
-#include "core/family_page.h"
-#include "core/safetensors.h"
+#include "core/model/error.h"
+#include "core/pages/family_page.h"
+#include "core/io/safetensors.h"
 #include "palette.h"
 
 #include <QEvent>

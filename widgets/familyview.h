@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Family view: the family page of the loaded checkpoint (core/family_page.h, the seeds' encyclopedia page
-// generated from families/<family>.cpp) in a text browser, with every note's checks (core/checks.h) run on the
+// The Family view: the family page of the loaded checkpoint (core/pages/family_page.h, the seeds' encyclopedia page
+// generated from families/<family>.cpp) in a text browser, with every note's checks (core/pages/checks.h) run on the
 // checkpoint. The view never runs the model: it asks for the checks (runChecksRequested) and the window's worker
 // thread answers with setChecks. Until then each check reads "not run".
-#include "core/checks.h"
+#include "core/pages/checks.h"
 #include "tracesnapshot.h"
 
 #include <QWidget>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Flow view: the information flow graph of the traced prompt (Ferrando and Voita 2024, core/contribution.h) drawn
+// The Flow view: the information flow graph of the traced prompt (Ferrando and Voita 2024, core/analysis/contribution.h) drawn
 // over the prompt. Columns are the prompt's tokens, rows the stream between sublayers (the embeddings at the bottom,
 // then after each block's attention and after its MLP); each kept edge is a line whose width and opacity follow its
 // importance: blue for what attention moves from one token to another, orange for an MLP's write, grey for the
@@ -8,7 +8,7 @@
 // position (the last by default) and keeps edges of importance >= the threshold.
 #include "traceview.h"
 
-#include "core/contribution.h"
+#include "core/analysis/contribution.h"
 
 #include <optional>
 

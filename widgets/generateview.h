@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Generate view: generation (core/generate.h) from a prompt, greedy or sampled (temperature, top-k, top-p, a
+// The Generate view: generation (core/run/generate.h) from a prompt, greedy or sampled (temperature, top-k, top-p, a
 // seed), with the Interventions dock's active edits applied at every step; with interventions the unedited
 // continuation is generated with the same seed and shown beside the edited one, the tokens where they part marked.
 #include "traceview.h"
 
-#include "core/generate.h"
+#include "core/run/generate.h"
 
 #include <QStringList>
 

@@ -4,9 +4,9 @@
 // every head of the model is on screen at once and the induction / previous-token stripes stand out. Each thumbnail
 // is one QImage built from the pattern (pooled like MatrixImage: a pixel shows the largest probability of the cells
 // it covers), painted by one widget: no widget or plot per head, so 16 blocks × 16 heads at 512 tokens stay fast.
-// A per-head score (core/headscores.h) can mark the heads: a bar under each thumbnail and the best three ranked
+// A per-head score (core/analysis/headscores.h) can mark the heads: a bar under each thumbnail and the best three ranked
 // (#1, #2, #3 beside their bar, never drawn over a pattern).
-#include "core/headscores.h"
+#include "core/analysis/headscores.h"
 
 #include <torch/types.h>
 

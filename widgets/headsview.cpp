@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "headsview.h"
 
-#include "core/analysis.h"
+#include "core/analysis/analysis.h"
 #include "headoverview.h"
 
 #include <QComboBox>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // The Heads view: every (block, head) of the traced prompt at once, as a layers × heads overview of small attention
-// patterns (HeadOverview) above a sortable table of their pattern scores (core/headscores.h: previous_token,
+// patterns (HeadOverview) above a sortable table of their pattern scores (core/analysis/headscores.h: previous_token,
 // induction, first_token, diagonal), to find the interesting head. Sorting the table by a score marks the overview by
 // it (a bar per head, the best three numbered); choosing a row outlines its thumbnail; clicking a thumbnail or
 // double-clicking a row opens that head in the Attention view. The command-line twin is `nnscope heads`.
 #include "traceview.h"
 
-#include "core/headscores.h"
+#include "core/analysis/headscores.h"
 
 class QComboBox;
 class QStandardItemModel;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "interventionpanel.h"
 
-#include "core/edit.h"
-#include "core/error.h"
-#include "core/safetensors.h"
+#include "core/run/edit.h"
+#include "core/model/error.h"
+#include "core/io/safetensors.h"
 
 #include <torch/types.h>
 

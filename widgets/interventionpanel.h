@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // The "Interventions" dock: the edits, skipped blocks and steering vectors the next trace applies, one per line in
-// the syntax the command line shares (core/edit.h's addIntervention):
+// the syntax the command line shares (core/run/edit.h's addIntervention):
 //   layers.1.self_attn.attention_queries[:, 1] *= 2     an edit of any writable value (set, add, scale; indices, slices)
 //   layers.0.self_attn.attention_head_outputs[:, :, 3] = mean    mean-ablation of a head
 //   skip 2                                              block 2 passes the stream through unchanged

@@ -3,8 +3,8 @@
 
 #include "palette.h"
 
-#include "core/block.h"
-#include "core/support.h"
+#include "core/model/block.h"
+#include "core/pages/support.h"
 
 #include <QObject>
 

@@ -2,7 +2,7 @@
 #pragma once
 // The "Model" page: the family (title, summary, quirks), the standard sizes, the checkpoint's config and the
 // family's notes, as HTML for a QTextBrowser.
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <QPalette>
 #include <QString>

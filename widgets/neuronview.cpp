@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "neuronview.h"
 
-#include "core/analysis.h"
-#include "core/edit.h"
+#include "core/analysis/analysis.h"
+#include "core/run/edit.h"
 
 #include <torch/types.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "palette.h"
 
-#include "core/config.h"
-#include "core/family.h"
+#include "core/model/config.h"
+#include "core/model/family.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The Patching view: activation patching (core/patching.h) in the window. A clean and a corrupted prompt (the same
+// The Patching view: activation patching (core/run/patching.h) in the window. A clean and a corrupted prompt (the same
 // number of tokens), the answer token and optionally a wrong one, the value to patch (layer_output,
 // attention_output, mlp_output or one head's output); Run patches the clean run's value into the corrupted run at
 // every block x position, in the worker thread, and the grid of the metric (logit(answer) - logit(wrong), or
@@ -9,7 +9,7 @@
 #include "heatmapplot.h"
 #include "traceview.h"
 
-#include "core/patching.h"
+#include "core/run/patching.h"
 
 #include <memory>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "pinnedcards.h"
 
-#include "core/export.h"
-#include "core/interop.h"
+#include "core/io/export.h"
+#include "core/pages/interop.h"
 
 #include <torch/types.h>
 

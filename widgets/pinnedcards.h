@@ -7,7 +7,7 @@
 // export, edit or unpin it; Copy puts its path, its values as CSV or an nnterp snippet that reads it on the clipboard.
 #include "blockdiagram.h"
 
-#include "core/valuestats.h"
+#include "core/analysis/valuestats.h"
 
 #include <QFrame>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "printoutmodel.h"
 
-#include "core/support.h"
+#include "core/pages/support.h"
 
 #include <QFont>
 

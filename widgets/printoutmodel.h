@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The printout (what print(model) shows under nnterp, core/support.h's printout()), one line per row, each line
+// The printout (what print(model) shows under nnterp, core/pages/support.h's printout()), one line per row, each line
 // tied to the value or native module it names so that selecting it can highlight the diagram.
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <QAbstractListModel>
 

@@ -2,7 +2,7 @@
 #pragma once
 // The support table of the loaded family, "values, by host" as the seeds print it: a header row per host (its path
 // and class), then one row per value with its name, layout with axes, what it is and where it is read.
-#include "core/support.h"
+#include "core/pages/support.h"
 
 #include <QAbstractTableModel>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "textview.h"
 
-#include "core/analysis.h"
+#include "core/analysis/analysis.h"
 
 #include <torch/types.h>
 

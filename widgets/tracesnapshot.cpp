@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "core/export.h"
-#include "core/tracefile.h"
+#include "core/io/export.h"
+#include "core/io/tracefile.h"
 
 #include <QObject>
 

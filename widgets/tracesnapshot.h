@@ -4,9 +4,9 @@
 // thread builds it and hands it to the window through a queued signal; every view and table model reads it and none
 // changes it. The one exception is the logit lens, which costs several times the forward pass on a large vocabulary:
 // it is not part of the trace but computed when a view shows it, for the prompt shown, and kept here.
-#include "core/analysis.h"
-#include "core/model.h"
-#include "core/trace.h"
+#include "core/analysis/analysis.h"
+#include "core/model/model.h"
+#include "core/run/trace.h"
 
 #include <QMap>
 #include <QMetaType>
@@ -25,7 +25,7 @@ struct TraceSnapshot {
     TraceResult result;
     std::vector<QStringList> tokens;  ///< per prompt: a readable label for each of its own tokens
     quint64 serial = 0;               ///< which trace of the session this is
-    /// The interventions applied during this pass, as written in the Interventions list (core/edit.h's
+    /// The interventions applied during this pass, as written in the Interventions list (core/run/edit.h's
     /// addIntervention syntax); empty for an unedited trace.
     QStringList interventions;
     /// The same prompts traced without the interventions, saving the same values (set when the trace had
@@ -94,7 +94,7 @@ SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, con
                          SnapshotPtr baseline = nullptr);
 
 struct TraceFile;
-/// A snapshot of the values of a trace file (core/tracefile.h) with the file's token labels. Its logit lens is computed
+/// A snapshot of the values of a trace file (core/io/tracefile.h) with the file's token labels. Its logit lens is computed
 /// when shown, like a trace's, where the file holds every layer_output and the model has weights; else lensMissing
 /// says why there is none. Throws nnscope::Error.
 SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial);

@@ -18,7 +18,7 @@ class QStackedWidget;
 
 namespace nnscope {
 
-/// An intervention a view offers in its context menu: the menu text and the intervention (core/edit.h's
+/// An intervention a view offers in its context menu: the menu text and the intervention (core/run/edit.h's
 /// addIntervention syntax), e.g. {"Zero-ablate head 3 of block 1", "layers.1.self_attn.attention_head_outputs[:, :, 3] = 0"}.
 struct InterventionOffer {
     QString label;

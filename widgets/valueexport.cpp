@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "valueexport.h"
 
-#include "core/error.h"
-#include "core/export.h"
-#include "core/safetensors.h"
+#include "core/model/error.h"
+#include "core/io/export.h"
+#include "core/io/safetensors.h"
 
 #include <QFileInfo>
 

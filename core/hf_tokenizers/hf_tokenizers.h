@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* C interface of the Rust crate nnscope_hf_tokenizers (src/lib.rs), a thin wrapper around HuggingFace
  * `tokenizers` (tokenizer.json files: nns_hf_*) and SentencePiece 0.2.1 built from source
- * (tokenizer.model files: nns_sp_*). Used by core/tokenizer_hf.cpp and core/tokenizer_sp.cpp; nothing
+ * (tokenizer.model files: nns_sp_*). Used by core/io/tokenizer_hf.cpp and core/io/tokenizer_sp.cpp; nothing
  * else should call it directly.
  *
  * Conventions:

@@ -2,9 +2,9 @@
 // libFuzzer target: any bytes as a config.json. parseJson (depth limit, duplicate keys) and cfg::readCommon (the keys
 // every family reads, their types and limits) either give a configuration whose sizes are within nnscope's limits or
 // throw nnscope::Error; nothing else.
-#include "core/config.h"
-#include "core/error.h"
-#include "core/jsonfile.h"
+#include "core/model/config.h"
+#include "core/model/error.h"
+#include "core/io/jsonfile.h"
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: any bytes as a whole .safetensors file. parseSafetensorsHeader must either return entries that
 // lie inside the data section and tile it, or throw nnscope::Error; nothing else (no crash, no other exception).
-#include "core/error.h"
-#include "core/safetensors.h"
+#include "core/model/error.h"
+#include "core/io/safetensors.h"
 
 #include <cstdint>
 #include <cstdlib>

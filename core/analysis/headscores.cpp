@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/headscores.h"
+
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
+
+#include <torch/types.h>
+
+#include <cmath>
+#include <unordered_map>
+
+namespace nnscope {
+
+HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>& ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (pattern.dim() != 2 || pattern.size(0) != n || pattern.size(1) != n)
+        throw Error("head scores: the pattern is not [" + std::to_string(n) + ", " + std::to_string(n) + "] for " + std::to_string(n) + " tokens.");
+    const torch::Tensor a = pattern.to(torch::kFloat64).contiguous();
+    const auto A = a.accessor<double, 2>();
+    HeadScore s;
+    const double nan = std::nan("");
+    double prev = 0, first = 0, diag = 0, ind = 0;
+    int64_t inductionCount = 0;
+    std::unordered_map<int64_t, int64_t> last;  // token -> its latest position so far
+    for (int64_t i = 0; i < n; ++i) {
+        if (i >= 1) {
+            prev += A[i][i - 1];
+            first += A[i][0];
+            diag += A[i][i];
+        }
+        auto it = last.find(ids[static_cast<size_t>(i)]);
+        if (it != last.end() && it->second + 1 <= i) {
+            ind += A[i][it->second + 1];
+            ++inductionCount;
+        }
+        last[ids[static_cast<size_t>(i)]] = i;
+    }
+    s.previousToken = n > 1 ? prev / static_cast<double>(n - 1) : nan;
+    s.firstToken = n > 1 ? first / static_cast<double>(n - 1) : nan;
+    s.diagonal = n > 1 ? diag / static_cast<double>(n - 1) : nan;
+    s.induction = inductionCount > 0 ? ind / static_cast<double>(inductionCount) : nan;
+    return s;
+}
+
+std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row) {
+    c10::InferenceMode guard;
+    promptSpan(result.batch, row);  // throws when the batch has no such row
+    const std::vector<int64_t>& ids = result.batch.ids[static_cast<size_t>(row)];
+    std::vector<HeadScore> out;
+    for (int layer = 0; layer < model.config().numLayers; ++layer) {
+        const torch::Tensor pattern = attentionPattern(model, result, layer, row);  // [heads, n, n]
+        for (int64_t h = 0; h < pattern.size(0); ++h) {
+            HeadScore s = patternScores(pattern.index({h}), ids);
+            s.layer = layer;
+            s.head = static_cast<int>(h);
+            out.push_back(s);
+        }
+    }
+    return out;
+}
+
+}  // namespace nnscope

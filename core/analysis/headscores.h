@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Per-head pattern scores: which heads look at the previous token, copy after a repeated token (induction), park on
+// the first token (attention sink) or on themselves. Computed from a trace's attention_probabilities, for the
+// `nnscope heads` command and the window's heads overview.
+#include "core/run/trace.h"
+
+#include <vector>
+
+namespace nnscope {
+
+/// The scores of one head on one prompt, each a mean attention probability in [0, 1] (NaN where the prompt gives the
+/// score nothing to average: one token, or no repeated token for induction). With A the head's pattern
+/// [query, key] over the prompt's own n tokens:
+///   previous_token = mean over i in 1..n-1 of A[i, i-1]   (TransformerLens' previous-token heads)
+///   induction      = mean over the positions i whose token occurred before, at j < i (the latest such j), of
+///                    A[i, j+1]: attention to the token that followed the earlier occurrence (Olsson et al. 2022, "In-
+///                    context Learning and Induction Heads"; on a repeated random sequence this is TransformerLens'
+///                    induction score)
+///   first_token    = mean over i in 1..n-1 of A[i, 0]     (the attention sink, Xiao et al. 2023)
+///   diagonal       = mean over i in 1..n-1 of A[i, i]     (attention to the token itself)
+/// Position 0 is left out of the means where it can only attend to itself.
+struct HeadScore {
+    int layer = 0;
+    int head = 0;
+    double previousToken = 0, induction = 0, firstToken = 0, diagonal = 0;
+};
+
+/// The scores of every (block, head) of prompt `row` of `result`, a trace that saved every block's
+/// attention_probabilities (viewValueKeys does), block by block, head by head. Throws nnscope::Error when a pattern was
+/// not saved or the row does not exist.
+std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row = 0);
+
+/// The scores of one pattern A [query, key] (float32) of a prompt with token ids `ids` (n of each).
+HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>& ids);
+
+}  // namespace nnscope

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// Rotary position embedding parameters, resolved from either config style:
+/// legacy (`rope_theta`, `rope_scaling: {type|rope_type, factor, ...}`, `partial_rotary_factor` at the top)
+/// or current transformers (`rope_parameters: {rope_type, rope_theta, factor, ...}`), following
+/// transformers' `standardize_rope_params` (modeling_rope_utils.py).
+struct RopeConfig {
+    std::string type = "default";  ///< default | linear | yarn | llama3 | longrope
+    double theta = 10000.0;        ///< rope_theta, the base of the frequencies
+    double partialRotaryFactor = 1.0;  ///< fraction of each head that rotates (Persimmon: 0.5)
+    std::optional<double> factor;      ///< linear/yarn/llama3 scale factor
+    std::optional<double> attentionFactor;  ///< yarn: multiplies cos and sin (None: derived from factor)
+    std::optional<double> betaFast, betaSlow, mscale, mscaleAllDim;  ///< yarn
+    bool truncate = true;                                             ///< yarn: floor/ceil the correction range
+    std::optional<double> lowFreqFactor, highFreqFactor;             ///< llama3
+    std::vector<double> shortFactor, longFactor;                     ///< longrope (Phi-3), rotary_dim / 2 each
+    int64_t originalMaxPositionEmbeddings = 0;  ///< yarn/llama3: pretraining context (default: max_position_embeddings)
+    std::string sourceStyle;  ///< "rope_parameters", "rope_scaling" or "rope_theta" (which keys were read)
+};
+
+/// generation_config.json, as transformers' GenerationConfig reads it (its defaults where a key is absent).
+struct GenerationConfig {
+    bool present = false;                  ///< the folder has a generation_config.json
+    std::vector<int64_t> eosTokenIds;      ///< eos_token_id (one id or a list); empty: config.json's ids apply
+    bool doSample = false;                 ///< do_sample: sample instead of taking the argmax
+    double temperature = 1.0;              ///< temperature: logits are divided by it before sampling
+    int64_t topK = 50;                     ///< top_k: keep the k most probable tokens (0: all)
+    double topP = 1.0;                     ///< top_p: keep the smallest set whose probability reaches p (1: all)
+    std::optional<int64_t> maxNewTokens;   ///< max_new_tokens
+};
+
+/// The resolved configuration the forward pass reads (step two of reading config.json: step one is the raw
+/// JSON, kept in `raw`, with the family's documented defaults filled in for missing keys).
+struct ModelConfig {
+    nlohmann::json raw;               ///< config.json as written in the folder
+    std::vector<std::string> architectures;
+    std::string modelType;
+    int64_t hiddenSize = 0;          ///< hidden_size: width of the residual stream
+    int64_t intermediateSize = 0;    ///< intermediate_size: MLP neurons per block
+    int64_t numLayers = 0;           ///< num_hidden_layers
+    int64_t numHeads = 0;            ///< num_attention_heads (query heads)
+    int64_t numKvHeads = 0;          ///< num_key_value_heads (defaults to num_attention_heads)
+    int64_t headDim = 0;             ///< head_dim (defaults to hidden_size / num_attention_heads)
+    int64_t vocabSize = 0;           ///< vocab_size: rows of embed_tokens and lm_head
+    int64_t maxPositionEmbeddings = 0;
+    double normEps = 1e-6;           ///< rms_norm_eps or layer_norm_eps, per the family
+    std::string hiddenAct = "silu";  ///< hidden_act: the MLP activation's name (ACT2FN key)
+    bool tieWordEmbeddings = false;  ///< lm_head shares embed_tokens' matrix
+    bool attentionBias = false;      ///< q/k/v(/o) projections carry biases
+    bool oProjBias = false;          ///< o_proj carries a bias
+    bool mlpBias = false;            ///< MLP projections carry biases
+    bool qkNorm = false;             ///< per-head norms of queries and keys
+    std::optional<int64_t> bosTokenId, eosTokenId, padTokenId;  ///< eosTokenId: the first of eosTokenIds
+    /// Every id config.json gives as eos_token_id (one id or a list, e.g. Llama 3's [128001, 128008, 128009]).
+    std::vector<int64_t> eosTokenIds;
+    /// generation_config.json's defaults where the folder has one (Model::load reads it).
+    GenerationConfig generation;
+    std::string dtype;               ///< torch_dtype / dtype the checkpoint was saved in ("float32", "bfloat16", ...)
+    RopeConfig rope;
+    /// The rotary of sliding-window layers where it differs from `rope` (Gemma 3's rope_local_base_freq).
+    std::optional<RopeConfig> ropeLocal;
+
+    // Attention and readout details that only some families set (defaults are Llama's).
+    /// Multiplies q·k: head_dim ** -0.5 by default; Gemma's query_pre_attn_scalar ** -0.5; 1 for GPT-2 without
+    /// scale_attn_weights.
+    double attentionScaling = 0.0;
+    /// GPT-2's scale_attn_by_inverse_layer_idx: block i's scaling is further divided by i + 1.
+    bool scaleByInverseLayer = false;
+    /// tanh soft-capping of the attention scores before the mask (Gemma 2: attn_logit_softcapping), and of the
+    /// logits after lm_head (final_logit_softcapping): x -> cap * tanh(x / cap).
+    std::optional<double> attnLogitSoftcap, finalLogitSoftcap;
+    /// The token embeddings are multiplied by this (Gemma: sqrt(hidden_size), rounded to the compute dtype).
+    double embedScale = 1.0;
+    /// Keys a query may see in a sliding-window layer: query - key < slidingWindow. 0: no layer slides.
+    int64_t slidingWindow = 0;
+    /// Per block, whether it attends through the sliding window (config layer_types "sliding_attention").
+    std::vector<bool> layerSliding;
+    /// GPT-NeoX's use_parallel_residual: out = x + attn(ln1(x)) + mlp(ln2(x)).
+    bool parallelResidual = false;
+
+    /// Whether block `layer` attends through the sliding window.
+    bool slides(int64_t layer) const {
+        return slidingWindow > 0 && layer >= 0 && layer < static_cast<int64_t>(layerSliding.size()) &&
+               layerSliding[static_cast<size_t>(layer)];
+    }
+
+    /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor).
+    int64_t rotaryDim() const { return static_cast<int64_t>(headDim * rope.partialRotaryFactor); }
+};
+
+/// Reads `dir/config.json` into JSON. Throws nnscope::Error naming the file when it is missing, not a regular
+/// file, larger than 16 MiB, not JSON (nested deeper than 64 levels, a key repeated: core/io/jsonfile.h), or not an
+/// object.
+nlohmann::json readConfigJson(const std::string& dir);
+
+/// Helpers for reading config keys with messages that name the key and the file.
+namespace cfg {
+int64_t getInt(const nlohmann::json& j, const std::string& key, const std::string& file);
+std::optional<int64_t> optInt(const nlohmann::json& j, const std::string& key, const std::string& file);
+double getDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
+std::optional<double> optDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
+bool getBool(const nlohmann::json& j, const std::string& key, bool fallback, const std::string& file);
+std::string getString(const nlohmann::json& j, const std::string& key, const std::string& fallback, const std::string& file);
+/// Fills the keys shared by every Llama-like family (sizes, eps from `epsKey`, act, tie, bos/eos,
+/// rope) into `c` from `j` (the raw config merged over the family defaults). Throws nnscope::Error naming the key
+/// for a wrong type, a size that is not positive or beyond nnscope's limits (far above any real model's: they
+/// keep products such as num_attention_heads * head_dim and the rotary tables bounded), or a negative eps.
+void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
+/// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
+/// Throws nnscope::Error naming the key when it is malformed.
+std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);
+/// An id or a list of ids (eos_token_id): empty when the key is absent or null. Throws nnscope::Error naming the
+/// key for anything else (a negative id, a string).
+std::vector<int64_t> optIntList(const nlohmann::json& j, const std::string& key, const std::string& file);
+/// Reads generation_config.json's object `j` (named `file` in messages): eos_token_id, do_sample, temperature, top_k,
+/// top_p, max_new_tokens. Throws nnscope::Error naming the key and the file for a wrong type or range.
+GenerationConfig readGenerationConfig(const nlohmann::json& j, const std::string& file);
+/// Resolves the rotary parameters from either config style (see RopeConfig). Throws nnscope::Error for an unknown
+/// rope type, missing parameters, rope_theta <= 0 or partial_rotary_factor outside (0, 1].
+RopeConfig readRope(const nlohmann::json& j, const std::string& file, int64_t maxPositionEmbeddings);
+}  // namespace cfg
+
+}  // namespace nnscope

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// Compiled with OpenMP (core/CMakeLists.txt): at::parallel_for is a header template whose threads come from the
+// "#pragma omp parallel" of Debian's libtorch (AT_PARALLEL_OPENMP), so the pragma must be compiled here.
+#include "core/model/gemv.h"
+
+#include "core/model/error.h"
+
+#include <ATen/Parallel.h>
+#include <torch/types.h>
+
+#include <cstring>
+#include <sstream>
+
+namespace nnscope {
+namespace {
+
+typedef float Float8 __attribute__((vector_size(32)));
+
+inline Float8 load8(const float* p) {
+    Float8 v;
+    std::memcpy(&v, p, sizeof v);  // unaligned load
+    return v;
+}
+
+// Rows [r0, r1) of y = w · x. Bandwidth-bound: four independent accumulators keep the loads in flight; the clones let
+// the dynamic loader pick AVX-512 or AVX2 code where the CPU has it (the default build targets baseline x86-64).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+void rowDots(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const float* row = w + r * in;
+        Float8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
+        int64_t k = 0;
+        for (; k + 32 <= in; k += 32) {
+            a0 += load8(x + k) * load8(row + k);
+            a1 += load8(x + k + 8) * load8(row + k + 8);
+            a2 += load8(x + k + 16) * load8(row + k + 16);
+            a3 += load8(x + k + 24) * load8(row + k + 24);
+        }
+        const Float8 a = (a0 + a1) + (a2 + a3);
+        float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+        for (; k < in; ++k) sum += x[k] * row[k];
+        y[r] = bias ? sum + bias[r] : sum;
+    }
+}
+
+std::string shapeOf(const torch::Tensor& t) {
+    if (!t.defined()) return "(none)";
+    std::ostringstream s;
+    s << t.sizes() << " " << t.scalar_type();
+    return s.str();
+}
+
+}  // namespace
+
+bool singleRowLinearApplies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    if (!x.defined() || !w.defined() || x.scalar_type() != torch::kFloat32 || w.scalar_type() != torch::kFloat32) return false;
+    if (w.dim() != 2 || !w.is_contiguous() || x.dim() < 1 || x.size(-1) != w.size(1) || x.numel() != w.size(1)) return false;
+    if (!x.device().is_cpu() || !w.device().is_cpu()) return false;
+    if (b.defined() && (b.scalar_type() != torch::kFloat32 || b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))
+        return false;
+    const bool grad = x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad());
+    return !(grad && at::GradMode::is_enabled());
+}
+
+torch::Tensor singleRowLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    if (!singleRowLinearApplies(x, w, b))
+        throw Error("singleRowLinear: needs one float32 row [..., in] and a contiguous float32 [out, in] weight, got x " +
+                    shapeOf(x) + ", w " + shapeOf(w) + ", b " + shapeOf(b) + ".");
+    const int64_t out = w.size(0), in = w.size(1);
+    const torch::Tensor row = x.contiguous();
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = out;
+    torch::Tensor y = torch::empty(shape, torch::TensorOptions().dtype(torch::kFloat32));
+    const float* xp = row.data_ptr<float>();
+    const float* wp = w.data_ptr<float>();
+    const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+    float* yp = y.data_ptr<float>();
+    // 64 rows (256 KB of a 1024-wide matrix) at least per thread: smaller matrices stay on one thread.
+    at::parallel_for(0, out, /*grain_size=*/64, [&](int64_t r0, int64_t r1) { rowDots(xp, wp, bp, yp, in, r0, r1); });
+    return y;
+}
+
+}  // namespace nnscope

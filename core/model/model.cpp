@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: MIT
+//
+// The decoder, written once for every family, in the order of transformers' modeling_<family>.py: norms,
+// rotary, repeat_kv, the eager attention, the MLP, and the decoder layer with both residual adds written out.
+// The family's description (core/model/family.h) picks the norm kind, the rotary style, fused or separate q/k/v,
+// per-head q/k norms and the MLP kind. Each value goes through one `tap` at the line where it is computed.
+#include "core/model/model.h"
+
+#include "core/model/compute_dtype.h"
+#include "core/model/error.h"
+#include "core/io/jsonfile.h"
+#include "core/model/gemv.h"
+#include "core/model/weights.h"
+
+#include <torch/types.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+using namespace torch::indexing;
+
+namespace nnscope {
+namespace {
+
+std::string shapeOf(const torch::Tensor& t) {
+    std::ostringstream s;
+    s << t.sizes();
+    return s.str();
+}
+
+inline void tapValue(Taps* taps, Value v, int layer, torch::Tensor& t) {
+    if (taps) taps->tap(v, layer, t);
+}
+
+/// torch::where(condition, a, b). libtorch 1.13 has no meta kernel for where: on the meta device (shapes only) the result
+/// is the broadcast of the three, made from them, so it keeps their device and dtype.
+torch::Tensor metaSafeWhere(const torch::Tensor& condition, const torch::Tensor& a, const torch::Tensor& b) {
+    if (condition.is_meta() || a.is_meta() || b.is_meta()) return (a + b) * condition.to(a.scalar_type());
+    return torch::where(condition, a, b);
+}
+
+/// transformers' repeat_kv: [b, kv, s, d] -> [b, kv * n_rep, s, d], each kv head repeated n_rep times in place.
+/// 0 where `allowed`, finfo(dtype).min elsewhere (transformers' eager mask), in `dtype`.
+torch::Tensor additiveMask(const torch::Tensor& allowed, torch::ScalarType dtype) {
+    const double minValue = dtype == torch::kBFloat16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
+    const auto options = torch::TensorOptions().dtype(dtype).device(allowed.device());
+    return metaSafeWhere(allowed, torch::zeros({}, options), torch::full({}, minValue, options));
+}
+
+torch::Tensor repeatKv(const torch::Tensor& x, int64_t nRep) {
+    if (nRep == 1) return x;
+    const auto b = x.size(0), kv = x.size(1), s = x.size(2), d = x.size(3);
+    return x.index({Slice(), Slice(), None}).expand({b, kv, nRep, s, d}).reshape({b, kv * nRep, s, d});
+}
+
+/// Llama's rotate_half: cat(-x2, x1) over the two halves of the last axis.
+torch::Tensor rotateHalf(const torch::Tensor& x) {
+    const auto half = x.size(-1) / 2;
+    return torch::cat({-x.index({"...", Slice(half, None)}), x.index({"...", Slice(None, half)})}, -1);
+}
+
+/// ERNIE's rotate_half: stack(-x[..., 1::2], x[..., 0::2]) interleaved back.
+torch::Tensor rotateAdjacent(const torch::Tensor& x) {
+    auto x1 = x.index({"...", Slice(0, None, 2)});
+    auto x2 = x.index({"...", Slice(1, None, 2)});
+    return torch::stack({-x2, x1}, -1).flatten(-2);
+}
+
+/// nn.Linear: x · wᵀ + b. A single float32 row (a one-token pass, every generation step) goes through
+/// singleRowLinear, which reads the weights about 2.5 times faster than libtorch 1.13's OpenBLAS sgemv here.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+    if (singleRowLinearApplies(x, w, b)) return singleRowLinear(x, w, b);
+    if (!b.defined()) return torch::linear(x, w);
+    return torch::linear(x, w, b);
+}
+
+/// Warnings about tensors the files hold but the model never asked for (a config with fewer layers than stored, the
+/// wrong model_type, a stored lm_head beside tie_word_embeddings), and about index entries that do not match the
+/// shards for such tensors. Lists are cut to a few names and a count.
+std::vector<std::string> unreadWeightWarnings(const WeightStore& ws, const ModelConfig& c, const std::vector<std::string>& unusedNames) {
+    std::vector<std::string> warnings;
+    const std::vector<std::string>& unread = unusedNames;
+    std::set<std::string> read, files;
+    for (const auto& name : ws.names()) read.insert(name);
+    for (const auto& name : unread) {
+        read.erase(name);
+        files.insert(ws.fileOf(name));
+    }
+    constexpr size_t kShown = 6;
+    auto listed = [](const std::vector<std::string>& names) {
+        std::string out;
+        for (size_t i = 0; i < names.size() && i < kShown; ++i) out += (i ? ", " : "") + names[i];
+        if (names.size() > kShown) out += " and " + std::to_string(names.size() - kShown) + " more";
+        return out;
+    };
+    if (!unread.empty()) {
+        const std::string where = files.size() == 1 ? *files.begin() : ws.dir() + " (" + std::to_string(files.size()) + " shards)";
+        warnings.push_back(where + ": " + std::to_string(unread.size()) + (unread.size() == 1 ? " tensor is" : " tensors are") +
+                           " stored but never read by the model (config.json: model_type " + c.modelType + ", num_hidden_layers " +
+                           std::to_string(c.numLayers) + (c.tieWordEmbeddings ? ", tie_word_embeddings true" : "") + "): " +
+                           listed(unread) + ". If that is unexpected, check num_hidden_layers and model_type.");
+    }
+    std::vector<std::string> wrongEntries;
+    std::string first;
+    for (const auto& [name, problem] : ws.indexProblems())
+        if (!read.count(name)) {
+            if (first.empty()) first = problem;
+            wrongEntries.push_back(name);
+        }
+    if (wrongEntries.size() == 1) warnings.push_back(first + " The model does not read it, so the checkpoint loads.");
+    else if (!wrongEntries.empty())
+        warnings.push_back(ws.dir() + "/model.safetensors.index.json: " + std::to_string(wrongEntries.size()) +
+                           " entries do not match the shards: " + listed(wrongEntries) + ". The first: " + first +
+                           " The model does not read them, so the checkpoint loads.");
+    return warnings;
+}
+
+}  // namespace
+
+torch::ScalarType parseDtype(const std::string& name) {
+    if (name == "float32" || name == "f32" || name == "fp32" || name == "float") return torch::kFloat32;
+    if (name == "bfloat16" || name == "bf16") return torch::kBFloat16;
+    throw Error("unknown dtype \"" + name + "\": nnscope computes in float32 or bfloat16.");
+}
+
+std::optional<torch::ScalarType> parseDtypeRequest(const std::string& name) {
+    if (name == "auto") return std::nullopt;
+    try {
+        return parseDtype(name);
+    } catch (const Error&) {
+        throw Error("unknown dtype \"" + name + "\": --dtype takes auto (the default), float32 or bfloat16.");
+    }
+}
+
+std::string dtypeRequestName(const std::optional<torch::ScalarType>& requested) {
+    return requested ? dtypeName(*requested) : "auto";
+}
+
+std::string dtypeName(torch::ScalarType t) {
+    switch (t) {
+        case torch::kFloat32: return "float32";
+        case torch::kBFloat16: return "bfloat16";
+        case torch::kFloat16: return "float16";
+        default: return c10::toString(t);
+    }
+}
+
+torch::Tensor& ModuleWeights::operator[](Param p) {
+    switch (p) {
+        case Param::Weight: return weight;
+        case Param::Bias: return bias;
+        case Param::AlphaP: return alphaP;
+        case Param::AlphaN: return alphaN;
+        case Param::Beta: return beta;
+        case Param::Eps: return eps;
+        default: break;
+    }
+    throw Error("internal: no parameter " + std::to_string(static_cast<int>(p)) + " on a module.");
+}
+
+std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptions& options) {
+    nlohmann::json raw = readConfigJson(dir);
+    // Resolved once, before any weight file is opened: config errors (an unknown family) come first.
+    const Family* family = nullptr;
+    ModelConfig config = resolveModelConfig(raw, dir + "/config.json", &family);
+    auto m = build(std::move(config), *family, raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
+    m->dir_ = dir;
+    const std::string generationFile = dir + "/generation_config.json";
+    if (auto g = readOptionalJsonObjectFile(generationFile, kConfigMaxBytes)) m->config_.generation = cfg::readGenerationConfig(*g, generationFile);
+    if (options.loadTokenizer) {
+        try {
+            m->tokenizer_ = Tokenizer::load(dir);
+        } catch (const Error& e) {
+            m->tokenizerError_ = e.what();
+        }
+    } else {
+        m->tokenizerError_ = dir + ": the tokenizer was not loaded.";
+    }
+    return m;
+}
+
+std::shared_ptr<const Model> Model::fromTensors(const nlohmann::json& config, std::map<std::string, torch::Tensor> tensors,
+                                                const LoadOptions& options, const std::string& label) {
+    if (!config.is_object()) throw Error(label + ": the config must be a JSON object, as config.json holds.");
+    const Family* family = nullptr;
+    ModelConfig resolved = resolveModelConfig(config, label + " (config)", &family);
+    auto m = build(std::move(resolved), *family, config, label + " (config)", std::make_unique<WeightStore>(label, std::move(tensors)), options);
+    m->dir_ = label;
+    m->tokenizerError_ = label + ": a model built from tensors has no tokenizer.";
+    return m;
+}
+
+std::shared_ptr<const Model> Model::withoutWeights(const nlohmann::json& config, const std::string& label, torch::ScalarType dtype,
+                                                  const std::string& tokenizerDir) {
+    if (!config.is_object()) throw Error(label + ": the config must be a JSON object, as config.json holds.");
+    const Family* family = nullptr;
+    ModelConfig resolved = resolveModelConfig(config, label + " (config)", &family);
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = label;
+    m->config_ = std::move(resolved);
+    m->family_ = family;
+    m->dtype_ = dtype == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat32;
+    m->tokenizerError_ = label + ": no tokenizer beside the trace file.";
+    if (!tokenizerDir.empty()) {
+        try {
+            m->tokenizer_ = Tokenizer::load(tokenizerDir);
+        } catch (const Error& e) {
+            m->tokenizerError_ = e.what();
+        }
+    }
+    return m;
+}
+
+void Model::requireWeights() const {
+    if (!store_)
+        throw Error(dir_ + " holds traced values, not the model's weights: this needs the checkpoint (File > Open Checkpoint).");
+}
+
+std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, const nlohmann::json& raw, const std::string& configFile,
+                                    std::unique_ptr<WeightStore> store, const LoadOptions& options) {
+    if (options.dtype && *options.dtype != torch::kFloat32 && *options.dtype != torch::kBFloat16)
+        throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(*options.dtype) + ".");
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = store->dir();
+    m->config_ = std::move(config);
+    m->family_ = &family;
+    m->device_ = options.device;
+    {
+        // The compute dtype, decided before any weight is converted (a float32 copy that does not fit is refused).
+        DtypeRequest request;
+        request.requested = options.dtype;
+        for (const char* key : {"torch_dtype", "dtype"})
+            if (!request.stored && raw.contains(key) && raw[key].is_string()) request.stored = configDtype(raw[key].get<std::string>());
+        int64_t elements = 0, most = 0;
+        std::optional<torch::ScalarType> majority;  // the dtype of most weights, when config.json does not say
+        for (const auto& [type, n] : store->floatingElements()) {
+            elements += n;
+            if (n > most) most = n, majority = type;
+        }
+        if (!request.stored) request.stored = majority;
+        request.cpuHasBfloat16 = cpuHasNativeBfloat16();
+        request.float32Bytes = static_cast<uint64_t>(elements) * 4;
+        request.availableBytes = availableMemoryBytes();
+        request.checkpoint = store->dir();
+        const DtypeDecision decision = resolveComputeDtype(request);
+        if (!decision.error.empty()) throw Error(decision.error);
+        m->dtype_ = decision.dtype;
+        if (!decision.note.empty()) m->notes_.push_back(decision.note);
+    }
+    const Family& fam = *m->family_;
+    const ModelConfig& c = m->config_;
+    if (fam.positions == PositionKind::Rotary && (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0))
+        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
+                    " must be a positive even number.");
+
+    m->store_ = std::move(store);
+    const WeightStore& ws = *m->store_;
+    const auto dt = m->dtype_;
+    std::set<std::string> read;
+    m->layers_.resize(static_cast<size_t>(c.numLayers));
+    std::vector<WeightSpec> schema = weightSchema(fam, c);
+    // A checkpoint saved from the base model alone names its tensors without the base prefix ("h.0.attn.c_attn.weight"
+    // for "transformer.h.0.attn.c_attn.weight"), as transformers' base_model_prefix allows.
+    const std::string& prefix = fam.basePrefix;
+    if (!prefix.empty() && !ws.contains(schema.front().name) && schema.front().name.rfind(prefix, 0) == 0 &&
+        ws.contains(schema.front().name.substr(prefix.size())))
+        for (WeightSpec& spec : schema)
+            if (spec.name.rfind(prefix, 0) == 0) spec.name = spec.name.substr(prefix.size());
+    for (const WeightSpec& spec : schema) {
+        torch::Tensor t;
+        const bool xieluBuffer = spec.key.module == Module::ActFn && (spec.key.param == Param::Beta || spec.key.param == Param::Eps);
+        if (xieluBuffer) {
+            // beta and eps are buffers made in the config's dtype (XIELUActivation(dtype=config.dtype)); the stored ones
+            // are used where the file has them, else XIELUActivation's defaults.
+            t = ws.contains(spec.name) ? ws.get(spec.name).reshape({})
+                                       : torch::tensor(spec.key.param == Param::Beta ? 0.5 : -1e-6);
+        } else if (spec.key.module == Module::LmHead && !ws.contains(spec.name)) {
+            throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
+                        "' and config.json sets tie_word_embeddings false.");
+        } else {
+            t = ws.get(spec.name, spec.shape);
+        }
+        read.insert(spec.name);
+        // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
+        if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
+        if (spec.transposed) t = t.t();
+        LayerWeights& owner = spec.layer >= 0 ? m->layers_[static_cast<size_t>(spec.layer)] : m->root_;
+        owner[spec.key.module][spec.key.param] = t;
+    }
+    if (!m->root_[Module::LmHead].weight.defined()) {
+        m->root_[Module::LmHead].weight = m->root_[Module::EmbedTokens].weight;
+        m->tied_ = true;
+        read.insert(fam.tensorName({Module::LmHead}));  // transformers ties it too, whatever the file holds
+    }
+    for (const auto& name : ws.names()) {
+        if (read.count(name)) continue;
+        bool ignored = false;
+        for (const auto& suffix : fam.ignoredTensorSuffixes)
+            ignored |= name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        if (!ignored) m->unused_.push_back(name);
+    }
+    m->warnings_ = unreadWeightWarnings(ws, c, m->unused_);
+    // After the weights: their shapes have confirmed head_dim, so the tables' size comes from the files, not from a
+    // config that could ask for terabytes.
+    if (fam.positions == PositionKind::Rotary) {
+        m->rope_ = computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings).to(options.device);
+        if (c.ropeLocal) m->ropeLocal_ = computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings).to(options.device);
+    }
+    return m;
+}
+
+void Model::checkTokenIds(const torch::Tensor& inputIds) const {
+    const int64_t maxId = inputIds.max().item<int64_t>(), minId = inputIds.min().item<int64_t>();
+    if (minId < 0 || maxId >= config_.vocabSize)
+        throw Error("token id " + std::to_string(minId < 0 ? minId : maxId) + " is outside the vocabulary [0, " +
+                    std::to_string(config_.vocabSize) + ") of " + dir_ + ".");
+}
+
+torch::Tensor Model::positionIds(const torch::Tensor& mask) {
+    return (mask.to(torch::kInt64).cumsum(-1) - 1).clamp_min(0);
+}
+
+torch::Tensor Model::causalMask(const torch::Tensor& mask, torch::ScalarType dtype) {
+    return slidingCausalMask(mask, dtype, 0);
+}
+
+torch::Tensor Model::slidingCausalMask(const torch::Tensor& mask, torch::ScalarType dtype, int64_t window) {
+    const int64_t s = mask.size(1);
+    auto idx = torch::arange(s, torch::TensorOptions().dtype(torch::kInt64).device(mask.device()));
+    auto q = idx.index({Slice(), None}), k = idx.index({None, Slice()});
+    auto causal = k <= q;  // [q, k]: key <= query
+    if (window > 0) causal = causal & (q - k < window);  // sliding_window_overlay: the last `window` keys only
+    auto allowed = causal.index({None, None}) & (mask != 0).index({Slice(), None, None, Slice()});  // [b, 1, q, k]
+    return additiveMask(allowed, dtype);
+}
+
+torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormKind kind, Taps* taps, Value scaleValue, int layer) const {
+    const torch::Tensor& w = mw.weight;
+    const double eps = config_.normEps;
+    const bool tapped = taps && scaleValue != Value::Count;
+    if (kind == NormKind::LayerNorm) {
+        if (x.is_meta()) return torch::empty_like(x);  // libtorch 1.13's layer_norm has no meta kernel; the shape is x's
+        if (!tapped) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        // The scale 1 / sqrt(var + eps) in float32, as the fused kernel computes it. The output stays the fused kernel's
+        // unless the tap replaced the scale (a frozen norm detaches it): then (x - mean) * scale * weight + bias.
+        const torch::Tensor h = x.to(torch::kFloat32);
+        const torch::Tensor centred = h - h.mean(-1, /*keepdim=*/true);
+        torch::Tensor scale = torch::rsqrt(centred.pow(2).mean(-1) + eps);
+        const torch::Tensor computed = scale;
+        taps->tap(scaleValue, layer, scale);
+        if (scale.is_same(computed)) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        torch::Tensor y = centred * scale.unsqueeze(-1);
+        if (w.defined()) y = y * w.to(torch::kFloat32);
+        if (mw.bias.defined()) y = y + mw.bias.to(torch::kFloat32);
+        y = y.to(x.scalar_type());
+        // A frozen scale (the same numbers, cut from autograd): the fused kernel's values, the frozen formula's gradient.
+        if (!x.is_meta() && torch::equal(scale, computed))
+            return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps).detach() + (y - y.detach());
+        return y;  // an edited scale
+    }
+    // RMSNorm: statistics in float32 (as transformers upcasts). The scale 1 / sqrt(mean(x²) + eps) is tapped per row.
+    auto h = x.to(torch::kFloat32);
+    torch::Tensor scale = torch::rsqrt(h.pow(2).mean(-1) + eps);
+    if (tapped) taps->tap(scaleValue, layer, scale);
+    h = h * scale.unsqueeze(-1);
+    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); else the gain is applied
+    // in the input dtype.
+    if (kind == NormKind::RMSNormPlusOne) return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
+    return w * h.to(x.scalar_type());
+}
+
+torch::Tensor Model::finalNorm(const torch::Tensor& hidden) const {
+    requireWeights();
+    return norm(hidden, root_[Module::Norm], family_->norm);
+}
+
+torch::Tensor Model::projectOnVocab(const torch::Tensor& hidden) const {
+    requireWeights();
+    return linear(finalNorm(hidden.to(device(), dtype_)), root_[Module::LmHead].weight, torch::Tensor());
+}
+
+torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) const {
+    const std::string& a = config_.hiddenAct;
+    // Elementwise, so the shape is the input's: on the meta device (shapes only) that is all there is to compute, and
+    // libtorch 1.13 has no meta kernels for relu, where and others.
+    if (x.is_meta()) return torch::empty_like(x);
+    if (a == "silu" || a == "swish") return torch::silu(x);
+    if (a == "gelu") return torch::gelu(x);
+    if (a == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
+    if (a == "gelu_new" || a == "gelu_python_tanh")
+        return 0.5 * x * (1.0 + torch::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * torch::pow(x, 3.0))));
+    if (a == "gelu_fast") return 0.5 * x * (1.0 + torch::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
+    if (a == "quick_gelu") return x * torch::sigmoid(1.702 * x);
+    if (a == "relu") return torch::relu(x);
+    if (a == "relu2") return torch::square(torch::relu(x));  // ReLUSquaredActivation
+    if (a == "relu6") return torch::clamp(x, 0, 6);
+    if (a == "sigmoid") return torch::sigmoid(x);
+    if (a == "tanh") return torch::tanh(x);
+    if (a == "linear") return x;
+    if (a == "xielu") {
+        // XIELUActivation._xielu_python: the stored scalars go through softplus first.
+        auto alphaP = torch::softplus(lw[Module::ActFn].alphaP);
+        auto alphaN = lw[Module::ActFn].beta + torch::softplus(lw[Module::ActFn].alphaN);
+        return metaSafeWhere(x > 0, alphaP * x * x + lw[Module::ActFn].beta * x,
+                            (torch::expm1(torch::minimum(x, lw[Module::ActFn].eps)) - x) * alphaN + lw[Module::ActFn].beta * x);
+    }
+    throw Error(dir_ + "/config.json: hidden_act \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
+                "gelu_pytorch_tanh, gelu_new, gelu_fast, quick_gelu, relu, relu2, relu6, sigmoid, tanh, linear, xielu).");
+}
+
+torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
+    // cos, sin: [b, 1, s, rotary_dim]
+    if (family_->rotary == RotaryStyle::AdjacentPairs) {
+        // ERNIE: cos/sin kept in float32, each frequency repeated for its pair, the product in float32.
+        const auto half = cos.size(-1) / 2;
+        auto pairs = [&](const torch::Tensor& t) {  // [..., half] -> [..., 2 * half], each entry twice in a row
+            const torch::Tensor h = t.index({"...", Slice(None, half)});
+            return torch::stack({h, h}, -1).flatten(-2);
+        };
+        auto c = pairs(cos);
+        auto s = pairs(sin);
+        return (x.to(torch::kFloat32) * c + rotateAdjacent(x).to(torch::kFloat32) * s).to(x.scalar_type());
+    }
+    return x * cos + rotateHalf(x) * sin;
+}
+
+torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    const ModelConfig& c = config_;
+    const Family& f = *family_;
+    const int64_t b = hidden.size(0), s = hidden.size(1), D = c.headDim;
+    const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
+    const bool perHeadNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHead;
+    const bool transposedNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHeadTransposed;
+    torch::Tensor queryStates, keyStates, valueStates;
+    if (f.qkv == QkvLayout::FusedPerHead) {
+        // Persimmon, GPT-NeoX: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
+        auto fusedQkv = linear(hidden, lw[Module::QkvProj].weight, lw[Module::QkvProj].bias);
+        tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
+        auto split = fusedQkv.view({b, s, c.numHeads, 3, D});
+        queryStates = split.index({"...", 0, Slice()});
+        keyStates = split.index({"...", 1, Slice()});
+        valueStates = split.index({"...", 2, Slice()});
+    } else {
+        torch::Tensor q, k, v;
+        if (f.qkv == QkvLayout::FusedContiguous) {
+            // GPT-2's c_attn, Phi-3's qkv_proj: [q | k | v], every head of each together.
+            auto fusedQkv = linear(hidden, lw[Module::QkvProj].weight, lw[Module::QkvProj].bias);
+            tapValue(taps, Value::NativeQkvProjOutput, layer, fusedQkv);
+            q = fusedQkv.index({"...", Slice(None, QW)});
+            k = fusedQkv.index({"...", Slice(QW, QW + KW)});
+            v = fusedQkv.index({"...", Slice(QW + KW, None)});
+        } else {
+            q = linear(hidden, lw[Module::QProj].weight, lw[Module::QProj].bias);
+            tapValue(taps, Value::NativeQProjOutput, layer, q);
+            k = linear(hidden, lw[Module::KProj].weight, lw[Module::KProj].bias);
+            tapValue(taps, Value::NativeKProjOutput, layer, k);
+            v = linear(hidden, lw[Module::VProj].weight, lw[Module::VProj].bias);
+            tapValue(taps, Value::NativeVProjOutput, layer, v);
+        }
+        if (c.qkNorm && f.qkNormScope == QkNormScope::WholeProjection) {
+            // OLMo 2: the norms act on the whole projection, before it is cut into heads.
+            q = norm(q, lw[Module::QNorm], f.qkNormKind);
+            tapValue(taps, Value::NativeQNormOutput, layer, q);
+            k = norm(k, lw[Module::KNorm], f.qkNormKind);
+            tapValue(taps, Value::NativeKNormOutput, layer, k);
+        }
+        queryStates = q.view({b, s, -1, D});
+        keyStates = k.view({b, s, -1, D});
+        valueStates = v.view({b, s, -1, D});
+    }
+    if (perHeadNorm) {
+        // One gain over head_dim shared by every head, before the rotary (Persimmon, Qwen3).
+        queryStates = norm(queryStates, lw[Module::QNorm], f.qkNormKind);
+        tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+        keyStates = norm(keyStates, lw[Module::KNorm], f.qkNormKind);
+        tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+    }
+    queryStates = queryStates.transpose(1, 2);
+    keyStates = keyStates.transpose(1, 2);
+    valueStates = valueStates.transpose(1, 2);
+    if (transposedNorm) {
+        queryStates = norm(queryStates, lw[Module::QNorm], f.qkNormKind);
+        tapValue(taps, Value::NativeQNormOutput, layer, queryStates);
+        keyStates = norm(keyStates, lw[Module::KNorm], f.qkNormKind);
+        tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
+    }
+    if (f.positions == PositionKind::Rotary) {
+        const int64_t rot = c.rotaryDim();
+        if (rot == D) {
+            queryStates = applyRotary(queryStates, in.cos, in.sin);
+            keyStates = applyRotary(keyStates, in.cos, in.sin);
+        } else {
+            // Partial rotary: only the first rotary_dim dimensions of each head turn; the rest pass unchanged.
+            queryStates = torch::cat({applyRotary(queryStates.index({"...", Slice(None, rot)}), in.cos, in.sin),
+                                      queryStates.index({"...", Slice(rot, None)})}, -1);
+            keyStates = torch::cat({applyRotary(keyStates.index({"...", Slice(None, rot)}), in.cos, in.sin),
+                                    keyStates.index({"...", Slice(rot, None)})}, -1);
+        }
+    }
+    tapValue(taps, Value::AttentionQueries, layer, queryStates);
+    tapValue(taps, Value::AttentionKeys, layer, keyStates);
+    tapValue(taps, Value::AttentionValues, layer, valueStates);
+    if (cache) {  // DynamicCache.update: the new keys and values after the cached ones
+        auto& k = cache->keys[static_cast<size_t>(layer)];
+        auto& v = cache->values[static_cast<size_t>(layer)];
+        k = k.defined() ? torch::cat({k, keyStates}, 2) : keyStates;
+        v = v.defined() ? torch::cat({v, valueStates}, 2) : valueStates;
+        keyStates = k;
+        valueStates = v;
+    }
+
+    // eager_attention_forward
+    const int64_t groups = c.numHeads / c.numKvHeads;
+    auto keyRep = repeatKv(keyStates, groups);
+    auto valueRep = repeatKv(valueStates, groups);
+    double scaling = c.attentionScaling;
+    if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
+    auto attnWeights = torch::matmul(queryStates, keyRep.transpose(2, 3)) * scaling;
+    if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
+        attnWeights = attnWeights / *c.attnLogitSoftcap;
+        attnWeights = torch::tanh(attnWeights);
+        attnWeights = attnWeights * *c.attnLogitSoftcap;
+    }
+    attnWeights = attnWeights + in.mask;
+    tapValue(taps, Value::AttentionScores, layer, attnWeights);
+    // softmax in float32, then back to the query dtype (transformers upcasts here)
+    attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+    tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
+    auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
+    tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
+    tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
+    auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);
+    tapValue(taps, Value::AttentionOutput, layer, out);
+    return out;
+}
+
+torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    torch::Tensor neurons;
+    if (family_->mlp != MlpKind::Plain) {
+        torch::Tensor gate, up;
+        if (family_->mlp == MlpKind::GatedFused) {  // Phi-3: gate_up_proj's output is [gate | up]
+            auto gateUp = linear(hidden, lw[Module::GateUpProj].weight, lw[Module::GateUpProj].bias);
+            tapValue(taps, Value::NativeGateUpProjOutput, layer, gateUp);
+            auto chunks = gateUp.chunk(2, -1);
+            gate = chunks[0];
+            up = chunks[1];
+        } else {
+            gate = linear(hidden, lw[Module::GateProj].weight, lw[Module::GateProj].bias);
+            tapValue(taps, Value::NativeGateProjOutput, layer, gate);
+            up = linear(hidden, lw[Module::UpProj].weight, lw[Module::UpProj].bias);
+            tapValue(taps, Value::NativeUpProjOutput, layer, up);
+        }
+        tapValue(taps, Value::NativeActFnInput, layer, gate);
+        auto act = activation(gate, lw);
+        tapValue(taps, Value::MlpActivation, layer, act);
+        neurons = act * up;
+    } else {
+        auto up = linear(hidden, lw[Module::UpProj].weight, lw[Module::UpProj].bias);
+        tapValue(taps, Value::NativeUpProjOutput, layer, up);
+        tapValue(taps, Value::NativeActFnInput, layer, up);
+        neurons = activation(up, lw);
+        tapValue(taps, Value::MlpActivation, layer, neurons);
+    }
+    tapValue(taps, Value::MlpNeurons, layer, neurons);
+    auto out = linear(neurons, lw[Module::DownProj].weight, lw[Module::DownProj].bias);
+    tapValue(taps, Value::MlpOutput, layer, out);
+    return out;
+}
+
+torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tensor& attentionMaskIn, Taps* taps) const {
+    requireWeights();
+    if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(1) == 0)
+        throw Error("input_ids must be a non-empty [batch, seq] tensor, got " +
+                    (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
+    torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
+    checkTokenIds(inputIds);
+    torch::Tensor attentionMask =
+        attentionMaskIn.defined() ? attentionMaskIn.to(torch::kInt64) : torch::ones_like(inputIds);
+    if (attentionMask.sizes() != inputIds.sizes())
+        throw Error("attention_mask " + shapeOf(attentionMask) + " must have the shape of input_ids " + shapeOf(inputIds) + ".");
+    // Positions and the largest of them on the CPU, where the ids arrive; then everything moves to the model's device.
+    const torch::Tensor positions = positionIds(attentionMask);
+    const int64_t maxPosition = positions.max().item<int64_t>();
+    inputIds = inputIds.to(device_);
+    attentionMask = attentionMask.to(device_);
+    tapValue(taps, Value::InputIds, -1, inputIds);
+    tapValue(taps, Value::AttentionMask, -1, attentionMask);
+    if (taps) {
+        auto size = torch::tensor({inputIds.size(0), inputIds.size(1)}, torch::TensorOptions().dtype(torch::kInt64)).to(device_);
+        taps->tap(Value::InputSize, -1, size);
+    }
+
+    auto hiddenStates = embed(inputIds);
+    tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
+    torch::Tensor sliding;
+    if (config_.slidingWindow > 0) sliding = slidingCausalMask(attentionMask, dtype_, config_.slidingWindow);
+    return decode(hiddenStates, positions.to(device_), maxPosition, causalMask(attentionMask, dtype_), sliding, taps, nullptr);
+}
+
+torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
+    const torch::Tensor& table = root_[Module::EmbedTokens].weight;
+    // libtorch 1.13 has no meta kernel for the embedding's index_select: on the meta device (shapes only) its output is
+    // made empty with the model's options.
+    if (device_.is_meta()) return torch::empty({inputIds.size(0), inputIds.size(1), table.size(1)}, options());
+    auto hiddenStates = torch::embedding(table, inputIds);
+    // Gemma's scaled embedding: sqrt(hidden_size) rounded to the weights' dtype, applied inside embed_tokens.
+    if (config_.embedScale != 1.0) hiddenStates = hiddenStates * torch::tensor(config_.embedScale).to(hiddenStates.device(), root_[Module::EmbedTokens].weight.scalar_type());
+    return hiddenStates;
+}
+
+torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cache, bool lastOnly) const {
+    requireWeights();
+    if (!inputIdsIn.defined() || inputIdsIn.dim() != 2 || inputIdsIn.size(0) != 1 || inputIdsIn.size(1) == 0)
+        throw Error("a cached pass takes one row of input_ids [1, seq], got " +
+                    (inputIdsIn.defined() ? shapeOf(inputIdsIn) : std::string("nothing")) + ".");
+    const torch::Tensor inputIds = inputIdsIn.to(torch::kInt64);
+    checkTokenIds(inputIds);
+    if (cache.keys.empty()) {
+        cache.keys.resize(static_cast<size_t>(config_.numLayers));
+        cache.values.resize(static_cast<size_t>(config_.numLayers));
+    } else if (cache.keys.size() != static_cast<size_t>(config_.numLayers)) {
+        throw Error("the key/value cache holds " + std::to_string(cache.keys.size()) + " blocks, not this model's " +
+                    std::to_string(config_.numLayers) + ".");
+    }
+    const int64_t s = inputIds.size(1), past = cache.length, total = past + s;
+    const auto index = torch::TensorOptions().dtype(torch::kInt64).device(device_);
+    auto positions = torch::arange(past, total, index).unsqueeze(0);  // [1, s]
+    // Query q (at past + q) sees keys 0 ... past + q: the causal mask's last s rows (and, sliding, the last window).
+    auto keyIdx = torch::arange(total, index).index({None, Slice()});
+    auto queryIdx = positions.index({0, Slice(), None});
+    auto allowed = keyIdx <= queryIdx;  // [s, total]
+    auto mask = additiveMask(allowed, dtype_).index({None, None});  // [1, 1, s, total]
+    torch::Tensor sliding;
+    if (config_.slidingWindow > 0)
+        sliding = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
+    auto logits = decode(embed(inputIds.to(device_)), positions, total - 1, mask, sliding, nullptr, &cache, lastOnly);
+    cache.length = total;
+    return logits;
+}
+
+std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions,
+                                                            int64_t maxPosition) const {
+    // freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to the compute dtype
+    // (ERNIE keeps them in float32).
+    const bool useLong = rope.invFreqLong.defined() && maxPosition + 1 > rope.longFrom;
+    auto freqs = positions.index({"...", None}).to(torch::kFloat32) * (useLong ? rope.invFreqLong : rope.invFreq);
+    auto emb = torch::cat({freqs, freqs}, -1);
+    auto cos = emb.cos() * rope.attentionScaling;
+    auto sin = emb.sin() * rope.attentionScaling;
+    if (family_->rotary != RotaryStyle::AdjacentPairs) {
+        cos = cos.to(dtype_);
+        sin = sin.to(dtype_);
+    }
+    return {cos.unsqueeze(1), sin.unsqueeze(1)};
+}
+
+torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
+                            const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly) const {
+    const Family& f = *family_;
+    const BlockNorms& bn = f.blockNorms;
+    BlockInputs full{{}, {}, fullMask}, sliding{{}, {}, slidingMask};
+    if (f.positions == PositionKind::Rotary) {
+        std::tie(full.cos, full.sin) = rotaryTables(rope_, positions, maxPosition);
+        std::tie(sliding.cos, sliding.sin) =
+            config_.ropeLocal ? rotaryTables(ropeLocal_, positions, maxPosition) : std::make_pair(full.cos, full.sin);
+    } else {
+        // GPT-2: learned absolute positions, added to the token embeddings before the first block.
+        if (maxPosition >= config_.maxPositionEmbeddings)
+            throw Error("position " + std::to_string(maxPosition) + " is past the " + std::to_string(config_.maxPositionEmbeddings) +
+                        " learned positions of " + dir_ + " (max_position_embeddings): use a shorter prompt.");
+        hiddenStates = hiddenStates + (device_.is_meta() ? torch::empty_like(hiddenStates)
+                                                         : torch::embedding(root_[Module::PositionEmbeddings].weight, positions));
+    }
+
+    for (int i = 0; i < config_.numLayers; ++i) {
+        if (taps && !taps->beforeLayer(i)) throw Cancelled{};
+        const LayerWeights& lw = layers_[static_cast<size_t>(i)];
+        const BlockInputs& in = config_.slides(i) ? sliding : full;
+        const int64_t H = config_.hiddenSize;
+        tapValue(taps, Value::LayerInput, i, hiddenStates);
+        auto residual = hiddenStates;
+        torch::Tensor attnInput = bn.beforeAttention ? norm(hiddenStates, lw[Module::InputNorm], f.norm, taps, Value::NativeInputNormScale, i) : hiddenStates;
+        tapValue(taps, Value::AttentionNormOutput, i, attnInput);
+        auto attnOutput = attention(i, attnInput, in, taps, cache);
+        if (bn.afterAttention) {
+            attnOutput = norm(attnOutput, lw[Module::AttentionOutputNorm], f.norm, taps, Value::NativeAttentionOutputNormScale, i);
+            tapValue(taps, Value::NativeAttentionOutputNormOutput, i, attnOutput);
+        }
+        if (config_.parallelResidual) {
+            // GPT-NeoX: both branches read the block's input; the MLP's norm input is the block's input.
+            tapValue(taps, Value::LayerMid, i, residual);
+            auto mlpInput = norm(residual, lw[Module::PostAttentionNorm], f.norm, taps, Value::NativePostAttentionNormScale, i);
+            tapValue(taps, Value::MlpNormOutput, i, mlpInput);
+            tapValue(taps, Value::MlpInput, i, mlpInput);
+            auto mlpOutput = mlp(i, mlpInput, taps);
+            hiddenStates = mlpOutput + attnOutput + residual;  // transformers' order of the sum
+        } else {
+            hiddenStates = residual + attnOutput;
+            tapValue(taps, Value::LayerMid, i, hiddenStates);
+            residual = hiddenStates;
+            torch::Tensor mlpInput = bn.beforeMlp ? norm(hiddenStates, lw[Module::PostAttentionNorm], f.norm, taps, Value::NativePostAttentionNormScale, i)
+                                                  : hiddenStates;
+            tapValue(taps, Value::MlpNormOutput, i, mlpInput);
+            tapValue(taps, Value::MlpInput, i, mlpInput);
+            auto mlpOutput = mlp(i, mlpInput, taps);
+            if (bn.afterMlp) {
+                mlpOutput = norm(mlpOutput, lw[Module::MlpOutputNorm], f.norm, taps, Value::NativeMlpOutputNormScale, i);
+                tapValue(taps, Value::NativeMlpOutputNormOutput, i, mlpOutput);
+            }
+            hiddenStates = residual + mlpOutput;
+        }
+        tapValue(taps, Value::LayerOutput, i, hiddenStates);
+    }
+    if (taps && !taps->beforeLayer(static_cast<int>(config_.numLayers))) throw Cancelled{};
+    if (lastOnly) hiddenStates = hiddenStates.narrow(1, hiddenStates.size(1) - 1, 1);
+    hiddenStates = norm(hiddenStates, root_[Module::Norm], f.norm, taps, Value::NativeFinalNormScale, -1);
+    tapValue(taps, Value::FinalNormOutput, -1, hiddenStates);
+    auto logits = linear(hiddenStates, root_[Module::LmHead].weight, torch::Tensor());
+    tapValue(taps, Value::LmHeadOutput, -1, logits);
+    if (config_.finalLogitSoftcap) {  // Gemma 2: cap * tanh(logits / cap)
+        logits = logits / *config_.finalLogitSoftcap;
+        logits = torch::tanh(logits);
+        logits = logits * *config_.finalLogitSoftcap;
+    }
+    tapValue(taps, Value::Logits, -1, logits);
+    if (taps) {
+        auto probs = torch::softmax(logits.index({Slice(), -1}).to(torch::kFloat32), -1);
+        taps->tap(Value::NextTokenProbs, -1, probs);
+    }
+    return logits;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+#include "core/model/values.h"
+
+#include <map>
+
+namespace nnscope {
+namespace {
+
+// The descriptions and read-at places are nnterp's (shared/seeds support tables).
+constexpr const char* kNormScaleText =
+    "The norm's scale at each position, float32: 1 / sqrt(mean(x²) + eps) for an RMSNorm, 1 / sqrt(var(x) + eps) for a "
+    "LayerNorm; the factor the norm multiplies its (centred) input by before the gain, frozen by attributions";
+constexpr const char* kNormScaleInside = "the norm's forward, between its statistics and its gain";
+
+const std::vector<ValueInfo>& table() {
+    static const std::vector<ValueInfo> t = {
+        {Value::Logits, "logits", Host::Model, "Logits", {"batch", "seq", "vocab_size"},
+         "The logits the model returns, after anything it does past lm_head (a softcap, a scale)", nullptr},
+        {Value::TokenEmbeddings, "token_embeddings", Host::Model, "Residual", {"batch", "seq", "hidden_size"},
+         "The embedding module's output; layers[0].input is what enters the first block", nullptr},
+        {Value::FinalNormOutput, "final_norm_output", Host::Model, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream after the final norm, what lm_head reads", nullptr},
+        {Value::LmHeadOutput, "lm_head_output", Host::Model, "Logits", {"batch", "seq", "vocab_size"},
+         "The head's logits before anything the model does past lm_head (a softcap, a scale)", nullptr},
+        {Value::NextTokenProbs, "next_token_probs", Host::Model, "NextTokenProbs", {"batch", "vocab_size"},
+         "The next-token distribution at the last position; derived, read-only", nullptr, true},
+        {Value::InputIds, "input_ids", Host::Model, "Tokens", {"batch", "seq"}, "The token ids the model was called with",
+         nullptr},
+        {Value::AttentionMask, "attention_mask", Host::Model, "Tokens", {"batch", "seq"},
+         "The attention mask the model was called with; zeros are padding", nullptr},
+        {Value::InputSize, "input_size", Host::Model, "scalar", {"batch", "seq"}, "[batch, seq] of the current call; read-only",
+         nullptr, true},
+        {Value::LayerInput, "layer_input", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream entering the block", nullptr},
+        {Value::AttentionNormOutput, "attention_norm_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The normed stream entering the attention", nullptr},
+        {Value::LayerMid, "layer_mid", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream after the attention add", nullptr},
+        {Value::MlpNormOutput, "mlp_norm_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The normed stream entering the MLP", nullptr},
+        {Value::MlpInput, "mlp_input", Host::Layer, "Residual", {"batch", "seq", "hidden_size"}, "What the MLP is called with",
+         nullptr},
+        {Value::LayerOutput, "layer_output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The residual stream leaving the block, a tensor even when the block returns a tuple", nullptr},
+        {Value::AttentionQueries, "attention_queries", Host::Attention, "Queries", {"batch", "num_heads", "seq", "qk_head_dim"},
+         "The queries entering attention", "the arguments of attention_interface_1, element 1", false, true},
+        {Value::AttentionKeys, "attention_keys", Host::Attention, "Keys", {"batch", "num_kv_heads", "seq", "qk_head_dim"},
+         "The keys entering attention", "the arguments of attention_interface_1, element 2", false, true},
+        {Value::AttentionValues, "attention_values", Host::Attention, "Values", {"batch", "num_kv_heads", "seq", "head_dim"},
+         "The values entering attention", "the arguments of attention_interface_1, element 3", false, true},
+        {Value::AttentionScores, "attention_scores", Host::Attention, "Pattern", {"batch", "num_heads", "query", "key"},
+         "The attention scores entering the softmax, masked",
+         "the input of nn_functional_softmax_0 inside attention_interface_1", false, true},
+        {Value::AttentionPremix, "attention_premix", Host::Attention, "HeadOutputs", {"batch", "seq", "num_heads", "head_dim"},
+         "Every head's output side by side, as the output projection takes it", nullptr},
+        {Value::AttentionOutput, "attention_output", Host::Attention, "Residual", {"batch", "seq", "hidden_size"},
+         "What the attention adds to the residual stream", nullptr},
+        {Value::AttentionProbabilities, "attention_probabilities", Host::Attention, "Pattern", {"batch", "num_heads", "query", "key"},
+         "The attention pattern the values are mixed with",
+         "the output of nn_functional_dropout_0 inside attention_interface_1", false, true},
+        {Value::AttentionHeadOutputs, "attention_head_outputs", Host::Attention, "HeadOutputs", {"batch", "seq", "num_heads", "head_dim"},
+         "The per-head outputs before the output projection", "the output of attention_interface_1, element 0",
+         false, true},
+        {Value::MlpActivation, "mlp_activation", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "The activation function's output", nullptr},
+        {Value::MlpNeurons, "mlp_neurons", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "What the down projection receives: act(gate)·up on a gated MLP, the activation itself otherwise",
+         nullptr},
+        {Value::MlpOutput, "mlp_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
+         "What the MLP adds to the residual stream", nullptr},
+        // native values: `name` is the suffix after the module path
+        {Value::NativeQProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*head_dim"},
+         "q_proj's output: the queries before any norm or rotary", nullptr},
+        {Value::NativeKProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_kv_heads*head_dim"},
+         "k_proj's output: the keys before any norm or rotary", nullptr},
+        {Value::NativeVProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_kv_heads*head_dim"},
+         "v_proj's output", nullptr},
+        {Value::NativeQkvProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*3*head_dim"},
+         "The fused projection's output, laid out head by head [num_heads, 3, head_dim]", nullptr},
+        {Value::NativeQNormOutput, "output", Host::Attention, "Native", {},
+         "The per-head query norm's output, before the rotary, laid out as the family's module returns it (Apertus [batch num_heads seq head_dim], Persimmon [batch seq num_heads head_dim])", nullptr},
+        {Value::NativeKNormOutput, "output", Host::Attention, "Native", {},
+         "The per-head key norm's output, before the rotary, laid out as the family's module returns it", nullptr},
+        {Value::NativeGateProjOutput, "output", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "gate_proj's output: the gate's pre-activations", nullptr},
+        {Value::NativeUpProjOutput, "output", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "up_proj's output", nullptr},
+        {Value::NativeActFnInput, "input", Host::Mlp, "Neurons", {"batch", "seq", "intermediate_size"},
+         "The activation function's input: the pre-activations", nullptr},
+        {Value::NativeAttentionOutputNormOutput, "output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The norm of the attention's output: what the residual stream receives from the attention",
+         nullptr},
+        {Value::NativeMlpOutputNormOutput, "output", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         "The norm of the MLP's output: what the residual stream receives from the MLP", nullptr},
+        {Value::NativeGateUpProjOutput, "output", Host::Mlp, "Projection", {"batch", "seq", "2*intermediate_size"},
+         "The fused gate and up projection's output, [gate | up] on the last axis", nullptr},
+        {Value::NativeInputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativePostAttentionNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeAttentionOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeMlpOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeFinalNormScale, "scale", Host::Model, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+    };
+    return t;
+}
+
+}  // namespace
+
+const ValueInfo& valueInfo(Value v) { return table().at(static_cast<size_t>(v)); }
+
+const std::vector<Value>& standardValues() {
+    // The seeds' order inside each host: attention lists premix and output before the interior probabilities.
+    static const std::vector<Value> order = {
+        Value::Logits, Value::TokenEmbeddings, Value::FinalNormOutput, Value::LmHeadOutput, Value::NextTokenProbs,
+        Value::InputIds, Value::AttentionMask, Value::InputSize,
+        Value::LayerInput, Value::AttentionNormOutput, Value::LayerMid, Value::MlpNormOutput, Value::MlpInput, Value::LayerOutput,
+        Value::AttentionQueries, Value::AttentionKeys, Value::AttentionValues, Value::AttentionScores, Value::AttentionPremix,
+        Value::AttentionOutput, Value::AttentionProbabilities, Value::AttentionHeadOutputs,
+        Value::MlpActivation, Value::MlpNeurons, Value::MlpOutput};
+    return order;
+}
+
+std::optional<Value> standardValueByName(const std::string& name) {
+    for (Value v : standardValues())
+        if (name == valueInfo(v).name) return v;
+    return std::nullopt;
+}
+
+const char* hostPath(Host h) {
+    switch (h) {
+        case Host::Model: return "model";
+        case Host::Layer: return "model.layers[i]";
+        case Host::Attention: return "model.layers[i].self_attn";
+        case Host::Mlp: return "model.layers[i].mlp";
+    }
+    return "";
+}
+
+std::string layoutString(const ValueInfo& info) {
+    if (info.id == Value::InputSize) return "scalar";  // its description says [batch, seq]
+    std::string s = std::string(info.layout) + " [";
+    for (size_t i = 0; i < info.axes.size(); ++i) s += (i ? " " : "") + std::string(info.axes[i]);
+    return s + "]";
+}
+
+}  // namespace nnscope

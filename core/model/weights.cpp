@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+#include "core/model/weights.h"
+
+#include "core/model/error.h"
+
+namespace nnscope {
+
+std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
+    std::vector<WeightSpec> out;
+    const int64_t H = c.hiddenSize, I = c.intermediateSize, V = c.vocabSize, D = c.headDim;
+    const int64_t QW = c.numHeads * D, KW = c.numKvHeads * D;
+    auto add = [&](bool wanted, Module m, Param p, int layer, std::vector<int64_t> shape, bool projection = false) {
+        if (!wanted) return;
+        std::string name = f.tensorName({m, p}, layer);
+        if (name.empty())
+            throw Error("internal: family " + f.modelType + " has no module " + std::to_string(static_cast<int>(m)) +
+                        " in its module table, and its config needs one.");
+        const bool transposed = projection && f.conv1dWeights && shape.size() == 2;
+        if (transposed) std::swap(shape[0], shape[1]);
+        out.push_back({{m, p}, layer, std::move(name), std::move(shape), transposed});
+    };
+    // A linear map [out, in] and its bias [out] where `biased`.
+    auto linear = [&](bool wanted, Module m, int layer, int64_t outDim, int64_t inDim, bool biased) {
+        add(wanted, m, Param::Weight, layer, {outDim, inDim}, true);
+        add(wanted && biased, m, Param::Bias, layer, {outDim});
+    };
+    auto norm = [&](bool wanted, Module m, int layer, int64_t dim, NormKind kind) {
+        add(wanted, m, Param::Weight, layer, {dim});
+        add(wanted && kind == NormKind::LayerNorm, m, Param::Bias, layer, {dim});
+    };
+    add(true, Module::EmbedTokens, Param::Weight, -1, {V, H});
+    add(f.positions == PositionKind::Learned, Module::PositionEmbeddings, Param::Weight, -1, {c.maxPositionEmbeddings, H});
+    norm(true, Module::Norm, -1, H, f.norm);
+    add(!c.tieWordEmbeddings, Module::LmHead, Param::Weight, -1, {V, H});
+    const BlockNorms& bn = f.blockNorms;
+    const bool gated = f.mlp != MlpKind::Plain;
+    for (int i = 0; i < c.numLayers; ++i) {
+        norm(bn.beforeAttention, Module::InputNorm, i, H, f.norm);
+        norm(bn.beforeMlp, Module::PostAttentionNorm, i, H, f.norm);
+        norm(bn.afterAttention, Module::AttentionOutputNorm, i, H, f.norm);
+        norm(bn.afterMlp, Module::MlpOutputNorm, i, H, f.norm);
+        const bool separate = f.qkv == QkvLayout::Separate;
+        linear(separate, Module::QProj, i, QW, H, c.attentionBias);
+        linear(separate, Module::KProj, i, KW, H, c.attentionBias);
+        linear(separate, Module::VProj, i, KW, H, c.attentionBias);
+        linear(!separate, Module::QkvProj, i, QW + 2 * KW, H, c.attentionBias);
+        linear(true, Module::OProj, i, H, QW, c.oProjBias);
+        if (c.qkNorm) {
+            const bool whole = f.qkNormScope == QkNormScope::WholeProjection;
+            norm(true, Module::QNorm, i, whole ? QW : D, f.qkNormKind);
+            norm(true, Module::KNorm, i, whole ? KW : D, f.qkNormKind);
+        }
+        const bool fused = f.mlp == MlpKind::GatedFused;
+        linear(fused, Module::GateUpProj, i, 2 * I, H, c.mlpBias);
+        linear(!fused && gated, Module::GateProj, i, I, H, c.mlpBias);
+        linear(!fused, Module::UpProj, i, I, H, c.mlpBias);
+        linear(true, Module::DownProj, i, H, I, c.mlpBias);
+        const bool xielu = c.hiddenAct == "xielu";
+        for (Param p : {Param::AlphaP, Param::AlphaN, Param::Beta, Param::Eps}) add(xielu, Module::ActFn, p, i, {1});
+    }
+    return out;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+#include "core/model/config.h"
+#include "core/model/family.h"
+
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// One tensor a family's forward reads, as the checkpoint must store it. The one list of weights: Model's loader,
+/// the unused-tensor warning and the family checks read it, and no other list of weight names exists.
+struct WeightSpec {
+    ParamKey key;                ///< the module that owns it and which of its parameters it is
+    int layer = -1;              ///< block index; -1 for the model's root tensors
+    std::string name;            ///< the checkpoint's name (Family::tensorName, with the block filled in)
+    std::vector<int64_t> shape;  ///< the stored shape implied by the config (GPT-2's Conv1D: [in, out])
+    bool transposed = false;     ///< stored [in, out]: the forward reads its transpose, nn.Linear's [out, in]
+};
+
+/// The weights the family's forward reads for `config`, in load order: root tensors first, then block by block.
+/// Shapes follow the config (hidden_size H, num_heads × head_dim QW, num_kv_heads × head_dim KW, intermediate_size
+/// I, vocab_size V, max_position_embeddings P). Optional tensors are listed only where the config switches them on
+/// (biases, q/k norms, an untied lm_head). Every name comes from the family's module table (Family::tensorName). Throws
+/// nnscope::Error when the family's table lacks a module the config needs.
+std::vector<WeightSpec> weightSchema(const Family& family, const ModelConfig& config);
+
+}  // namespace nnscope

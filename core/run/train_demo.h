@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The demo model: a small Llama that nnscope trains itself on repeated random word runs, so that an
+// induction head forms (layer 1 attends from the second occurrence of a token to the token that followed
+// its first occurrence). `nnscope train-demo` runs trainDemoModel(); the folder it wrote with the default
+// seed is committed as resources/demo-model and opened when nnscope starts with no model (app/defaultmodel.cpp,
+// docs/DEMO.md).
+#include "core/model/model.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// The architecture of the demo model (LlamaForCausalLM; written to config.json). The recipe was tuned for these
+/// defaults only.
+struct DemoModelShape {
+    int64_t numLayers = 2;
+    int64_t hiddenSize = 64;
+    int64_t numHeads = 4;
+    int64_t headDim = 16;
+    int64_t intermediateSize = 128;
+    double ropeTheta = 10000.0;
+    double rmsNormEps = 1e-5;
+    int64_t maxPositionEmbeddings = 256;
+};
+
+/// One progress report of the trainer.
+struct DemoTrainProgress {
+    int step = 0;             ///< optimizer steps done (1 .. steps)
+    int steps = 0;            ///< steps asked for
+    double loss = 0;          ///< mean training loss (nats per token) over the steps since the previous report
+    double copyLoss = 0;      ///< the same, on the tokens only induction predicts (a repeated run's second occurrence)
+    double learningRate = 0;  ///< learning rate of the last step
+    double elapsedSeconds = 0;
+};
+
+/// Figures of the induction circuit on held-out repeated sequences (see evaluateInduction).
+struct InductionEval {
+    uint64_t seed = 0;     ///< the seed of the held-out rows
+    int sequences = 0;     ///< how many held-out rows were measured
+    int minRunLength = 0;  ///< run lengths drawn (each row: BOS, random words, a run, the same run, random words)
+    int maxRunLength = 0;
+    int rowLength = 0;     ///< tokens per row
+    /// Mean next-token cross-entropy (nats) predicting run tokens 2..L of the first occurrence, and of the second.
+    /// The run's first token is left out on both: nothing in the context predicts it.
+    double firstHalfLoss = 0;
+    double secondHalfLoss = 0;
+    /// scores[layer][head]: mean attention probability from each token of the second occurrence to the token
+    /// that followed the same token's first occurrence (1 = a perfect induction head).
+    std::vector<std::vector<double>> scores;
+    /// scores[layer][head] of the previous-token pattern: mean attention from each position (after BOS) to the
+    /// position just before it.
+    std::vector<std::vector<double>> previousTokenScores;
+};
+
+/// How to measure the induction circuit.
+struct InductionEvalOptions {
+    uint64_t seed = 20240607;  ///< seeds the held-out rows (keep it apart from the training seed)
+    int sequences = 64;
+    int minRunLength = 6;   ///< each row's run length is drawn from [minRunLength, maxRunLength]
+    int maxRunLength = 20;
+    int maxPrefix = 10;     ///< rows are 1 + 2 * maxRunLength + maxPrefix tokens; the runs start at a random place
+    /// Words are drawn from ids [firstId, endId); endId <= 0 means vocab_size. BOS/EOS ids are skipped.
+    int64_t firstId = 0;
+    int64_t endId = 0;
+};
+
+/// Measures in-context copying on `model` with nnscope::trace: `sequences` held-out rows [BOS, p random ids, a run
+/// of L distinct random ids, the same run, random ids to fill] (L and p drawn per row, so no fixed offset finds
+/// the answer; filler never repeats a run id), keeping `logits` [batch, seq, vocab_size] and every layer's
+/// `attention_probabilities` [batch, num_heads, query, key]. Throws nnscope::Error when the model has no BOS id
+/// (tokenizer or config.json), the id range holds fewer than 2 * maxRunLength ids, the options are out of range,
+/// or on a trace error.
+InductionEval evaluateInduction(const Model& model, const InductionEvalOptions& options = {});
+
+/// What the trainer does.
+struct DemoTrainOptions {
+    std::string outDir;          ///< the checkpoint folder to write (created; an older demo folder there is replaced)
+    uint64_t seed = 1234;        ///< seeds the initial weights (torch::manual_seed) and the data (std::mt19937_64)
+    int steps = 1500;            ///< optimizer steps
+    int threads = 1;             ///< libtorch intra-op threads during training (0: every core); restored afterwards
+    int batchSize = 32;
+    int seqLen = 64;             ///< tokens per training row, BOS included
+    double learningRate = 3e-3;  ///< peak AdamW learning rate (linear warm-up, held to half-way, cosine to a tenth)
+    int reportEvery = 100;       ///< steps between progress reports (the last step is always reported)
+    bool evaluate = true;        ///< load the written folder with Model::load and measure it (result.eval)
+    bool writeReadme = true;     ///< write README.md (how the folder was made, its figures) into the folder
+    /// The command line recorded in README.md (e.g. "nnscope train-demo --out DIR --seed 1234").
+    std::string commandLine;
+    DemoModelShape shape;
+    std::function<void(const DemoTrainProgress&)> progress;  ///< called every reportEvery steps (may be empty)
+};
+
+/// What the trainer did.
+struct DemoTrainResult {
+    std::string outDir;
+    double trainSeconds = 0;   ///< wall time of the optimizer steps
+    double totalSeconds = 0;   ///< including writing and evaluating
+    double finalLoss = 0;      ///< mean training loss of the last report interval
+    double finalCopyLoss = 0;  ///< mean training loss of the last interval on the repeated runs' predictable tokens
+    int64_t parameters = 0;    ///< trainable parameters
+    int threads = 1;           ///< threads used
+    std::optional<InductionEval> eval;  ///< the figures of the written folder, when options.evaluate
+};
+
+/// Trains the demo model and writes a HuggingFace checkpoint folder to options.outDir: config.json
+/// (LlamaForCausalLM, float32), model.safetensors (HF tensor names; lm_head is tied to embed_tokens, so absent),
+/// tokenizer.json (a word-level vocabulary the `tokenizers` library loads; lowercased, split on whitespace and
+/// punctuation, BOS prepended), tokenizer_config.json and README.md. Everything is written into a temporary sibling
+/// folder that is renamed into place at the end, so a failed run leaves nothing half-written at outDir.
+///
+/// Training rows (int64 [batchSize, seqLen]) are BOS, then segments: 0-3 random words, a run of random words, the
+/// same run again (runs of 20-32 words for the first quarter of the steps, then also runs of 2-24 words with up to 6
+/// random words between the occurrences); the loss is next-token cross-entropy with the tokens that nothing in the
+/// context predicts weighted 0.05. From random weights the default model forms the induction circuit (a previous-token
+/// head in layer 0, induction heads in layer 1) after about 300 steps.
+/// For a given seed, thread count and libtorch build the weights are bit-for-bit the same on every run
+/// (threads = 1, the default, makes them independent of the machine's core count). Reseeds libtorch's global
+/// generator (torch::manual_seed) and sets its thread count for the duration (restored on return).
+/// Throws nnscope::Error when outDir is empty, exists and holds files other than a demo folder's, cannot be
+/// written, or when an option is out of range.
+DemoTrainResult trainDemoModel(const DemoTrainOptions& options);
+
+/// The demo folder's vocabulary, in id order: <unk>, <s>, </s>, <pad>, then the words and punctuation marks.
+const std::vector<std::string>& demoVocabulary();
+/// The id of the first ordinary (non-special) token of demoVocabulary().
+constexpr int64_t kDemoFirstWordId = 4;
+
+}  // namespace nnscope
