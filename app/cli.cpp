@@ -3,6 +3,7 @@
 
 #include "core/model/error.h"
 #include "core/run/edit.h"
+#include "core/run/features.h"
 #include "core/analysis/attribution.h"
 #include "core/analysis/contribution.h"
 #include "core/io/export.h"
@@ -17,6 +18,8 @@
 #include "defaultmodel.h"
 
 #include <QCommandLineParser>
+#include <QCryptographicHash>
+#include <QFile>
 #include <QCoreApplication>
 #include <QTextStream>
 
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <iostream>
@@ -33,7 +37,8 @@
 namespace nnscope {
 namespace {
 
-const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph"};
+const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph",
+                               "features"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -53,6 +58,8 @@ void printUsage() {
               << "                per-head scores: previous_token, induction, first_token, diagonal\n"
               << "  nnscope graph --model DIR --prompt TEXT [--position P] [--threshold T] [--heads K] [--json]\n"
               << "                information flow routes: which tokens, through which blocks, a position is made of\n"
+              << "  nnscope features --model DIR --dictionary DIR --prompt TEXT [--prompt TEXT]... [--top-k K] [--json] [--out FILE]\n"
+              << "                a sparse dictionary's features on each prompt (SAELens, Gemma Scope 2, sparsify, Llama Scope)\n"
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
               << "                [--top-p P] [--seed N] [--edit ...]... [--skip N]... [--steer ...]... [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
@@ -608,6 +615,103 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     return 0;
 }
 
+/// The sha256 of a dictionary's weights files, for an export's provenance ("name:hex, ...").
+std::string weightsSha256(const Dictionary& d) {
+    std::string out;
+    for (const auto& f : d.files) {
+        QFile file(QString::fromStdString(f->path()));
+        QCryptographicHash hash(QCryptographicHash::Sha256);
+        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(f->path() + ": cannot be read to hash it: " + s(file.errorString()));
+        out += (out.empty() ? "" : ", ") + std::filesystem::path(f->path()).filename().string() + ":" + hash.result().toHex().toStdString();
+    }
+    return out;
+}
+
+int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption dictionary("dictionary", "The dictionary's folder: SAELens (cfg.json + sae_weights.safetensors), Gemma Scope 2 "
+                                                "(config.json + params.safetensors), sparsify (cfg.json + sae.safetensors), Llama Scope "
+                                                "(hyperparams.json + checkpoints/final.safetensors).", "DIR");
+    QCommandLineOption prompt("prompt", "A prompt (repeatable: each is traced in one batch).", "TEXT");
+    QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones.", "K", "10");
+    QCommandLineOption out("out", "Write every prompt's features, reconstruction and error (float32 [seq, d_sae] / [seq, d_out]) to this "
+                                  ".safetensors file, with the dictionary's folder and the sha256 of its weights.", "FILE");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out});
+    parseCommandLine(p, args);
+    rejectStray(p);
+    if (!p.isSet(dictionary)) throw UsageError("features needs --dictionary DIR.");
+    if (!p.isSet(prompt)) throw UsageError("features needs --prompt.");
+    bool ok = false;
+    const int k = p.value(topK).toInt(&ok);
+    if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");
+    auto model = loadModel(p, c);
+    // The dictionary is read and checked against the model before anything runs.
+    const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(s(p.value(dictionary))));
+    const Dictionary& d = *attached.dictionary;
+    std::vector<std::string> prompts;
+    for (const auto& q : p.values(prompt)) prompts.push_back(s(q));
+    TraceOptions opts;
+    opts.save = attached.neededValues();
+    const TraceResult result = trace(*model, encodeBatch(*model, prompts), opts);
+    const std::string site = valuePath(model->family(), attached.site);
+    nlohmann::json j{{"dictionary", {{"path", d.dir}, {"format", d.format}, {"architecture", d.architecture}, {"d_in", d.dIn},
+                                     {"d_sae", d.dSae}, {"model_name", d.trainedOn}}},
+                     {"site", site},
+                     {"prompts", nlohmann::json::array()}};
+    if (d.transcoder) j["dictionary"]["d_out"] = d.dOut, j["site_out"] = valuePath(model->family(), attached.siteOut);
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (size_t row = 0; row < prompts.size(); ++row) {
+        const FeatureRun run = runDictionary(*model, result, attached, static_cast<int64_t>(row));
+        const std::vector<int64_t>& ids = result.batch.ids[row];
+        nlohmann::json positions = nlohmann::json::array();
+        for (int64_t t = 0; t < run.features.size(0); ++t) {
+            nlohmann::json top = nlohmann::json::array();
+            for (const FeatureActivation& f : topFeatures(run.features[t], k)) top.push_back({{"feature", f.feature}, {"activation", f.activation}});
+            const std::string token = model->tokenizer() ? model->tokenizer()->tokenLabel(ids[static_cast<size_t>(t)]) : std::to_string(ids[static_cast<size_t>(t)]);
+            positions.push_back({{"token", token}, {"l0", (run.features[t] > 0).sum().item<int64_t>()}, {"top", top}});
+        }
+        j["prompts"].push_back({{"positions", positions}, {"mse", run.mse}, {"explained_variance", run.explainedVariance},
+                                {"mean_l0", run.meanL0}});
+        const std::string prefix = "prompt" + std::to_string(row) + ".";
+        tensors.emplace_back(prefix + "features", run.features.contiguous());
+        tensors.emplace_back(prefix + "reconstruction", run.reconstruction.contiguous());
+        tensors.emplace_back(prefix + "error", run.error.contiguous());
+    }
+    if (p.isSet(out)) {
+        std::map<std::string, std::string> meta = exportMetadata(*model, result, {});
+        meta["dictionary"] = d.dir;
+        meta["dictionary_format"] = d.format + " " + d.architecture;
+        meta["dictionary_sha256"] = weightsSha256(d);
+        meta["site"] = site;
+        writeSafetensors(s(p.value(out)), tensors, meta);
+    }
+    if (p.isSet(c.json)) {
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    std::cout << d.describe() << (d.trainedOn.empty() ? "" : ", trained on " + d.trainedOn) << "\nsite " << site << (d.transcoder ? " → " + valuePath(model->family(), attached.siteOut) : "") << "\n";
+    for (size_t row = 0; row < prompts.size(); ++row) {
+        const auto& pj = j["prompts"][row];
+        std::printf("\nprompt %zu: mse %.6g, explained variance %.4f, mean L0 %.1f (positions after the first)\n", row + 1,
+                    pj["mse"].get<double>(), pj["explained_variance"].get<double>(), pj["mean_l0"].get<double>());
+        for (const auto& pos : pj["positions"]) {
+            std::string line;
+            for (const auto& f : pos["top"]) {
+                char buf[64];
+                std::snprintf(buf, sizeof buf, " %lld:%.3g", static_cast<long long>(f["feature"].get<int64_t>()), f["activation"].get<double>());
+                line += buf;
+            }
+            std::string label = "\"" + pos["token"].get<std::string>() + "\"";
+            const auto shown = QString::fromStdString(label).size();  // pad by characters, not UTF-8 bytes
+            if (shown < 16) label += std::string(static_cast<size_t>(16 - shown), ' ');
+            std::printf("  %s L0 %4lld |%s\n", label.c_str(), static_cast<long long>(pos["l0"].get<int64_t>()), line.c_str());
+        }
+        if (pj["explained_variance"].get<double>() < 0)
+            std::cerr << "nnscope: warning: the dictionary explains less variance than the mean on prompt " << row + 1
+                      << " (explained variance < 0): is it trained on this model and this site?" << std::endl;
+    }
+    return 0;
+}
+
 int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption text("text", "Text to tokenize.", "TEXT");
     QCommandLineOption noSpecial("no-special-tokens", "Do not add BOS/EOS.");
@@ -697,6 +801,7 @@ int runCli(const QStringList& arguments) {
         if (command == "attribute") return cmdAttribute(p, c, args);
         if (command == "heads") return cmdHeads(p, c, args);
         if (command == "graph") return cmdGraph(p, c, args);
+        if (command == "features") return cmdFeatures(p, c, args);
     } catch (const UsageError& e) {
         return fail(e.what(), 2);
     } catch (const Error& e) {

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+#include "core/io/dictionary.h"
+
+#include "core/io/jsonfile.h"
+#include "core/io/safetensors.h"
+#include "core/model/config.h"
+#include "core/model/error.h"
+
+#include <filesystem>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace nnscope {
+namespace {
+
+constexpr uint64_t kDictionaryConfigMaxBytes = 1 << 20;
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+    std::ostringstream s;
+    s << "[";
+    for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+    return s.str() + "]";
+}
+
+bool isFile(const fs::path& p) { return fs::is_regular_file(p); }
+
+/// The tensors of one safetensors file, each checked against the shape the config implies, as float32 (a view of the
+/// mapped file where it stores float32).
+class TensorReader {
+public:
+    explicit TensorReader(const std::string& path) : file_(std::make_shared<SafetensorsFile>(path)) {}
+    std::shared_ptr<const SafetensorsFile> file() const { return file_; }
+    bool has(const std::string& name) const { return file_->contains(name); }
+    /// The tensor `name` of shape `shape` (a [n] vector may be stored [1, n], as some formats do). Throws
+    /// nnscope::Error naming the file, the tensor and both shapes.
+    torch::Tensor get(const std::string& name, const std::vector<int64_t>& shape) const {
+        if (!file_->contains(name)) {
+            std::string have;
+            for (const auto& [n, e] : file_->entries()) have += (have.empty() ? "" : ", ") + n;
+            throw Error(file_->path() + ": no tensor '" + name + "' (the file holds " + (have.empty() ? "none" : have) + ").");
+        }
+        torch::Tensor t = file_->tensor(name);
+        if (t.sizes().vec() != shape && !(shape.size() == 1 && t.numel() == shape[0] && t.dim() == 2))
+            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(t.sizes().vec()) + ", expected " +
+                        shapeText(shape) + " from the dictionary's config.");
+        if (t.dim() != static_cast<int64_t>(shape.size())) t = t.reshape(shape);
+        return t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
+    }
+    torch::Tensor optional(const std::string& name, const std::vector<int64_t>& shape) const {
+        return has(name) ? get(name, shape) : torch::Tensor();
+    }
+
+private:
+    std::shared_ptr<SafetensorsFile> file_;
+};
+
+/// A pickled weights file is refused: unpickling can run code. The message gives the one line that converts it.
+void refusePickle(const fs::path& dir, const std::string& want) {
+    for (const char* pickle : {"sae_weights.pt", "sae_weights.pth", "sae.pt", "params.pt", "model.pt", "final.pt", "checkpoints/final.pt"})
+        if (isFile(dir / pickle))
+            throw Error((dir / pickle).string() + ": a pickled weights file, which nnscope does not open (unpickling can run code). "
+                        "Convert it once: python -c \"import torch, safetensors.torch as s; s.save_file({k: v.contiguous() for k, v in "
+                        "torch.load('" + (dir / pickle).string() + "', map_location='cpu').items()}, '" + (dir / want).string() + "')\"");
+}
+
+int64_t intKey(const nlohmann::json& j, const std::string& key, const std::string& file) {
+    const int64_t v = cfg::getInt(j, key, file);
+    if (v <= 0) throw Error(file + ": " + key + " must be positive, not " + std::to_string(v) + ".");
+    return v;
+}
+
+/// SAELens (v6) folders: cfg.json + sae_weights.safetensors (sae_lens/saes/sae.py and the architecture files beside it).
+std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
+    const std::string cfgFile = (dir / "cfg.json").string();
+    const nlohmann::json j = readJsonObjectFile(cfgFile, kDictionaryConfigMaxBytes);
+    auto d = std::make_shared<Dictionary>();
+    d->format = "saelens";
+    d->architecture = cfg::getString(j, "architecture", "standard", cfgFile);
+    const std::string& a = d->architecture;
+    if (a == "standard") d->activation = Dictionary::Activation::ReLU;
+    else if (a == "jumprelu") d->activation = Dictionary::Activation::JumpReLU;
+    else if (a == "topk") d->activation = Dictionary::Activation::TopK;
+    else if (a == "batchtopk") d->activation = Dictionary::Activation::BatchTopK;
+    else if (a == "gated") d->activation = Dictionary::Activation::Gated;
+    else if (a == "transcoder") d->activation = Dictionary::Activation::ReLU, d->transcoder = true;
+    else if (a == "jumprelu_transcoder" || a == "jumprelu_skip_transcoder")
+        d->activation = Dictionary::Activation::JumpReLU, d->transcoder = true;
+    else
+        throw Error(cfgFile + ": unknown architecture \"" + a + "\" (nnscope reads standard, jumprelu, topk, batchtopk, gated, transcoder, "
+                    "jumprelu_transcoder, jumprelu_skip_transcoder).");
+    d->dIn = intKey(j, "d_in", cfgFile);
+    d->dSae = intKey(j, "d_sae", cfgFile);
+    d->dOut = j.contains("d_out") && !j["d_out"].is_null() ? intKey(j, "d_out", cfgFile) : d->dIn;
+    if (d->activation == Dictionary::Activation::TopK) d->k = intKey(j, "k", cfgFile);
+    d->applyBDecToInput = cfg::getBool(j, "apply_b_dec_to_input", !d->transcoder, cfgFile);
+    d->rescaleByDecoderNorm = cfg::getBool(j, "rescale_acts_by_decoder_norm", false, cfgFile);
+    const std::string norm = cfg::getString(j, "normalize_activations", "none", cfgFile);
+    if (norm == "none") d->inputNorm = Dictionary::InputNorm::None;
+    else if (norm == "constant_norm_rescale") d->inputNorm = Dictionary::InputNorm::ConstantNormRescale;
+    else if (norm == "layer_norm") d->inputNorm = Dictionary::InputNorm::LayerNorm;
+    else if (norm == "expected_average_only_in") d->inputNorm = Dictionary::InputNorm::ExpectedAverage;
+    else throw Error(cfgFile + ": normalize_activations \"" + norm + "\" is not one nnscope reads (none, constant_norm_rescale, layer_norm, "
+                     "expected_average_only_in).");
+    d->hookZ = cfg::getString(j, "reshape_activations", "none", cfgFile) == "hook_z";
+    const nlohmann::json meta = j.contains("metadata") && j["metadata"].is_object() ? j["metadata"] : j;
+    d->site = cfg::getString(meta, "hook_name", "", cfgFile);
+    d->trainedOn = cfg::getString(meta, "model_name", cfg::getString(j, "model_name", "", cfgFile), cfgFile);
+    if (d->site.empty()) d->site = cfg::getString(j, "hook_name", "", cfgFile);
+    if (d->site.empty()) throw Error(cfgFile + ": names no site (metadata.hook_name), so nnscope cannot tell where it reads.");
+    if (d->transcoder) {
+        d->siteOut = cfg::getString(meta, "hook_name_out", "", cfgFile);
+        if (d->siteOut.empty()) throw Error(cfgFile + ": a transcoder without metadata.hook_name_out: nnscope cannot tell where it writes.");
+    }
+    if (d->hookZ && d->site.size() >= 2 && d->site.compare(d->site.size() - 2, 2, "_z") != 0)
+        throw Error(cfgFile + ": reshape_activations hook_z on the site " + d->site + ", which is not a hook_z.");
+
+    const fs::path weights = dir / "sae_weights.safetensors";
+    if (!isFile(weights)) {
+        refusePickle(dir, "sae_weights.safetensors");
+        throw Error(weights.string() + ": missing (a SAELens folder holds cfg.json and sae_weights.safetensors).");
+    }
+    TensorReader r(weights.string());
+    d->files.push_back(r.file());
+    d->wEnc = r.get("W_enc", {d->dIn, d->dSae});
+    d->wDec = r.get("W_dec", {d->dSae, d->dOut});
+    d->bDec = r.get("b_dec", {d->dOut});
+    if (d->activation == Dictionary::Activation::Gated) {
+        d->bGate = r.get("b_gate", {d->dSae});
+        d->rMag = r.get("r_mag", {d->dSae});
+        d->bMag = r.get("b_mag", {d->dSae});
+    } else {
+        d->bEnc = r.get("b_enc", {d->dSae});
+    }
+    if (d->activation == Dictionary::Activation::JumpReLU || d->activation == Dictionary::Activation::BatchTopK)
+        d->threshold = r.get("threshold", {d->dSae});
+    if (a == "jumprelu_skip_transcoder") d->wSkip = r.get("W_skip", {d->dOut, d->dIn}).t();
+    if (d->inputNorm == Dictionary::InputNorm::ExpectedAverage) {
+        // sae-lens folds the scaling factor in at load when the folder ships it (SAE.load_from_disk reads it from cfg.json)
+        if (j.contains("norm_scaling_factor") && j["norm_scaling_factor"].is_number()) d->inputScale = j["norm_scaling_factor"].get<double>();
+        else if (isFile(dir / "norm_scaling_factor.json")) {
+            const auto s = readJsonObjectFile((dir / "norm_scaling_factor.json").string(), kDictionaryConfigMaxBytes);
+            if (!s.empty() && s.begin()->is_number()) d->inputScale = s.begin()->get<double>();
+        }
+    }
+    return d;
+}
+
+}  // namespace
+
+torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
+    torch::Tensor x = xIn.to(torch::kFloat32);
+    if (hookZ && x.dim() >= 2 && x.size(-1) * x.size(-2) == dIn) x = x.flatten(-2);
+    if (x.size(-1) != dIn)
+        throw Error(describe() + ": its input has " + std::to_string(dIn) + " values per position, the site gives " +
+                    std::to_string(x.size(-1)) + ".");
+    // process_sae_in: the run-time norm, then b_dec off the input where the dictionary says so
+    switch (inputNorm) {
+        case InputNorm::ConstantNormRescale: x = x * (std::sqrt(static_cast<double>(dIn)) / x.norm(2, -1, /*keepdim=*/true)); break;
+        case InputNorm::LayerNorm: {
+            const torch::Tensor centred = x - x.mean(-1, /*keepdim=*/true);
+            x = centred / (centred.std(-1, /*unbiased=*/true, /*keepdim=*/true) + 1e-5);
+            break;
+        }
+        case InputNorm::ExpectedAverage: x = x * inputScale; break;
+        case InputNorm::None: break;
+    }
+    if (applyBDecToInput) x = x - bDec;
+    if (activation == Activation::Gated) {
+        const torch::Tensor active = (torch::matmul(x, wEnc) + bGate > 0).to(torch::kFloat32);
+        const torch::Tensor magnitude = torch::relu(torch::matmul(x, wEnc * rMag.exp()) + bMag);
+        return active * magnitude;
+    }
+    torch::Tensor pre = torch::matmul(x, wEnc) + bEnc;
+    switch (activation) {
+        case Activation::ReLU: return torch::relu(pre);
+        case Activation::JumpReLU:
+        case Activation::BatchTopK: return torch::relu(pre) * (pre > threshold).to(torch::kFloat32);
+        case Activation::TopK: {
+            if (rescaleByDecoderNorm) pre = pre * wDec.norm(2, -1);
+            const int64_t kk = std::min(k, dSae);
+            auto [values, indices] = pre.topk(kk, -1);
+            return torch::zeros_like(pre).scatter(-1, indices, torch::relu(values));
+        }
+        case Activation::Gated: break;
+    }
+    return pre;
+}
+
+torch::Tensor Dictionary::decode(const torch::Tensor& features, const torch::Tensor& xIn) const {
+    torch::Tensor x = xIn.to(torch::kFloat32);
+    if (hookZ && x.dim() >= 2 && x.size(-1) * x.size(-2) == dIn) x = x.flatten(-2);
+    torch::Tensor f = features;
+    if (activation == Activation::TopK && rescaleByDecoderNorm) f = f / wDec.norm(2, -1);
+    torch::Tensor out = torch::matmul(f, wDec) + bDec;
+    if (wSkip.defined()) out = out + torch::matmul(x, wSkip);
+    switch (inputNorm) {
+        case InputNorm::ConstantNormRescale: out = out / (std::sqrt(static_cast<double>(dIn)) / x.norm(2, -1, /*keepdim=*/true)); break;
+        case InputNorm::LayerNorm: {
+            const torch::Tensor mu = x.mean(-1, /*keepdim=*/true);
+            out = out * (x - mu).std(-1, /*unbiased=*/true, /*keepdim=*/true) + mu;
+            break;
+        }
+        case InputNorm::ExpectedAverage: out = out / inputScale; break;
+        case InputNorm::None: break;
+    }
+    return out;
+}
+
+std::string Dictionary::describe() const {
+    return format + " " + architecture + (transcoder ? " transcoder, " : " SAE, ") + std::to_string(dIn) + " → " +
+           std::to_string(dSae) + " features" + (transcoder ? " → " + std::to_string(dOut) : "") + " (" + dir + ")";
+}
+
+std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
+    const fs::path dir(dirIn);
+    if (!fs::is_directory(dir)) throw Error(dirIn + ": not a folder (a dictionary is a folder: cfg.json and its weights).");
+    std::shared_ptr<Dictionary> d;
+    if (isFile(dir / "cfg.json") && (isFile(dir / "sae_weights.safetensors") || !isFile(dir / "sae.safetensors")))
+        d = readSaeLens(dir);
+    else
+        throw Error(dirIn + ": no dictionary nnscope knows (SAELens: cfg.json + sae_weights.safetensors; Gemma Scope 2: config.json + "
+                    "params.safetensors; Gemma Scope: params.npz; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
+                    "checkpoints/final.safetensors).");
+    d->dir = dirIn;
+    return d;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+#include "core/run/features.h"
+
+#include "core/analysis/analysis.h"
+#include "core/model/error.h"
+
+#include <regex>
+
+namespace nnscope {
+namespace {
+
+/// The nnscope value path a TransformerLens hook names on `family`, or "" when the hook is not one nnscope maps.
+std::string pathOfHook(const Family& family, const std::string& hook) {
+    static const std::regex block(R"(^blocks\.(\d+)\.(.+)$)");
+    std::smatch m;
+    if (!std::regex_match(hook, m, block)) return {};
+    const std::string L = "layers." + m[1].str() + ".";
+    const std::string rest = m[2].str();
+    if (rest == "hook_resid_pre") return L + "layer_input";
+    if (rest == "hook_resid_mid") return L + "layer_mid";
+    if (rest == "hook_resid_post") return L + "layer_output";
+    if (rest == "hook_attn_out")
+        return family.blockNorms.afterAttention ? L + family.moduleName(Module::AttentionOutputNorm) + ".output" : L + "self_attn.attention_output";
+    if (rest == "hook_mlp_out" || rest == "mlp.hook_out")
+        return family.blockNorms.afterMlp && rest == "hook_mlp_out" ? L + family.moduleName(Module::MlpOutputNorm) + ".output"
+                                                                    : L + "mlp.mlp_output";
+    if (rest == "hook_mlp_in" || rest == "mlp.hook_in") return L + "mlp_input";
+    if (rest == "attn.hook_z") return L + "self_attn.attention_premix";
+    if (rest == "mlp.hook_post") return L + "mlp.mlp_neurons";
+    if (rest == "mlp.hook_pre") return L + "mlp." + family.moduleName(Module::ActFn) + ".input";
+    if (rest == "ln2.hook_normalized" || rest == "ln1.hook_normalized") return "?";  // not a value yet (see below)
+    return {};
+}
+
+}  // namespace
+
+ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
+    const Family& f = model.family();
+    const std::string& site = out ? d.siteOut : d.site;
+    const std::string where = d.dir + " (" + d.format + "): its site " + site;
+    std::string path;
+    if (d.siteConvention == "tl") {
+        path = pathOfHook(f, site);
+        if (path == "?")
+            throw Error(where + " is a norm's output before its gain, which nnscope does not compute yet; a dictionary at the "
+                        "norm's output (with its gain) reads " + std::string("blocks.N.hook_mlp_in") + ".");
+        if (path.empty())
+            throw Error(where + " is a TransformerLens hook nnscope does not map to a value (it maps blocks.N.hook_resid_pre/mid/post, "
+                        "hook_attn_out, hook_mlp_out, hook_mlp_in, attn.hook_z, mlp.hook_pre, mlp.hook_post, mlp.hook_in, mlp.hook_out).");
+    } else {
+        // an HF module path, with or without the base model's prefix
+        path = site;
+        if (!f.basePrefix.empty() && path.rfind(f.basePrefix, 0) == 0) path = path.substr(f.basePrefix.size());
+        path += d.siteConvention == "hf-input" ? ".input" : ".output";
+    }
+    try {
+        return parseValuePath(model, path);
+    } catch (const Error& e) {
+        throw Error(where + " (" + path + " in nnscope's words) does not fit " + model.dir() + ": " + e.what());
+    }
+}
+
+int64_t siteWidth(const Model& model, const ValueKey& site) {
+    const ModelConfig& c = model.config();
+    const std::string layout = valueInfo(site.value).layout;
+    if (site.value == Value::AttentionPremix || site.value == Value::AttentionHeadOutputs) return c.numHeads * c.headDim;
+    if (layout == "Neurons") return c.intermediateSize;
+    return c.hiddenSize;
+}
+
+AttachedDictionary AttachedDictionary::attach(const Model& model, std::shared_ptr<const Dictionary> dictionary) {
+    AttachedDictionary a;
+    a.dictionary = std::move(dictionary);
+    const Dictionary& d = *a.dictionary;
+    a.site = dictionarySite(model, d);
+    a.siteOut = d.transcoder ? dictionarySite(model, d, /*out=*/true) : a.site;
+    const Family& f = model.family();
+    auto check = [&](const ValueKey& key, int64_t want, const char* side) {
+        const int64_t have = siteWidth(model, key);
+        if (have != want)
+            throw Error(d.describe() + ": its " + side + " has " + std::to_string(want) + " values per position, but " + valuePath(f, key) +
+                        " of " + model.dir() + " has " + std::to_string(have) + ". Is it the dictionary of another model?");
+    };
+    check(a.site, d.dIn, "input");
+    check(a.siteOut, d.dOut, "output");
+    return a;
+}
+
+std::vector<ValueKey> AttachedDictionary::neededValues() const {
+    if (siteOut == site) return {site};
+    return {site, siteOut};
+}
+
+FeatureRun runDictionary(const Model& model, const TraceResult& result, const AttachedDictionary& a, int64_t row) {
+    c10::InferenceMode guard;
+    const Dictionary& d = *a.dictionary;
+    FeatureRun r;
+    torch::Tensor x = promptValue(model, result, a.site, row);  // [length, ...]
+    if (x.dim() > 2) x = x.flatten(1);                          // attention_premix: heads side by side
+    r.input = x;
+    r.features = d.encode(x);
+    r.reconstruction = d.decode(r.features, x);
+    torch::Tensor target = a.siteOut == a.site ? x : promptValue(model, result, a.siteOut, row);
+    if (target.dim() > 2) target = target.flatten(1);
+    r.target = target;
+    r.error = target - r.reconstruction;
+    const int64_t length = x.size(0);
+    const int64_t from = length > 1 ? 1 : 0;
+    const torch::Tensor t = target.narrow(0, from, length - from).to(torch::kFloat64);
+    const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
+    r.mse = e.pow(2).mean().item<double>();
+    const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
+    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : 0.0;
+    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+    return r;
+}
+
+std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k) {
+    std::vector<FeatureActivation> out;
+    const torch::Tensor f = features.to(torch::kFloat32).reshape({-1});
+    const int64_t n = std::min<int64_t>(k, f.size(0));
+    if (n <= 0) return out;
+    auto [values, indices] = f.topk(n);
+    for (int64_t i = 0; i < n; ++i) {
+        const double v = values[i].item<double>();
+        if (!(v > 0)) break;
+        out.push_back({indices[i].item<int64_t>(), v});
+    }
+    return out;
+}
+
+}  // namespace nnscope

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// A sparse dictionary attached to a loaded model: its sites as nnscope values, checked against the model, and its
+// features, reconstruction and error on a trace.
+#include "core/io/dictionary.h"
+#include "core/model/model.h"
+#include "core/run/trace.h"
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nnscope {
+
+/// The nnscope value a dictionary's site names, for `model`. TransformerLens hooks map by their meaning in the family:
+/// blocks.i.hook_resid_pre / hook_resid_mid / hook_resid_post are layer_input / layer_mid / layer_output;
+/// hook_attn_out and hook_mlp_out what the stream receives (attention_output and mlp_output, or on Gemma 2/3 and OLMo 2
+/// the branch norm's output: post_feedforward_layernorm.output); attn.hook_z is attention_premix (heads side by side);
+/// mlp.hook_pre, mlp.hook_post are the activation's input and mlp_neurons; hook_mlp_in and mlp.hook_in are mlp_input,
+/// mlp.hook_out mlp_output. HF module paths ("model.layers.3.mlp", Gemma Scope 2, sparsify) read the module's output
+/// (or input, by the dictionary's convention). `out`: the transcoder's output site. Throws nnscope::Error naming the
+/// dictionary's config and the site: a hook nnscope does not map, a block the model lacks, a value the family lacks.
+ValueKey dictionarySite(const Model& model, const Dictionary& dictionary, bool out = false);
+
+/// How many values per position the site gives (hidden_size for the stream, num_heads × head_dim for
+/// attention_premix, intermediate_size for the neurons).
+int64_t siteWidth(const Model& model, const ValueKey& site);
+
+/// A dictionary attached to one model: the dictionary and its sites, checked. Throws nnscope::Error (from
+/// dictionarySite) or when the widths differ, with both sizes in the message.
+struct AttachedDictionary {
+    std::shared_ptr<const Dictionary> dictionary;
+    ValueKey site;     ///< where it reads
+    ValueKey siteOut;  ///< where its reconstruction stands (the site itself for an SAE)
+
+    static AttachedDictionary attach(const Model& model, std::shared_ptr<const Dictionary> dictionary);
+    /// The values a trace must save to run it (the site, and the output site of a transcoder).
+    std::vector<ValueKey> neededValues() const;
+};
+
+/// A dictionary's run on one prompt of a trace, at the prompt's own positions (BOS included).
+struct FeatureRun {
+    torch::Tensor input;           ///< float32 [length, d_in]: the site's value as the dictionary reads it
+    torch::Tensor features;        ///< float32 [length, d_sae]
+    torch::Tensor reconstruction;  ///< float32 [length, d_out]
+    torch::Tensor target;          ///< float32 [length, d_out]: what the reconstruction stands for (the output site's value)
+    torch::Tensor error;           ///< target - reconstruction
+    /// Reconstruction quality over the prompt's positions after the first (the BOS, an outlier every dictionary's own
+    /// evaluation leaves out; all positions when the prompt has one): mean squared error per value, explained
+    /// variance 1 - Σ‖target - reconstruction‖² / Σ‖target - mean(target)‖² (SAELens' evals), mean L0.
+    double mse = 0, explainedVariance = 0, meanL0 = 0;
+};
+
+/// Runs `attached` on prompt `row` of `result` (a trace that saved attached.neededValues()). Throws nnscope::Error when
+/// a needed value was not saved.
+FeatureRun runDictionary(const Model& model, const TraceResult& result, const AttachedDictionary& attached, int64_t row);
+
+/// A feature and its activation.
+struct FeatureActivation {
+    int64_t feature;
+    double activation;
+};
+/// The `k` largest activations of `features` [d_sae] that are above zero, largest first.
+std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k);
+
+}  // namespace nnscope
