@@ -141,7 +141,20 @@ Reference engineTrace(const QString& dir, const QStringList& prompts) {
     return r;
 }
 
-/// Largest |a - b| over a colour map's cells and a [rows, columns] tensor (rows = the map's value axis).
+/// Largest |a - b| over the matrix a heatmap draws (its MatrixModel) and a [rows, columns] tensor.
+double mapDifference(const HeatmapPlot* plot, const torch::Tensor& expected) {
+    const MatrixModel* m = plot->model();
+    const auto e = expected.to(torch::kFloat64).contiguous();
+    if (!m || m->rowCount() != e.size(0) || m->columnCount() != e.size(1)) return std::numeric_limits<double>::infinity();
+    double worst = 0;
+    const int rows = static_cast<int>(e.size(0)), cols = static_cast<int>(e.size(1));
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) worst = std::max(worst, std::fabs(m->value(r, c) - e[r][c].item<double>()));
+    return worst;
+}
+
+/// Largest |a - b| over a colour map's cells and a [rows, columns] tensor (rows = the map's value axis): the head grid's
+/// small maps, which draw from their own data.
 double mapDifference(QCPColorMap* map, const torch::Tensor& expected) {
     const auto e = expected.to(torch::kFloat64).contiguous();
     double worst = 0;
@@ -317,9 +330,8 @@ void TestGui::traceMatchesEngine() {
                                             .index({row, Slice(), Slice(span.start, None), Slice(span.start, None)});
             for (int h = 0; h < heads; ++h) {
                 av->setHead(h);
-                QCPColorMap* map = av->heatmap()->colorMap();
                 QCOMPARE(av->matrixModel()->columnCount(), static_cast<int>(span.length));
-                QVERIFY2(mapDifference(map, probs[h]) <= 1e-6, qPrintable(QString("block %1 head %2 prompt %3").arg(b).arg(h).arg(row)));
+                QVERIFY2(mapDifference(av->heatmap(), probs[h]) <= 1e-6, qPrintable(QString("block %1 head %2 prompt %3").arg(b).arg(h).arg(row)));
             }
             av->setHead(-1);
             QCOMPARE(av->grid()->headCount(), heads);
@@ -347,7 +359,7 @@ void TestGui::traceMatchesEngine() {
         nv->setBlock(block);
         nv->setTopK(7);
         const torch::Tensor acts = ref.result.value({Value::MlpNeurons, block}).index({row, Slice(span.start, None)}).to(torch::kFloat32);
-        QVERIFY(mapDifference(nv->heatmap()->colorMap(), acts) <= 1e-6);
+        QVERIFY(mapDifference(nv->heatmap(), acts) <= 1e-6);
         const int token = static_cast<int>(span.length) - 1;
         nv->setToken(token);
         const auto [topV, topI] = acts[token].topk(7);
@@ -373,7 +385,7 @@ void TestGui::traceMatchesEngine() {
             const torch::Tensor p = torch::softmax(ref.model->projectOnVocab(h).to(torch::kFloat32), -1);
             const auto [best, bestId] = p.max(-1);
             for (int pos = 0; pos < span.length; ++pos) {
-                QVERIFY(std::fabs(lv->heatmap()->colorMap()->data()->data(pos, b) - best[pos].item<double>()) <= 1e-5);
+                QVERIFY(std::fabs(lv->heatmap()->model()->value(b, pos) - best[pos].item<double>()) <= 1e-5);
                 QCOMPARE(lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, pos), MatrixModel::CellTextRole).toString(),
                          QString::fromStdString(tok->tokenLabel(bestId[pos].item<int64_t>())));
             }
@@ -381,7 +393,7 @@ void TestGui::traceMatchesEngine() {
             QVERIFY(std::fabs(lv->targetGraph()->data()->at(b)->value - p[pos][lv->targetId()].item<double>()) <= 1e-5);
         }
         // the lens at the last block is the model's own next-token distribution
-        const double lastTop = lv->heatmap()->colorMap()->data()->data(static_cast<double>(span.length - 1), layers - 1);
+        const double lastTop = lv->heatmap()->model()->value(layers - 1, static_cast<int>(span.length - 1));
         QVERIFY(std::fabs(lastTop - ref.result.nextTokenProbs[row].max().item<double>()) <= 1e-5);
     }
 }
@@ -549,7 +561,7 @@ void TestGui::diagramHoverAndPin() {
     auto* plot = qobject_cast<ValuePlotView*>(w->views()->currentWidget());
     QVERIFY(plot);
     const torch::Tensor expected = w->snapshot()->result.value({Value::MlpOutput, last})[0].to(torch::kFloat32);
-    QVERIFY(mapDifference(plot->heatmap()->colorMap(), expected) <= 1e-6);
+    QVERIFY(mapDifference(plot->heatmap(), expected) <= 1e-6);
     QTest::mouseClick(out->unpinButton(), Qt::LeftButton);
     QCOMPARE(static_cast<int>(pins->cards().size()), valueParts - 1);
 }
@@ -949,7 +961,7 @@ void TestGui::demoModelByDefault() {
     const double best = p.index({0, Slice(), second, first + 1}).max().item<double>();
     QVERIFY2(best > 0.5, qPrintable(QString("the best head puts %1 on the induction target").arg(best)));
     // What the heatmap shows is that block's attention.
-    QVERIFY(mapDifference(w.attentionView()->heatmap()->colorMap(),
+    QVERIFY(mapDifference(w.attentionView()->heatmap(),
                           p.index({0, w.attentionView()->head()})) < 1e-6);
     // `nnscope gui --screenshot FILE` with neither model nor prompt shows the same.
     const QString out = tmp_.filePath("demo.png");
@@ -1259,7 +1271,7 @@ void TestGui::patchingView() {
     QCOMPARE(pv->matrixModel()->rowCount(), layers);
     QCOMPARE(pv->matrixModel()->columnCount(), len);
     for (int i = 0; i < layers; ++i)
-        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->colorMap()->data()->data(p, i) - ref.grid[i][p]) <= 1e-5);
+        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->model()->value(i, p) - ref.grid[i][p]) <= 1e-5);
     // The last block at the last position carries the whole clean answer; normalised, that cell is 1.
     QVERIFY(std::fabs(ref.grid[layers - 1][len - 1] - ref.clean) <= 1e-4);
     pv->setNormalized(true);
@@ -1636,11 +1648,11 @@ void TestGui::attentionAtAnyLength() {
     const qint64 headMs = timer.elapsed();
     const torch::Tensor probs = ref.result.value({Value::AttentionProbabilities, 1})[0][1];
 
-    // The whole pattern, as one image: every cell in the map's data, every pixel the largest of its cells.
-    QCOMPARE(hm->colorMap()->data()->keySize(), n);
-    QCOMPARE(hm->colorMap()->data()->valueSize(), n);
+    // The whole pattern, as one image: every cell in the matrix drawn, every pixel the largest of its cells.
+    QCOMPARE(hm->model()->columnCount(), n);
+    QCOMPARE(hm->model()->rowCount(), n);
     for (const auto& [q, k] : std::vector<std::pair<int, int>>{{0, 0}, {n - 1, 0}, {n - 1, n - 1}, {n / 2, n / 3}, {n - 1, n / 2}})
-        QVERIFY(std::fabs(hm->colorMap()->data()->cell(k, q) - probs[q][k].item<double>()) <= 1e-6);
+        QVERIFY(std::fabs(hm->model()->value(q, k) - probs[q][k].item<double>()) <= 1e-6);
     QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
     QCOMPARE(plot->plottableCount(), 1);  // one image, not a cell per item
     QCOMPARE(plot->itemCount(), 1);       // the selection mark only
@@ -2117,12 +2129,13 @@ void TestGui::widgetViewsExport() {
 
 namespace {
 
-/// A colour map's cells as a [rows, columns] tensor (rows = its value axis).
-torch::Tensor mapTensor(QCPColorMap* map) {
-    const int cols = map->data()->keySize(), rows = map->data()->valueSize();
+/// The matrix a heatmap draws (its MatrixModel) as a [rows, columns] tensor.
+torch::Tensor mapTensor(const HeatmapPlot* plot) {
+    const MatrixModel* m = plot->model();
+    const int cols = m->columnCount(), rows = m->rowCount();
     torch::Tensor t = torch::zeros({rows, cols}, torch::kFloat64);
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) t[r][c] = map->data()->cell(c, r);
+        for (int c = 0; c < cols; ++c) t[r][c] = m->value(r, c);
     return t;
 }
 
@@ -2321,17 +2334,17 @@ void TestGui::openTraceFile() {
             w->attentionView()->setBlock(b);
             for (int h = 0; h < heads; ++h) {
                 w->attentionView()->setHead(h);
-                maps.push_back(mapTensor(w->attentionView()->heatmap()->colorMap()));
+                maps.push_back(mapTensor(w->attentionView()->heatmap()));
             }
         }
         QVERIFY(w->showView("neurons"));
         for (int b = 0; b < layers; ++b) {
             w->neuronView()->setBlock(b);
-            maps.push_back(mapTensor(w->neuronView()->heatmap()->colorMap()));
+            maps.push_back(mapTensor(w->neuronView()->heatmap()));
         }
         QVERIFY(w->showView("lens"));
         QVERIFY(lensDone(*w));  // computed when shown
-        maps.push_back(mapTensor(w->lensView()->heatmap()->colorMap()));
+        maps.push_back(mapTensor(w->lensView()->heatmap()));
         live = maps;
     };
     collect();
@@ -2375,7 +2388,7 @@ void TestGui::openTraceFile() {
         w->attentionView()->setBlock(1);
         w->attentionView()->setHead(0);
         QCOMPARE(w->attentionView()->placeholderText(), QString());
-        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads)]) <= 1e-6);
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()), expected[static_cast<size_t>(heads)]) <= 1e-6);
         w->attentionView()->setBlock(0);
         QVERIFY2(w->attentionView()->placeholderText().contains("layers.0.self_attn.attention_probabilities") &&
                      w->attentionView()->placeholderText().contains(oneValue) &&
@@ -2408,7 +2421,7 @@ void TestGui::openTraceFile() {
         QVERIFY(w->showView("attention"));
         w->attentionView()->setBlock(1);
         w->attentionView()->setHead(2);
-        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads + 2)]) <= 1e-5);
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()), expected[static_cast<size_t>(heads + 2)]) <= 1e-5);
         QVERIFY2(w->lensView()->placeholderText().contains("weights") && w->lensView()->placeholderText().contains("not on this machine"),
                  qPrintable(w->lensView()->placeholderText()));
         QVERIFY(w->attributionView()->placeholderText().contains("weights"));
@@ -2474,7 +2487,7 @@ QString lensViewDiffers(LogitLensView* lv, const Model& m, const LogitLens& lens
         return QString("shape %1 x %2").arg(lv->heatmap()->model()->rowCount()).arg(lv->heatmap()->model()->columnCount());
     for (int b = 0; b < ids.size(0); ++b) {
         for (int p = 0; p < ids.size(1); ++p) {
-            if (std::fabs(lv->heatmap()->colorMap()->data()->data(p, b) - probs[b][p][0].item<double>()) > 1e-6)
+            if (std::fabs(lv->heatmap()->model()->value(b, p) - probs[b][p][0].item<double>()) > 1e-6)
                 return QString("probability at block %1 position %2").arg(b).arg(p);
             if (lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, p), MatrixModel::CellTextRole).toString() !=
                 QString::fromStdString(m.tokenizer()->tokenLabel(ids[b][p][0].item<int64_t>())))
