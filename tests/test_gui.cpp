@@ -118,6 +118,16 @@ bool lensDone(MainWindow& w) {
     return ended.wait(60000) && !w.lensRunning();
 }
 
+/// Waits for everything the shown views asked the worker to compute (the logit lens, the Flow graph, the attribution,
+/// the head scores: each is computed in the worker once its view is shown or its settings change). True when nothing
+/// is left under way.
+bool viewJobsDone(MainWindow& w) {
+    QSignalSpy done(&w, &MainWindow::viewJobsDone);
+    while (w.viewJobsRunning())
+        if (!done.wait(60000)) return false;
+    return true;
+}
+
 bool runFromPanel(MainWindow& w, const QStringList& prompts) {
     w.tracePanel()->setPrompts(prompts);
     QSignalSpy done(&w, &MainWindow::traceEnded);
@@ -266,6 +276,7 @@ private slots:
     void attributionView();
     void generateView();
     void flowView();
+    void flowInWorker();
     void headsView();
     void attentionAtAnyLength_data();
     void attentionAtAnyLength();
@@ -607,7 +618,7 @@ void TestGui::cancelStopsTrace() {
     constexpr int kDelay = 400;  // ms per block: slow enough to press Cancel mid-trace on a 5-block model
     w->worker()->setBlockDelay(kDelay);
     w->tracePanel()->setPrompts({"Once upon a time"});
-    QSignalSpy progress(w->worker(), &TraceWorker::progress);
+    QSignalSpy progress(w->traceJob(), &JobWatcher::progressed);
     QSignalSpy ended(w.get(), &MainWindow::traceEnded);
     QSignalSpy done(w.get(), &MainWindow::traceDone);
     QTest::mouseClick(w->tracePanel()->runButton(), Qt::LeftButton);
@@ -623,7 +634,7 @@ void TestGui::cancelStopsTrace() {
     QCOMPARE(done.count(), 0);
     QVERIFY(!w->snapshot());
     const int total = static_cast<int>(w->model()->config().numLayers);
-    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY(progress.last().at(0).toInt() < total);
     QVERIFY2(w->tracePanel()->statusText().startsWith("Cancelled after"), qPrintable(w->tracePanel()->statusText()));
     QVERIFY(w->tracePanel()->runButton()->isEnabled());
     // the window is usable: the next run completes
@@ -1339,6 +1350,7 @@ void TestGui::attributionView() {
     QCOMPARE(w->snapshot()->prompt(0), prompt);
     QVERIFY(w->showView("attribution"));
     AttributionView* av = w->attributionView();
+    QVERIFY(viewJobsDone(*w));  // computed in the worker
     QVERIFY(av->attribution());  // the top prediction by default
     const Model& m = *w->model();
     TraceOptions o;
@@ -1347,6 +1359,7 @@ void TestGui::attributionView() {
     const int64_t top = r.nextTokenProbs[0].argmax().item<int64_t>();
     QVERIFY2(av->attribution()->target == top, qPrintable(QString("target %1 at position %2, top %3").arg(av->attribution()->target).arg(av->attribution()->position).arg(top)));
     av->setTarget("sat");
+    QVERIFY(viewJobsDone(*w));
     const int64_t sat = parseTokenArgument(m, "sat", "t");
     const LogitAttribution ref = directLogitAttribution(m, r, 0, -1, sat);
     const LogitAttribution& got = *av->attribution();
@@ -1373,16 +1386,20 @@ void TestGui::attributionView() {
     QVERIFY(av->details()->toPlainText().contains("layers.1.self_attn.head.3"));
     // a logit difference and another position
     av->setWrong("mat");
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(std::abs(av->attribution()->logit - directLogitAttribution(m, r, 0, -1, sat, parseTokenArgument(m, "mat", "w")).logit) < 1e-5);
     av->setPosition(2);
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(av->attribution()->position, int64_t{2});
     // a refused token says why, nothing is shown
     av->setTarget("no such words here");
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(!av->attribution());
     QVERIFY(av->statusLabel()->text().contains("target"));
     av->setTarget("sat");
     av->setWrong("");
     av->setPosition(-1);
+    QVERIFY(viewJobsDone(*w));
     // its right-click offer ablates the head with the largest share
     QVERIFY(!av->interventionOffers().isEmpty());
     QVERIFY(av->interventionOffers().front().text.startsWith("layers.1.self_attn.attention_head_outputs"));
@@ -1449,6 +1466,7 @@ void TestGui::flowView() {
     FlowView* fv = w->flowView();
     QVERIFY(!fv->graph());  // computed when the tab is first shown
     QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));  // in the worker
     QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
     const Model& m = *w->model();
     TraceOptions o;
@@ -1467,9 +1485,11 @@ void TestGui::flowView() {
     QVERIFY2(induction, "no block-1 attention edge from \" sat\" (3) into the last \" cat\" (9)");
     // a higher threshold keeps fewer edges, all above it
     fv->setThreshold(0.5);
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(fv->graph()->edges.size() < ref.edges.size());
     for (const auto& e : fv->graph()->edges) QVERIFY(e.weight >= 0.5);
     fv->setPosition(3);
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(fv->graph()->position, int64_t{3});
     QVERIFY(fv->canvas()->minimumWidth() > 10 * 40);
     QVERIFY(!fv->canvas()->grab().isNull());
@@ -1485,6 +1505,7 @@ void TestGui::headsView() {
     QVERIFY(runFromPanel(*w, {prompt}));
     QVERIFY(w->showView("heads"));
     HeadsView* hv = w->headsView();
+    QVERIFY(viewJobsDone(*w));  // the scores are computed in the worker
     const Model& m = *w->model();
     TraceOptions o;
     for (int i = 0; i < m.config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
@@ -1905,6 +1926,7 @@ void TestGui::headOverview() {
     QVERIFY(w->showView("heads"));
     HeadsView* hv = w->headsView();
     HeadOverview* ov = hv->overview();
+    QVERIFY(viewJobsDone(*w));  // the scores computed in the worker
     QTest::qWait(100);  // laid out and painted
     const Reference ref = engineTrace(demoModelDir(), prompts);
     const int blocks = static_cast<int>(m.config().numLayers), heads = static_cast<int>(m.config().numHeads);
@@ -1912,6 +1934,7 @@ void TestGui::headOverview() {
     QCOMPARE(ov->heads(), heads);
     for (int row : {0, 1}) {
         hv->setPrompt(row);
+        QVERIFY(viewJobsDone(*w));
         QTest::qWait(50);
         const QImage screen = ov->grab().toImage();
         for (int b = 0; b < blocks; ++b) {
@@ -1940,6 +1963,7 @@ void TestGui::headOverview() {
 
     // The engine's induction scores rank block 1's head first; sorting the table by induction marks the overview by it.
     hv->setPrompt(0);
+    QVERIFY(viewJobsDone(*w));
     const auto scores = headScores(*ref.model, ref.result, 0);
     const auto best = std::max_element(scores.begin(), scores.end(), [](const HeadScore& a, const HeadScore& b) { return a.induction < b.induction; });
     QCOMPARE(best->layer, kDemoInductionBlock);
@@ -2105,6 +2129,7 @@ void TestGui::widgetViewsExport() {
         {"flow", [&] { return w->flowView()->canvas(); }}};
     for (const auto& [name, widget] : views) {
         QVERIFY(w->showView(name));
+        QVERIFY(viewJobsDone(*w));  // the head scores and the Flow graph are computed in the worker
         QCoreApplication::processEvents();
         const QString path = tmp_.filePath("export-" + name + ".png");
         QCOMPARE(w->exportPlotTo(path), QString());
@@ -2475,6 +2500,81 @@ void TestGui::openTraceFile() {
     QCOMPARE(p.exitCode(), 2);
 }
 
+// ---- the Flow view computes in the worker ---------------------------------------------------------------------------
+
+void TestGui::flowInWorker() {
+    // The Flow view's importances (a pass's worth of work: half a minute for 300 tokens on a 16-block model, which froze
+    // the window when they were computed on its thread) are computed in the worker: the window's event loop keeps
+    // ticking meanwhile, the trace panel's bar counts the blocks, and Esc stops them within a block. The block delay
+    // stretches each block of the job to a known length on this tiny model.
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const QString prompt = promptOfLength(*w->model(), 300);
+    QVERIFY(runFromPanel(*w, {prompt}));
+    const int blocks = w->snapshot()->numLayers();
+    // what the importances cost on the window's thread, as the view computed them before
+    QElapsedTimer timer;
+    timer.start();
+    const TokenContributions direct = tokenContributions(*w->model(), w->snapshot()->result, 0);
+    const qint64 directMs = timer.elapsed();
+
+    constexpr int kDelay = 150;  // ms after each block but the last
+    w->worker()->setBlockDelay(kDelay);
+    QElapsedTimer ticks;
+    qint64 longestPause = 0, last = 0;
+    int count = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    connect(&tick, &QTimer::timeout, this, [&] {
+        const qint64 now = ticks.elapsed();
+        longestPause = std::max(longestPause, now - last);
+        last = now;
+        ++count;
+    });
+    QSignalSpy progress(w->tracePanel()->progressBar(), &QProgressBar::valueChanged);
+    ticks.start();
+    tick.start();
+    QVERIFY(w->showView("flow"));
+    QVERIFY(w->viewJobsRunning());
+    QVERIFY(w->tracePanel()->progressBar()->format().contains("information flow"));
+    QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
+    QVERIFY(viewJobsDone(*w));
+    const qint64 jobMs = ticks.elapsed();
+    tick.stop();
+    FlowView* fv = w->flowView();
+    QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(torch::equal(fv->graph()->contributions.attention, direct.attention));
+    QVERIFY(progress.count() >= blocks - 1);  // the bar counted the blocks
+    qInfo("Flow importances of %d tokens x %d blocks: %lld ms on the calling thread; in the worker (with %d ms after each "
+          "block) %lld ms, during which the event loop ticked %d times, its longest pause %lld ms",
+          static_cast<int>(direct.length), blocks, static_cast<long long>(directMs), kDelay, static_cast<long long>(jobMs), count,
+          static_cast<long long>(longestPause));
+    QVERIFY(jobMs >= (blocks - 1) * kDelay);
+    QVERIFY2(longestPause < 500, qPrintable(QString("the window did not handle events for %1 ms").arg(longestPause)));
+
+    // Esc stops it within a block; the view says so and computes it again when shown again.
+    QVERIFY(runFromPanel(*w, {prompt + " again"}));
+    QVERIFY(w->viewJobsRunning());  // the view is shown: the new trace's graph is under way
+    QSignalSpy blocksDone(w->analysisJob(fv), &JobWatcher::progressed);
+    QTRY_VERIFY_WITH_TIMEOUT(blocksDone.count() >= 1, 10000);
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    timer.start();
+    QTest::keyClick(w.get(), Qt::Key_Escape);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Esc took %1 ms").arg(timer.elapsed())));
+    QCOMPARE(w->analysisJob(fv)->state(), JobState::Cancelled);
+    QVERIFY(!fv->graph());
+    QVERIFY2(fv->statusLabel()->text().contains("cancelled"), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(w->tracePanel()->statusText().contains("cancelled"));
+    w->worker()->setBlockDelay(0);
+    QVERIFY(w->showView("attention"));
+    QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
+}
+
 // ---- the logit lens on demand; a dark palette -------------------------------------------------------------------
 
 namespace {
@@ -2602,7 +2702,7 @@ void TestGui::logitLensOnDemand() {
     // A new trace with the lens shown: the lens follows it, and Esc (a key press in the window) stops it within a block.
     constexpr int kDelay = 300;
     w->worker()->setBlockDelay(kDelay);
-    QSignalSpy progress(w->worker(), &TraceWorker::lensProgress);
+    QSignalSpy progress(w->lensJob(), &JobWatcher::progressed);
     QVERIFY(runFromPanel(*w, prompts));
     QVERIFY(w->lensRunning());
     QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
@@ -2618,7 +2718,7 @@ void TestGui::logitLensOnDemand() {
     QVERIFY(lensDone(*w));
     QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Esc took %1 ms").arg(timer.elapsed())));
     const int total = w->snapshot()->numLayers();
-    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY(progress.last().at(0).toInt() < total);
     QVERIFY(!lv->hasLens());
     QCOMPARE(w->snapshot()->lensCount(), 0);
     QVERIFY2(lv->lensNote().contains("cancelled"), qPrintable(lv->lensNote()));
@@ -2738,8 +2838,10 @@ void TestGui::darkPalette() {
     for (QCustomPlot* plot : {w->neuronView()->topPlot(), w->neuronView()->neuronPlot()})
         QVERIFY2((why = plotFollows(plot, dark)).isEmpty(), qPrintable("neurons: " + why));
     QVERIFY(w->showView("attribution"));
+    QVERIFY(viewJobsDone(*w));
     QVERIFY2((why = plotFollows(w->attributionView()->blockPlot(), dark)).isEmpty(), qPrintable("attribution: " + why));
     QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(commonestColour(w->flowView()->canvas()->grab().toImage()), base);
     QVERIFY(w->showView("patching"));
     PatchRequest r;
