@@ -43,7 +43,10 @@ public:
     /// thread, for as long as `context` lives.
     template <class T, class F>
     QMetaObject::Connection onFinished(const QObject* context, F f) {
-        return connect(this, &JobWatcher::finished, context, [f = std::move(f)](const QVariant& result) { f(result.value<T>()); });
+        return connect(this, &JobWatcher::finished, context, [f = std::move(f)](const QVariant& result) {
+            Q_ASSERT_X(result.metaType() == QMetaType::fromType<T>(), "JobWatcher::onFinished", "the job's result is of another type");
+            f(result.value<T>());
+        });
     }
 
 signals:

@@ -216,7 +216,7 @@ void TraceWorker::cancel() {
                 ++it;
             }
         }
-        if (runningCancel_) *runningCancel_ = true;
+        if (runningCancel_ && runningCancellable_) *runningCancel_ = true;
     }
     for (quint64 id : dropped) emit jobCancelled(id);  // outside the lock: slots may queue more
 }
@@ -225,7 +225,7 @@ void TraceWorker::cancel(quint64 id) {
     bool dropped = false;
     {
         QMutexLocker lock(&mutex_);
-        if (id == runningId_ && runningCancel_) *runningCancel_ = true;
+        if (id == runningId_ && runningCancel_ && runningCancellable_) *runningCancel_ = true;
         for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
             if (it->id == id && it->cancellable) {
                 jobs_.erase(it);
@@ -247,6 +247,7 @@ void TraceWorker::run() {
             jobs_.pop_front();
             runningId_ = job.id;
             runningCancel_ = job.cancel;
+            runningCancellable_ = job.cancellable;
         }
         if (const int t = threads_.load(); t != appliedThreads_) {
             configureThreads(t);

@@ -138,6 +138,7 @@ private:
     bool abort_ = false;
     quint64 runningId_ = 0;                             ///< the job running now (0: none); under mutex_
     std::shared_ptr<std::atomic<bool>> runningCancel_;  ///< its cancel flag; under mutex_
+    bool runningCancellable_ = true;                    ///< whether Cancel stops it (not a load or the checks); under mutex_
     std::atomic<int> lensRuns_{0};
     std::atomic<int> blockDelayMs_{0};
     std::atomic<int> threads_{0};
