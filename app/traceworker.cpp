@@ -9,21 +9,6 @@
 
 namespace nnscope {
 
-const char* jobKindName(JobKind kind) {
-    switch (kind) {
-    case JobKind::Load: return "load";
-    case JobKind::Trace: return "trace";
-    case JobKind::Checks: return "checks";
-    case JobKind::Patch: return "patch";
-    case JobKind::Generate: return "generate";
-    case JobKind::Reread: return "reread";
-    case JobKind::OpenTrace: return "open trace";
-    case JobKind::Lens: return "lens";
-    case JobKind::Analysis: return "analysis";
-    }
-    return "?";
-}
-
 namespace {
 // The message of any exception the engine or libtorch may throw, as a sentence for the window.
 QString messageOf(const std::exception& e) {

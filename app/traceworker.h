@@ -48,8 +48,6 @@ using LensResultsPtr = std::shared_ptr<const std::vector<TraceSnapshot::LensPtr>
 
 /// What a job computes; each request function below names the type its result holds.
 enum class JobKind { Load, Trace, Checks, Patch, Generate, Reread, OpenTrace, Lens, Analysis };
-/// "load", "trace", "checks", "patch", "generate", "reread", "open trace", "lens", "analysis" (for logs).
-const char* jobKindName(JobKind kind);
 
 class TraceWorker : public QThread {
     Q_OBJECT

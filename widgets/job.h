@@ -22,10 +22,6 @@ enum class JobState {
     Failed,     ///< the computation threw: the message says why
     Cancelled,  ///< stopped by Cancel before it finished, or dropped from the queue
 };
-/// "idle", "queued", "running", "finished", "failed", "cancelled" (for logs and test messages, not for the window).
-const char* jobStateName(JobState state);
-/// Whether `state` is one a job ends in (Finished, Failed or Cancelled).
-inline bool isFinal(JobState state) { return state == JobState::Finished || state == JobState::Failed || state == JobState::Cancelled; }
 
 /// A job's computation's view of its job, in the worker thread: report progress, and see Cancel. A computation
 /// checks cancelled() between its steps (or hands cancelFlag() to the engine's options, which check it between blocks)
