@@ -91,7 +91,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: auto (the checkpoint's own where this CPU computes it natively, else float32), float32 or bfloat16."), "D");
-    const QCommandLineOption view("view", QApplication::translate("gui", "View shown first: attention, neurons, lens, model, family, compare (before / after), patching, attribution (who wrote the next token), generate, flow (information flow routes), heads (every head's pattern and scores) or text (the prompts coloured by attention, a neuron or a norm)."), "NAME");
+    const QCommandLineOption view("view", viewHelp(), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
     const QCommandLineOption skip("skip", QApplication::translate("gui", "Skip block N: its output is its input (repeatable)."), "N");
@@ -161,7 +161,7 @@ int runGui(int& argc, char** argv) {
     const QString colorScheme = p.value(scheme);
     if (p.isSet(scheme) && colorScheme != "dark" && colorScheme != "light")
         return usageError(QString("--color-scheme must be dark or light, not '%1'.").arg(colorScheme));
-    const QStringList views = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
+    const QStringList views = viewNames();
     if (!options.view.isEmpty() && !views.contains(options.view))
         return usageError(QString("--view must be one of %1, not '%2'.").arg(views.join(", "), options.view));
     const QString screenshotPath = p.value(shot);
@@ -224,8 +224,8 @@ int runGui(int& argc, char** argv) {
             QObject::connect(&window, &MainWindow::traceFileFailed, &window, [&](const QString&, const QString& message) { fail(message); });
             QObject::connect(&window, &MainWindow::traceFileOpened, &window, [&] {
                 window.showView(options.view);
-                if (window.lensRunning())  // the logit lens is computed once its view is shown: wait for it
-                    QObject::connect(&window, &MainWindow::lensEnded, &window, shoot, Qt::SingleShotConnection);
+                if (window.viewJobsRunning())  // the logit lens (or a view's analysis) is computed once its view is shown: wait for it
+                    QObject::connect(&window, &MainWindow::viewJobsDone, &window, shoot, Qt::SingleShotConnection);
                 else
                     shoot();
             });
@@ -240,8 +240,8 @@ int runGui(int& argc, char** argv) {
                 window.showView(options.view);  // the family page starts its checks when shown: wait for them
                 if (options.view == "family" && !window.familyView()->checks())
                     QObject::connect(&window, &MainWindow::checksEnded, &window, shoot, Qt::SingleShotConnection);
-                else if (window.lensRunning())  // the logit lens is computed once its view is shown: wait for it
-                    QObject::connect(&window, &MainWindow::lensEnded, &window, shoot, Qt::SingleShotConnection);
+                else if (window.viewJobsRunning())  // the logit lens, the Flow graph, ... are computed once their view is shown: wait
+                    QObject::connect(&window, &MainWindow::viewJobsDone, &window, shoot, Qt::SingleShotConnection);
                 else
                     shoot();
             });

@@ -80,9 +80,6 @@ constexpr int kMaxRecent = 8;
 /// Up to this many tokens the logit lens of the prompt shown is computed whole; a longer prompt's lens is computed for
 /// the positions in view (LogitLensView::wantedPositions), more as the view is scrolled.
 constexpr int kLensWholePrompt = 256;
-const char* const kViewNames[] = {"model", "attention", "neurons", "lens", "family", "compare", "patching", "attribution", "generate", "flow", "heads", "text"};
-/// The fixed tabs (kViewNames, in order); the tabs after them are plots of single values, closable.
-constexpr int kFixedViews = static_cast<int>(std::size(kViewNames));
 
 QString plainText(const QString& html) {
     QTextDocument d;
@@ -95,6 +92,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     initResources();
     setWindowIcon(QIcon(":/icons/nnscope.svg"));
     worker_ = new TraceWorker(this);
+    createJobs();
     createActions();
     createCentral();
     createDocks();
@@ -109,103 +107,9 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     if (!start_.dtype.isEmpty()) dtype_ = parseDtypeRequest(start_.dtype.toStdString());  // checked by the command line
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
 
-    connect(worker_, &TraceWorker::modelLoaded, this, &MainWindow::onModelLoaded);
-    connect(worker_, &TraceWorker::loadFailed, this, &MainWindow::onLoadFailed);
-    connect(worker_, &TraceWorker::traceStarted, this, &MainWindow::onTraceStarted);
-    connect(worker_, &TraceWorker::progress, this, &MainWindow::onProgress);
-    connect(worker_, &TraceWorker::traceFinished, this, &MainWindow::onTraceFinished);
-    connect(worker_, &TraceWorker::traceCancelled, this, &MainWindow::onTraceCancelled);
-    connect(worker_, &TraceWorker::traceFailed, this, &MainWindow::onTraceFailed);
-    connect(worker_, &TraceWorker::lensProgress, this, [this](quint64 id, int done, int total) {
-        if (id == lensId_) tracePanel_->analysisProgress(done, total);
-    });
-    connect(worker_, &TraceWorker::lensFinished, this, &MainWindow::onLensFinished);
-    connect(worker_, &TraceWorker::lensCancelled, this, [this](quint64 id) { onLensStopped(id, QString()); });
-    connect(worker_, &TraceWorker::lensFailed, this, &MainWindow::onLensStopped);
     // The logit lens is computed when a view that shows it is shown, for the prompt it shows.
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::ensureLens);
     connect(lens_, &LogitLensView::lensRequested, this, &MainWindow::ensureLens);
-    connect(worker_, &TraceWorker::patchProgress, this, [this](quint64 id, int done, int total) {
-        if (id == patchId_) patching_->setProgress(done, total);
-    });
-    connect(worker_, &TraceWorker::patchFinished, this, [this](quint64 id, PatchingResultPtr result) {
-        if (id != patchId_) return;
-        patchId_ = 0;
-        patching_->setResult(std::move(result), patchMetric_);
-        updateActions();
-        emit patchEnded();
-    });
-    connect(worker_, &TraceWorker::patchFailed, this, [this](quint64 id, const QString& message) {
-        if (id != patchId_) return;
-        patchId_ = 0;
-        patching_->setFailed(message == "cancelled" ? tr("Patching was cancelled.") : tr("Patching failed: %1").arg(message));
-        emit patchEnded();
-    });
-    connect(worker_, &TraceWorker::generateFinished, this, [this](quint64 id, GenerationPairPtr result) {
-        if (id != generateId_) return;
-        generateId_ = 0;
-        generate_->setResult(std::move(result));
-        updateActions();
-        emit generateEnded();
-    });
-    connect(worker_, &TraceWorker::generateFailed, this, [this](quint64 id, const QString& message) {
-        if (id != generateId_) return;
-        generateId_ = 0;
-        generate_->setFailed(message == "cancelled" ? tr("Generation was cancelled.") : tr("Generation failed: %1").arg(message));
-        emit generateEnded();
-    });
-    connect(worker_, &TraceWorker::valuesRead, this, [this](quint64 id, SnapshotPtr snapshot) {
-        if (id != rereadId_) return;
-        rereadId_ = 0;
-        // the values read from the last trace's inputs join it, unless another trace has come since
-        if (snapshot_ && snapshot->serial == snapshot_->serial && snapshot->model == snapshot_->model) {
-            // the lens under way belongs to the new copy too (copies share their lenses): not restarted for it
-            for (LensRequest& r : lensRequests_)
-                if (r.snapshot == snapshot_) r.snapshot = snapshot;
-            snapshot_ = std::move(snapshot);
-            pinned_->setSnapshot(snapshot_);
-            text_->setPinnedKeys(pinned_->keys());
-            text_->setSnapshot(snapshot_);  // a pinned value's norm
-            for (int i = kFixedViews; i < views_->count(); ++i)
-                if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
-        }
-        readMissingPins();
-        emit pinsRead();
-    });
-    connect(worker_, &TraceWorker::valuesReadFailed, this, [this](quint64 id, const QString& message) {
-        if (id != rereadId_) return;
-        rereadId_ = 0;
-        pinned_->setUnreadText(message == "cancelled" ? tr("Reading it was cancelled: the next trace reads it.")
-                                                      : tr("Could not read it from the last trace's inputs: %1").arg(message));
-        emit pinsRead();
-    });
-    connect(worker_, &TraceWorker::traceFileOpened, this, &MainWindow::onTraceFileOpened);
-    connect(worker_, &TraceWorker::traceFileFailed, this, [this](quint64 id, const QString& path, const QString& message) {
-        if (id != openTraceId_) return;
-        openTraceId_ = 0;
-        QString why = message;
-        if (why.startsWith(path + ": ")) why = why.mid(path.size() + 2);  // the file is named once
-        showError(tr("Could not open the trace file %1: %2").arg(path, why));
-        statusBar()->showMessage(tr("Could not open %1").arg(path), 5000);
-        if (!model_) {
-            startPage_->setHtml(tr("<h2>nnscope</h2><p>Open a checkpoint folder or a trace file to look inside a model.</p>"));
-            updateRecentMenu();
-        }
-        updateActions();
-        emit traceFileFailed(path, message);
-    });
-    connect(worker_, &TraceWorker::checksFinished, this, [this](quint64 id, CheckResultsPtr results) {
-        if (id != checksId_) return;
-        checksId_ = 0;
-        family_->setChecks(std::move(results), checksPrompt_);
-        emit checksEnded();
-    });
-    connect(worker_, &TraceWorker::checksFailed, this, [this](quint64 id, const QString& message) {
-        if (id != checksId_) return;
-        checksId_ = 0;
-        family_->setFailed(message);
-        emit checksEnded();
-    });
 
     if (!start_.prompts.isEmpty()) tracePanel_->setPrompts(start_.prompts);
     if (!start_.traceFile.isEmpty()) openTraceFile(start_.traceFile);
@@ -223,10 +127,73 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
 }
 
 MainWindow::~MainWindow() {
+    // the views' last signals while the window comes down (a field losing focus asks for an analysis) ask for nothing
+    for (TraceView* v : traceViews()) disconnect(v, nullptr, this, nullptr);
+    disconnect(lens_, nullptr, this, nullptr);
+    disconnect(views_, nullptr, this, nullptr);
     delete worker_;  // stops and joins the thread while the window can still receive its last signals
+    worker_ = nullptr;
 }
 
 // ---- construction -------------------------------------------------------------------------------------------
+
+void MainWindow::createJobs() {
+    loadJob_ = new JobWatcher(worker_, QStringLiteral("load"), this);
+    loadJob_->onFinished<ModelPtr>(this, [this](ModelPtr model) { onModelLoaded(std::move(model)); });
+    connect(loadJob_, &JobWatcher::failed, this, [this](const QString& message) { onLoadFailed(loadingDir_, message); });
+
+    traceJob_ = new JobWatcher(worker_, QStringLiteral("trace"), this);
+    connect(traceJob_, &JobWatcher::started, this, [this] { tracePanel_->traceStarted(traceBlocks_); });
+    connect(traceJob_, &JobWatcher::progressed, this, [this](int done, int total) { tracePanel_->traceProgress(done, total); });
+    traceJob_->onFinished<SnapshotPtr>(this, [this](SnapshotPtr snapshot) { onTraceFinished(std::move(snapshot)); });
+    connect(traceJob_, &JobWatcher::cancelled, this, &MainWindow::onTraceCancelled);
+    connect(traceJob_, &JobWatcher::failed, this, &MainWindow::onTraceFailed);
+
+    lensJob_ = new JobWatcher(worker_, QStringLiteral("lens"), this);
+    connect(lensJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(lensJob_, done, total); });
+    lensJob_->onFinished<LensResultsPtr>(this, [this](LensResultsPtr lenses) { onLensFinished(std::move(lenses)); });
+    connect(lensJob_, &JobWatcher::cancelled, this, [this] { onLensStopped(JobState::Cancelled, {}); });
+    connect(lensJob_, &JobWatcher::failed, this, [this](const QString& message) { onLensStopped(JobState::Failed, message); });
+
+    patchJob_ = new JobWatcher(worker_, QStringLiteral("patch"), this);
+    connect(patchJob_, &JobWatcher::progressed, this, [this](int done, int total) { patching_->setProgress(done, total); });
+    patchJob_->onFinished<PatchingResultPtr>(this, [this](PatchingResultPtr result) {
+        patching_->setResult(std::move(result), patchMetric_);
+        updateActions();
+    });
+    connect(patchJob_, &JobWatcher::failed, this, [this](const QString& message) { patching_->setFailed(tr("Patching failed: %1").arg(message)); });
+    connect(patchJob_, &JobWatcher::cancelled, this, [this] { patching_->setFailed(tr("Patching was cancelled.")); });
+    connect(patchJob_, &JobWatcher::ended, this, &MainWindow::patchEnded);
+
+    generateJob_ = new JobWatcher(worker_, QStringLiteral("generate"), this);
+    generateJob_->onFinished<GenerationPairPtr>(this, [this](GenerationPairPtr result) {
+        generate_->setResult(std::move(result));
+        updateActions();
+    });
+    connect(generateJob_, &JobWatcher::failed, this, [this](const QString& message) { generate_->setFailed(tr("Generation failed: %1").arg(message)); });
+    connect(generateJob_, &JobWatcher::cancelled, this, [this] { generate_->setFailed(tr("Generation was cancelled.")); });
+    connect(generateJob_, &JobWatcher::ended, this, &MainWindow::generateEnded);
+
+    rereadJob_ = new JobWatcher(worker_, QStringLiteral("reread"), this);
+    rereadJob_->onFinished<SnapshotPtr>(this, [this](SnapshotPtr snapshot) { onValuesRead(std::move(snapshot)); });
+    connect(rereadJob_, &JobWatcher::failed, this, [this](const QString& message) {
+        pinned_->setUnreadText(tr("Could not read it from the last trace's inputs: %1").arg(message));
+    });
+    connect(rereadJob_, &JobWatcher::cancelled, this, [this] { pinned_->setUnreadText(tr("Reading it was cancelled: the next trace reads it.")); });
+    connect(rereadJob_, &JobWatcher::ended, this, [this](JobState state) {
+        if (state != JobState::Finished) emit pinsRead();  // a finished read says so once it has looked for more (onValuesRead)
+    });
+
+    openTraceJob_ = new JobWatcher(worker_, QStringLiteral("open trace"), this);
+    openTraceJob_->onFinished<SnapshotPtr>(this, [this](SnapshotPtr snapshot) { onTraceFileOpened(std::move(snapshot)); });
+    connect(openTraceJob_, &JobWatcher::failed, this, [this](const QString& message) { onTraceFileFailed(openTracePath_, message); });
+    connect(openTraceJob_, &JobWatcher::cancelled, this, [this] { onTraceFileFailed(openTracePath_, tr("opening it was cancelled.")); });
+
+    checksJob_ = new JobWatcher(worker_, QStringLiteral("checks"), this);
+    checksJob_->onFinished<CheckResultsPtr>(this, [this](CheckResultsPtr results) { family_->setChecks(std::move(results), checksPrompt_); });
+    connect(checksJob_, &JobWatcher::failed, this, [this](const QString& message) { family_->setFailed(message); });
+    connect(checksJob_, &JobWatcher::ended, this, &MainWindow::checksEnded);
+}
 
 void MainWindow::createActions() {
     openAct_ = new QAction(QIcon::fromTheme("document-open", QIcon(":/icons/open.svg")), tr("&Open Checkpoint…"), this);
@@ -297,13 +264,13 @@ void MainWindow::createActions() {
     aboutQtAct_ = new QAction(tr("About &Qt"), this);
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
-    const QStringList titles = {tr("&Model"), tr("&Attention"), tr("&Neurons"), tr("&Logit Lens"), tr("&Family"),
-                                tr("&Before / After"), tr("&Patching"), tr("A&ttribution"), tr("&Generate"), tr("F&low"), tr("&Heads"), tr("Te&xt")};
-    for (int i = 0; i < titles.size(); ++i) {
-        auto* a = new QAction(titles[i], this);
-        if (i < 10) a->setShortcut(QKeySequence(Qt::CTRL | (i < 9 ? Qt::Key_1 + i : Qt::Key_0)));  // Ctrl+1 ... Ctrl+9, Ctrl+0
-        a->setStatusTip(tr("Show the %1 view").arg(QString(titles[i]).remove('&')));
-        connect(a, &QAction::triggered, this, [this, i] { showView(kViewNames[i]); });
+    for (const ViewSpec& spec : viewSpecs()) {
+        const QString title = tr(spec.menuText);
+        auto* a = new QAction(title, this);
+        if (spec.key) a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(spec.key)));
+        a->setStatusTip(tr("Show the %1 view").arg(QString(title).remove('&')));
+        const QString name = QString::fromLatin1(spec.name);
+        connect(a, &QAction::triggered, this, [this, name] { showView(name); });
         viewActs_ << a;
     }
 }
@@ -321,27 +288,27 @@ void MainWindow::createCentral() {
     attention_ = new AttentionView(this);
     neurons_ = new NeuronView(this);
     lens_ = new LogitLensView(this);
+    family_ = new FamilyView(this);
+    compare_ = new CompareView(this);
+    patching_ = new PatchingView(this);
+    attribution_ = new AttributionView(this);
+    generate_ = new GenerateView(this);
+    flow_ = new FlowView(this);
+    heads_ = new HeadsView(this);
+    text_ = new TextView(this);
+    // the tabs, in the registry's order (viewregistry.h): each name's widget
+    const std::map<QString, QWidget*> widgets = {
+        {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
+        {"family", family_},     {"compare", compare_},         {"patching", patching_}, {"attribution", attribution_},
+        {"generate", generate_}, {"flow", flow_},               {"heads", heads_},       {"text", text_}};
     views_ = new QTabWidget(this);
     views_->setDocumentMode(true);
     views_->setTabsClosable(true);
-    views_->addTab(summary_, tr("Model"));
-    views_->addTab(attention_, tr("Attention"));
-    views_->addTab(neurons_, tr("Neurons"));
-    views_->addTab(lens_, tr("Logit lens"));
-    family_ = new FamilyView(this);
-    views_->addTab(family_, tr("Family"));
-    compare_ = new CompareView(this);
-    views_->addTab(compare_, tr("Before / after"));
-    patching_ = new PatchingView(this);
-    views_->addTab(patching_, tr("Patching"));
-    attribution_ = new AttributionView(this);
-    views_->addTab(attribution_, tr("Attribution"));
-    generate_ = new GenerateView(this);
-    views_->addTab(generate_, tr("Generate"));
-    flow_ = new FlowView(this);
-    views_->addTab(flow_, tr("Flow"));
-    heads_ = new HeadsView(this);
-    views_->addTab(heads_, tr("Heads"));
+    for (const ViewSpec& spec : viewSpecs()) {
+        QWidget* widget = widgets.at(QString::fromLatin1(spec.name));
+        views_->addTab(widget, tr(spec.tabText));
+        viewList_.push_back({&spec, widget});
+    }
     connect(heads_, &HeadsView::headChosen, this, [this](int layer, int head) {
         diagram_->setBlock(layer);
         attention_->setBlock(layer);
@@ -349,24 +316,18 @@ void MainWindow::createCentral() {
         text_->setHead(head);
         showView("attention");
     });
-    text_ = new TextView(this);
-    views_->addTab(text_, tr("Text"));
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
-    connect(generate_, &GenerateView::cancelRequested, this, [this] {
-        if (generateId_) worker_->cancel(generateId_);
-    });
+    connect(generate_, &GenerateView::cancelRequested, generateJob_, &JobWatcher::cancel);
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
-    connect(patching_, &PatchingView::cancelRequested, this, [this] {
-        if (patchId_) worker_->cancel(patchId_);
-    });
-    for (int i = 0; i < kFixedViews; ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the fixed views stay
+    connect(patching_, &PatchingView::cancelRequested, patchJob_, &JobWatcher::cancel);
+    for (int i = 0; i < fixedViews(); ++i) views_->tabBar()->setTabButton(i, QTabBar::RightSide, nullptr);  // the fixed views stay
     connect(views_, &QTabWidget::tabCloseRequested, this, [this](int index) {
-        if (index >= kFixedViews) views_->widget(index)->deleteLater();
+        if (index >= fixedViews()) views_->widget(index)->deleteLater();
     });
     connect(family_, &FamilyView::runChecksRequested, this, &MainWindow::runChecks);
     // The checks cost a few forward passes: they run the first time the page is looked at, not on every open.
     connect(views_, &QTabWidget::currentChanged, this, [this] {
-        if (views_->currentWidget() == family_ && canRun() && !family_->checks() && checksId_ == 0) runChecks(family_->checkPrompt());
+        if (views_->currentWidget() == family_ && canRun() && !family_->checks() && !checksJob_->isActive()) runChecks(family_->checkPrompt());
         if (views_->currentWidget() == text_) text_->followNeuron(neurons_->neuron());  // the neuron picked there
     });
 
@@ -398,15 +359,31 @@ void MainWindow::createCentral() {
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(text_)})
-        connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(attribution_)})
-        connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
+    for (TraceView* v : traceViews(ViewSpec::FollowsBlock)) connect(v, &TraceView::blockChanged, this, &MainWindow::onBlockChanged);
     // the prompt chosen in one view is the prompt of all of them
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_),
-                         static_cast<TraceView*>(heads_)})
-        connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
+    for (TraceView* v : traceViews(ViewSpec::SharesPrompt)) connect(v, &TraceView::promptChanged, this, &MainWindow::onPromptChanged);
+    for (TraceView* v : traceViews()) {
+        // only the views that offer interventions in their menus emit it (attention, neurons, attribution)
+        connect(v, &TraceView::interventionRequested, this, [this](const QString& text) { addIntervention(text); });
+        // what a view computes from the trace runs in the worker
+        connect(v, &TraceView::analysisRequested, this, [this, v](const AnalysisRequest& request) { runAnalysis(v, request); });
+        connect(v, &TraceView::analysisDropped, this, [this, v] {
+            ViewJob& job = viewJob(v);
+            const bool active = job.watcher->isActive();
+            job.waiting = false;
+            job.request = {};
+            job.watcher->cancelQuietly();
+            panelEnd(job.watcher, {});
+            if (active) checkViewJobsDone();
+        });
+    }
+}
+
+QList<TraceView*> MainWindow::traceViews(int follows) const {
+    QList<TraceView*> list;
+    for (const View& v : viewList_)
+        if (auto* t = qobject_cast<TraceView*>(v.widget); t && (v.spec->follows & follows) == follows) list << t;
+    return list;
 }
 
 void MainWindow::createDocks() {
@@ -583,7 +560,7 @@ void MainWindow::readSettings() {
     const QString openView = settings.value("view/current", "attention").toString();
     bool numeric = false;
     const int openIndex = openView.toInt(&numeric);
-    if (numeric) views_->setCurrentIndex(std::clamp(openIndex, 0, kFixedViews - 1));
+    if (numeric) views_->setCurrentIndex(std::clamp(openIndex, 0, fixedViews() - 1));
     else if (!showView(openView)) showView("attention");
     worker_->setThreads(threads_);
     updateRecentMenu();
@@ -601,7 +578,8 @@ void MainWindow::writeSettings() {
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
     settings.setValue("export/lastDir", lastExportDir_);
     settings.setValue("trace/prompts", tracePanel_->prompts());
-    settings.setValue("view/current", QString(kViewNames[views_->currentIndex() < kFixedViews ? views_->currentIndex() : 1]));
+    const int current = views_->currentIndex();
+    settings.setValue("view/current", QString::fromLatin1(current >= 0 && current < fixedViews() ? viewList_[static_cast<size_t>(current)].spec->name : "attention"));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -614,9 +592,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 void MainWindow::openModel(const QString& dir) {
     clearError();
-    openTraceId_ = 0;  // the latest request wins: a trace file asked for before this checkpoint is not shown
+    openTraceJob_->forget();  // the latest request wins: a trace file asked for before this checkpoint is not shown
     loadingDir_ = dir;
-    loadId_ = worker_->load(dir, dtype_);
+    loadJob_->watch(worker_->load(dir, dtype_));
     statusBar()->showMessage(tr("Opening %1…").arg(dir));
     if (!model_) {
         startPage_->setHtml(tr("<h2>Opening %1…</h2>").arg(dir.toHtmlEscaped()));
@@ -625,16 +603,14 @@ void MainWindow::openModel(const QString& dir) {
     updateActions();
 }
 
-void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
-    if (id != loadId_) return;
-    loadId_ = 0;
+void MainWindow::onModelLoaded(ModelPtr model) {
     // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
     const bool sameModel = canRun() && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
     model_ = std::move(model);
     stopLens();
     snapshot_.reset();
     traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
-    rereadId_ = 0;
+    rereadJob_->forget();
     pinned_->setUnreadText({});
     const QString dir = QString::fromStdString(model_->dir());
     setWindowTitle(tr("%1 — nnscope").arg(QFileInfo(dir).fileName()));
@@ -652,24 +628,21 @@ void MainWindow::onModelLoaded(quint64 id, ModelPtr model) {
         pinned_->clear();
     pinStartValues(/*showBlock=*/true);
     updatePinMarks();
-    for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(compare_), static_cast<TraceView*>(text_)})
-        v->setSnapshot(nullptr);
-    for (TraceView* v : {static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
-        v->setSnapshot(nullptr);  // a trace file's values do not belong to this model
+    for (int i = views_->count() - 1; i >= fixedViews(); --i) views_->widget(i)->deleteLater();
+    suspendAnalyses(/*keep=*/false);
+    for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(nullptr);  // a trace file's values do not belong to this model
     interventions_->setModel(model_);
     for (const QString& text : start_.interventions) {  // the command line's --edit/--skip/--steer
         const QString error = addIntervention(text);
         if (!error.isEmpty()) emit startOptionRefused(tr("%1: %2").arg(text, error));
     }
     start_.interventions.clear();
-    patchId_ = 0;
+    patchJob_->forget();
     patching_->setModel(model_);
-    generateId_ = 0;
+    generateJob_->forget();
     generate_->setModel(model_);
     family_->setModel(model_);
-    checksId_ = 0;
+    checksJob_->forget();
     if (views_->currentWidget() == family_) runChecks(family_->checkPrompt());  // else when the tab is first shown
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
@@ -735,7 +708,8 @@ void MainWindow::pinStartValues(bool showBlock) {
 
 void MainWindow::openTraceFile(const QString& path) {
     clearError();
-    openTraceId_ = worker_->openTrace(QFileInfo(path).absoluteFilePath());
+    openTracePath_ = QFileInfo(path).absoluteFilePath();
+    openTraceJob_->watch(worker_->openTrace(openTracePath_));
     statusBar()->showMessage(tr("Opening the trace file %1…").arg(path));
     if (!model_) {
         startPage_->setHtml(tr("<h2>Opening the trace file %1…</h2>").arg(path.toHtmlEscaped()));
@@ -761,20 +735,19 @@ QString traceFileHtml(const TraceSnapshot& s) {
 }
 }  // namespace
 
-void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
-    if (id != openTraceId_) return;
-    openTraceId_ = 0;
+void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     // The trace file takes the window's place of a model: its values in every view, nothing that runs the model.
     const bool tracing = tracePanel_->isRunning();
-    for (quint64 job : {traceId_, patchId_, generateId_, rereadId_})  // their results would belong to the model the file replaces
-        if (job) worker_->cancel(job);
-    // (a checkpoint asked for after the file, loadId_, still opens: the worker runs jobs in order)
-    traceId_ = patchId_ = generateId_ = checksId_ = rereadId_ = 0;
+    for (JobWatcher* job : {traceJob_, patchJob_, generateJob_, rereadJob_})  // their results would belong to the model the file replaces
+        job->cancelQuietly();
+    // (a checkpoint asked for after the file, loadJob_, still opens: the worker runs jobs in order)
+    checksJob_->forget();
     if (tracing) {
         tracePanel_->traceCancelled(0, 0);
-        emit traceEnded();  // its own cancelled signal finds traceId_ reset
+        emit traceEnded();  // its own cancelled signal is not relayed: the watcher forgot it
     }
     stopLens();
+    suspendAnalyses(/*keep=*/false);
     traceFile_ = snapshot->sourceFile;
     model_ = snapshot->model;
     snapshot_ = std::move(snapshot);
@@ -792,7 +765,7 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     pinned_->setUnreadText({});
     pinStartValues(/*showBlock=*/false);
     updatePinMarks();
-    for (int i = views_->count() - 1; i >= kFixedViews; --i) views_->widget(i)->deleteLater();
+    for (int i = views_->count() - 1; i >= fixedViews(); --i) views_->widget(i)->deleteLater();
     interventions_->setModel(nullptr);
     patching_->setModel(nullptr);
     generate_->setModel(nullptr);
@@ -817,9 +790,37 @@ void MainWindow::onTraceFileOpened(quint64 id, SnapshotPtr snapshot) {
     emit traceFileOpened(traceFile_);
 }
 
-void MainWindow::onLoadFailed(quint64 id, const QString& dir, const QString& message) {
-    if (id != loadId_) return;
-    loadId_ = 0;
+void MainWindow::onTraceFileFailed(const QString& path, const QString& message) {
+    QString why = message;
+    if (why.startsWith(path + ": ")) why = why.mid(path.size() + 2);  // the file is named once
+    showError(tr("Could not open the trace file %1: %2").arg(path, why));
+    statusBar()->showMessage(tr("Could not open %1").arg(path), 5000);
+    if (!model_) {
+        startPage_->setHtml(tr("<h2>nnscope</h2><p>Open a checkpoint folder or a trace file to look inside a model.</p>"));
+        updateRecentMenu();
+    }
+    updateActions();
+    emit traceFileFailed(path, message);
+}
+
+void MainWindow::onValuesRead(SnapshotPtr snapshot) {
+    // the values read from the last trace's inputs join it, unless another trace has come since
+    if (snapshot_ && snapshot->serial == snapshot_->serial && snapshot->model == snapshot_->model) {
+        // the lens under way belongs to the new copy too (copies share their lenses): not restarted for it
+        for (LensRequest& r : lensRequests_)
+            if (r.snapshot == snapshot_) r.snapshot = snapshot;
+        snapshot_ = std::move(snapshot);
+        pinned_->setSnapshot(snapshot_);
+        text_->setPinnedKeys(pinned_->keys());
+        text_->setSnapshot(snapshot_);  // a pinned value's norm
+        for (int i = fixedViews(); i < views_->count(); ++i)
+            if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
+    }
+    readMissingPins();
+    emit pinsRead();
+}
+
+void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
     showError(tr("Could not open the checkpoint %1: %2").arg(dir, message));
     statusBar()->showMessage(tr("Could not open %1").arg(dir), 5000);
     if (!model_) {
@@ -844,7 +845,7 @@ QString MainWindow::addIntervention(const QString& text) {
 
 void MainWindow::runGeneration(const GenerateRequest& request) {
     if (!model_) return generate_->setFailed(tr("Open a checkpoint first."));
-    if (generateId_) return;
+    if (generateJob_->isActive()) return;
     GenerateOptions options = request.options;
     std::vector<int64_t> prompt;
     try {
@@ -860,12 +861,12 @@ void MainWindow::runGeneration(const GenerateRequest& request) {
         return;
     }
     generate_->setRunning(true);
-    generateId_ = worker_->generate(model_, std::move(prompt), options, interventions_->active(), interventions_->baseDir());
+    generateJob_->watch(worker_->generate(model_, std::move(prompt), options, interventions_->active(), interventions_->baseDir()));
 }
 
 void MainWindow::runPatching(const PatchRequest& request) {
     if (!model_) return patching_->setFailed(tr("Open a checkpoint first."));
-    if (patchId_) return;
+    if (patchJob_->isActive()) return;
     std::vector<int64_t> clean, corrupted;
     PatchingOptions options;
     try {
@@ -897,7 +898,7 @@ void MainWindow::runPatching(const PatchRequest& request) {
         return;
     }
     patching_->setRunning(true);
-    patchId_ = worker_->patch(model_, std::move(clean), std::move(corrupted), options);
+    patchJob_->watch(worker_->patch(model_, std::move(clean), std::move(corrupted), options));
 }
 
 void MainWindow::steeringDialog() {
@@ -984,7 +985,7 @@ void MainWindow::runChecks(const QString& prompt) {
     if (!canRun()) return;
     checksPrompt_ = prompt;
     family_->setRunning();
-    checksId_ = worker_->checks(model_, prompt);
+    checksJob_->watch(worker_->checks(model_, prompt));
 }
 
 void MainWindow::runTrace() {
@@ -1006,18 +1007,28 @@ void MainWindow::runTrace() {
     for (const ValueKey& k : pinned_->keys())
         if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     stopLens();  // the lens of the last trace is not wanted any more: the worker starts the new trace at once
+    suspendAnalyses(/*keep=*/true);  // so are the views' analyses, asked again if the trace brings no new snapshot
     traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
-    traceId_ = worker_->trace(model_, tracePanel_->prompts(), save, interventions_->active(), interventions_->compare(),
-                              interventions_->baseDir());
-    tracePanel_->traceStarted(static_cast<int>(model_->config().numLayers));
+    traceBlocks_ = static_cast<int>(model_->config().numLayers);
+    traceJob_->watch(worker_->trace(model_, tracePanel_->prompts(), save, interventions_->active(), interventions_->compare(),
+                                    interventions_->baseDir()));
+    panelJob_ = nullptr;  // the bar counts the trace now
+    tracePanel_->traceStarted(traceBlocks_);
     statusBar()->showMessage(tr("Tracing…"));
     updateActions();
 }
 
 void MainWindow::cancelTrace() {
-    if (lensId_) worker_->cancel(lensId_);  // its cancelled signal ends it
+    lensJob_->cancel();  // its cancelled signal ends it
+    for (ViewJob& job : viewJobs_) {
+        if (job.waiting) {  // asked for while the trace runs: not asked again when it ends
+            job.waiting = false;
+            endAnalysis(job.view, JobState::Cancelled, {}, {});
+        }
+        job.watcher->cancel();
+    }
     if (!tracePanel_->isRunning()) return;
-    worker_->cancel(traceId_);
+    traceJob_->cancel();
     statusBar()->showMessage(tr("Cancelling…"));
 }
 
@@ -1045,26 +1056,130 @@ void MainWindow::ensureLens() {
     if (need.empty() || need == lensRequests_) return;
     stopLens();
     lensRequests_ = need;
-    lensId_ = worker_->lens(need, lensTopK_);
+    lensJob_->watch(worker_->lens(need, lensTopK_));
     int total = 0;
     for (const LensRequest& r : need) total += r.snapshot->numLayers();
-    tracePanel_->analysisStarted(tr("logit lens"), total);
+    panelShow(lensJob_, tr("logit lens"), total);
     lens_->setLensNote(tr("Computing the logit lens of prompt %1 (the trace panel counts its blocks; Esc cancels)…").arg(row + 1));
     updateActions();
 }
 
 void MainWindow::stopLens() {
-    if (!lensId_) return;
-    // reset first: cancelling a queued job emits its cancelled signal at once, which must find no job of this window
-    worker_->cancel(std::exchange(lensId_, 0));
+    if (!lensJob_->isActive()) return;
+    lensJob_->cancelQuietly();
     lensRequests_.clear();
-    tracePanel_->analysisEnded();
+    panelEnd(lensJob_, {});
+    updateActions();
+    checkViewJobsDone();
+}
+
+// ---- what views compute in the worker ---------------------------------------------------------------------------
+
+MainWindow::ViewJob& MainWindow::viewJob(TraceView* view) {
+    for (ViewJob& job : viewJobs_)
+        if (job.view == view) return job;
+    ViewJob job;
+    job.view = view;
+    job.watcher = new JobWatcher(worker_, QString::fromLatin1(viewSpecs()[static_cast<size_t>(views_->indexOf(view))].name), this);
+    JobWatcher* watcher = job.watcher;
+    connect(watcher, &JobWatcher::progressed, this, [this, watcher](int done, int total) { panelProgress(watcher, done, total); });
+    connect(watcher, &JobWatcher::finished, this, [this, view](const QVariant& result) { endAnalysis(view, JobState::Finished, result, {}); });
+    connect(watcher, &JobWatcher::failed, this, [this, view](const QString& message) { endAnalysis(view, JobState::Failed, {}, message); });
+    connect(watcher, &JobWatcher::cancelled, this, [this, view] { endAnalysis(view, JobState::Cancelled, {}, {}); });
+    viewJobs_.push_back(std::move(job));
+    return viewJobs_.back();
+}
+
+JobWatcher* MainWindow::analysisJob(const TraceView* view) const {
+    for (const ViewJob& job : viewJobs_)
+        if (job.view == view) return job.watcher;
+    return nullptr;
+}
+
+void MainWindow::runAnalysis(TraceView* view, const AnalysisRequest& request) {
+    ViewJob& job = viewJob(view);
+    job.watcher->cancelQuietly();  // the view's earlier request gives way
+    job.request = request;
+    // While a trace runs, the bar counts it and the worker is busy with it: the request waits for its end (a new
+    // snapshot replaces it; a cancelled or failed trace runs it then).
+    job.waiting = traceJob_->isActive();
+    if (job.waiting) return;
+    job.watcher->watch(worker_->analyse(request.compute));
+    panelShow(job.watcher, request.what, request.total);
     updateActions();
 }
 
-void MainWindow::onLensFinished(quint64 id, LensResultsPtr lenses) {
-    if (id != lensId_) return;
-    lensId_ = 0;
+void MainWindow::endAnalysis(TraceView* view, JobState state, const QVariant& result, const QString& message) {
+    ViewJob& job = viewJob(view);
+    const AnalysisRequest request = std::exchange(job.request, {});  // its computation's captures are let go
+    if (state == JobState::Cancelled) {
+        panelEnd(job.watcher, tr("The %1 was cancelled.").arg(request.what));
+        statusBar()->showMessage(tr("The %1 was cancelled").arg(request.what), 5000);
+    } else {
+        panelEnd(job.watcher, state == JobState::Failed ? tr("The %1 failed.").arg(request.what) : QString());
+    }
+    view->endAnalysis(request.serial, state, result, message);
+    updateActions();
+    checkViewJobsDone();
+}
+
+void MainWindow::suspendAnalyses(bool keep) {
+    bool stopped = false;
+    for (ViewJob& job : viewJobs_) {
+        stopped = stopped || job.watcher->isActive();
+        job.waiting = keep && (job.waiting || job.watcher->isActive());
+        if (!job.waiting) job.request = {};
+        job.watcher->cancelQuietly();
+        panelEnd(job.watcher, {});
+    }
+    if (stopped) checkViewJobsDone();
+}
+
+void MainWindow::resumeAnalyses() {
+    for (ViewJob& job : viewJobs_)
+        if (job.waiting) runAnalysis(job.view, AnalysisRequest(job.request));
+}
+
+bool MainWindow::viewJobsRunning() const {
+    if (lensJob_->isActive()) return true;
+    for (const ViewJob& job : viewJobs_)
+        if (job.watcher->isActive()) return true;
+    return false;
+}
+
+void MainWindow::checkViewJobsDone() {
+    if (!viewJobsRunning()) emit viewJobsDone();
+}
+
+void MainWindow::panelShow(JobWatcher* job, const QString& what, int total) {
+    panelJob_ = job;
+    tracePanel_->analysisStarted(what, total);
+}
+
+void MainWindow::panelProgress(JobWatcher* job, int done, int total) {
+    if (job == panelJob_) tracePanel_->analysisProgress(done, total);
+}
+
+void MainWindow::panelEnd(JobWatcher* job, const QString& note) {
+    if (job != panelJob_) return;
+    panelJob_ = nullptr;
+    tracePanel_->analysisEnded(note);
+    // the next computation under way takes the bar (the worker runs them one after another)
+    for (const ViewJob& next : viewJobs_)
+        if (next.watcher->isActive()) {
+            panelShow(next.watcher, next.request.what, next.request.total);
+            if (next.watcher->progressMaximum() > 0) panelProgress(next.watcher, next.watcher->progressValue(), next.watcher->progressMaximum());
+            return;
+        }
+    if (lensJob_->isActive()) {
+        int total = 0;
+        for (const LensRequest& r : lensRequests_) total += r.snapshot->numLayers();
+        panelShow(lensJob_, tr("logit lens"), total);
+        if (lensJob_->progressMaximum() > 0) panelProgress(lensJob_, lensJob_->progressValue(), lensJob_->progressMaximum());
+    }
+}
+
+void MainWindow::onLensFinished(LensResultsPtr lenses) {
     for (size_t i = 0; i < lensRequests_.size() && i < lenses->size(); ++i) {
         const LensRequest& r = lensRequests_[i];
         if (r.count >= 0)
@@ -1073,45 +1188,36 @@ void MainWindow::onLensFinished(quint64 id, LensResultsPtr lenses) {
             r.snapshot->storeLens(r.row, r.lastPosition, (*lenses)[i]);
     }
     lensRequests_.clear();
-    tracePanel_->analysisEnded();
+    panelEnd(lensJob_, {});
     lens_->lensChanged();
     compare_->lensChanged();
     updateActions();
     ensureLens();  // the view may show another prompt by now
     emit lensEnded();
+    checkViewJobsDone();
 }
 
-void MainWindow::onLensStopped(quint64 id, const QString& message) {
-    if (id != lensId_) return;
-    lensId_ = 0;
+void MainWindow::onLensStopped(JobState state, const QString& message) {
     lensRequests_.clear();
     const QString again = tr("<a href='compute'>Compute it</a> (or show the view again).");
-    if (message.isEmpty()) {
-        tracePanel_->analysisEnded(tr("The logit lens was cancelled."));
+    if (state == JobState::Cancelled) {
+        panelEnd(lensJob_, tr("The logit lens was cancelled."));
         lens_->setLensNote(tr("The logit lens was cancelled. %1").arg(again));
         statusBar()->showMessage(tr("Logit lens cancelled"), 5000);
     } else {
-        tracePanel_->analysisEnded(tr("The logit lens failed."));
+        panelEnd(lensJob_, tr("The logit lens failed."));
         lens_->setLensNote(tr("The logit lens failed: %1 %2").arg(message.toHtmlEscaped(), again));
         showError(tr("The logit lens failed: %1").arg(message));
     }
     updateActions();
     emit lensEnded();
+    checkViewJobsDone();
 }
 
-void MainWindow::onTraceStarted(quint64 id, int blocks) {
-    if (id == traceId_) tracePanel_->traceStarted(blocks);
-}
-
-void MainWindow::onProgress(quint64 id, int done, int total) {
-    if (id == traceId_) tracePanel_->traceProgress(done, total);
-}
-
-void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
-    if (id != traceId_) return;
+void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
     pinned_->setUnreadText({});
-    showSnapshot(snapshot_);
+    for (ViewJob& job : viewJobs_) job.waiting = false;  // the views ask again for the new snapshot's
     const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
@@ -1132,9 +1238,10 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
     }
     tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
     statusBar()->clearMessage();
+    showSnapshot(snapshot_);  // after the panel's outcome: a view's analysis of the new trace takes the bar next
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
     qCInfo(lcWindow).noquote() << "traced" << snapshot_->prompt(0) << "|" << tokens << "tokens | view"
-                               << (views_->currentIndex() < kFixedViews ? kViewNames[views_->currentIndex()] : "plot")
+                               << (views_->currentIndex() < fixedViews() ? viewList_[static_cast<size_t>(views_->currentIndex())].spec->name : "plot")
                                << "| block" << attention_->block();
     ensureLens();  // the logit lens when its view is the one shown
     updateActions();
@@ -1145,17 +1252,9 @@ void MainWindow::onTraceFinished(quint64 id, SnapshotPtr snapshot) {
 
 // Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
-    attention_->setSnapshot(snapshot);
-    neurons_->setSnapshot(snapshot);
-    lens_->setSnapshot(snapshot);
-    compare_->setSnapshot(snapshot);
-    attribution_->setSnapshot(snapshot);
-    generate_->setSnapshot(snapshot);
-    flow_->setSnapshot(snapshot);
-    heads_->setSnapshot(snapshot);
-    text_->setPinnedKeys(pinned_->keys());
-    text_->setSnapshot(snapshot);
-    for (int i = kFixedViews; i < views_->count(); ++i)
+    text_->setPinnedKeys(pinned_->keys());  // before its snapshot: it colours by a pinned value's norm
+    for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(snapshot);
+    for (int i = fixedViews(); i < views_->count(); ++i)
         if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot);
     pinned_->setSnapshot(snapshot);
     const int block = diagram_->block();
@@ -1164,21 +1263,23 @@ void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     text_->setBlock(block);
 }
 
-void MainWindow::onTraceCancelled(quint64 id, int done, int total) {
-    if (id != traceId_) return;
-    tracePanel_->traceCancelled(done, total);
+void MainWindow::onTraceCancelled() {
+    // a trace dropped before it ran reported nothing: it is cancelled after 0 of its blocks
+    const int total = traceJob_->progressMaximum() > 0 ? traceJob_->progressMaximum() : traceBlocks_;
+    tracePanel_->traceCancelled(traceJob_->progressValue(), total);
     statusBar()->showMessage(tr("Trace cancelled"), 5000);
     updateActions();
     ensureLens();
+    resumeAnalyses();
     emit traceEnded();
 }
 
-void MainWindow::onTraceFailed(quint64 id, const QString& message) {
-    if (id != traceId_) return;
+void MainWindow::onTraceFailed(const QString& message) {
     tracePanel_->traceFailed(message);
     showError(tr("The trace failed: %1").arg(message));
     updateActions();
     ensureLens();  // the last trace's lens, stopped when this one started
+    resumeAnalyses();  // and the views' analyses
     emit traceEnded();
 }
 
@@ -1282,7 +1383,7 @@ void MainWindow::readMissingPins() {
     }
     if (!traceFile_.isEmpty()) return pinned_->setUnreadText(tr("The trace file does not hold this value."));
     if (snapshot_->model != model_) return pinned_->setUnreadText({});  // the model changed: the next trace reads it
-    if (tracePanel_->isRunning() || rereadId_) return;  // the running trace saves it; a running read looks again when done
+    if (tracePanel_->isRunning() || rereadJob_->isActive()) return;  // the running trace saves it; a running read looks again when done
     // Tracing the last inputs again is quick on a small model (the demo takes milliseconds): read the value at once.
     const double cost = traceMultiplyAdds(model_->config(), snapshot_->result.batch);
     if (cost > rereadBudget_)
@@ -1292,14 +1393,12 @@ void MainWindow::readMissingPins() {
     if (rereadSerial_ != snapshot_->serial) rereadAsked_.clear();
     rereadSerial_ = snapshot_->serial;
     rereadAsked_.insert(rereadAsked_.end(), missing.begin(), missing.end());
-    rereadId_ = worker_->reread(snapshot_, missing, interventions_->baseDir());
+    rereadJob_->watch(worker_->reread(snapshot_, missing, interventions_->baseDir()));
 }
 
 void MainWindow::onPromptChanged(int row) {
     pinned_->setPrompt(row);
-    for (TraceView* v : {static_cast<TraceView*>(attention_), static_cast<TraceView*>(neurons_), static_cast<TraceView*>(lens_),
-                         static_cast<TraceView*>(attribution_), static_cast<TraceView*>(flow_), static_cast<TraceView*>(heads_)})
-        v->setPrompt(row);
+    for (TraceView* v : traceViews(ViewSpec::FollowsPrompt)) v->setPrompt(row);
     ensureLens();
 }
 
@@ -1315,18 +1414,16 @@ void MainWindow::updatePinMarks() {
 // ---- views and exports --------------------------------------------------------------------------------------
 
 bool MainWindow::showView(const QString& name) {
-    for (int i = 0; i < kFixedViews; ++i)
-        if (name == kViewNames[i]) {
-            views_->setCurrentIndex(i);
-            return true;
-        }
-    return false;
+    const int index = viewIndex(name);
+    if (index < 0) return false;
+    views_->setCurrentIndex(index);
+    return true;
 }
 
 TraceView* MainWindow::currentView() const { return qobject_cast<TraceView*>(views_->currentWidget()); }
 
 void MainWindow::plotValue(const ValueKey& key) {
-    for (int i = kFixedViews; i < views_->count(); ++i)
+    for (int i = fixedViews(); i < views_->count(); ++i)
         if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->key() == key) {
             views_->setCurrentIndex(i);
             return;
@@ -1537,7 +1634,7 @@ void MainWindow::updateRecentMenu() {
         for (const QString& dir : recent_) html += QString("<li><a href='recent:%1'>%2</a></li>").arg(dir.toHtmlEscaped(), dir.toHtmlEscaped());
         html += "</ul>";
     }
-    if (!model_ && loadId_ == 0) startPage_->setHtml(html);
+    if (!model_ && !loadJob_->isActive()) startPage_->setHtml(html);
 }
 
 void MainWindow::showError(const QString& message) {
@@ -1555,7 +1652,7 @@ QString MainWindow::errorText() const { return messageLabel_->text(); }
 void MainWindow::updateActions() {
     const bool running = tracePanel_->isRunning();
     runAct_->setEnabled(canRun() && !running);
-    cancelAct_->setEnabled(running || lensId_ != 0);
+    cancelAct_->setEnabled(running || viewJobsRunning());
     reloadAct_->setEnabled(canRun() && !running);
     exportTraceAct_->setEnabled(snapshot_ && !snapshot_->result.values.empty());
     const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);

@@ -3,8 +3,12 @@
 // The explorer window: docks for the block diagram, the support table and printout, the pinned cards and the trace
 // panel around the central views (model summary, attention, neurons, logit lens, pinned values). Built in named
 // steps like Qt's application example; settings (layout, recent models, options) are read at start and written
-// on close. The model runs only in the TraceWorker thread.
+// on close. The model runs only in the TraceWorker thread: every job (a load, a trace, the logit lens, a view's
+// analysis, ...) is followed through a JobWatcher, one per purpose, and the central views are listed once, in
+// viewregistry.h.
+#include "jobwatcher.h"
 #include "traceworker.h"
+#include "viewregistry.h"
 
 #include "core/analysis/valuestats.h"
 #include "widgets/patchingview.h"
@@ -54,7 +58,7 @@ struct StartOptions {
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
     QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
     std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
-    QString view;            ///< --view attention|neurons|lens|model: the view shown first
+    QString view;            ///< --view NAME (viewNames()): the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
     QString dtype;           ///< --dtype: auto, float32 or bfloat16 (empty: the saved option)
     bool openDefault = true; ///< without --model: open the most recent model, else the demo model
@@ -82,7 +86,7 @@ public:
     void setRereadBudget(double multiplyAdds) { rereadBudget_ = multiplyAdds; }
     void runTrace();
     void cancelTrace();
-    /// Shows a central view by name: "model", "attention", "neurons", "lens", "family", "compare" or "patching".
+    /// Shows a central view by name (viewNames(): "model", "attention", ...). False for a name that is none.
     bool showView(const QString& name);
     /// Writes the current view's plot (.png/.svg/.pdf) / a traced value (.npy/.safetensors/.csv). Returns the error, or "".
     QString exportPlotTo(const QString& path);
@@ -129,7 +133,15 @@ public:
     /// view is shown, or while a trace runs (its end asks again). The trace panel counts its blocks; Esc cancels it.
     void ensureLens();
     /// Whether the worker is computing a logit lens for a view.
-    bool lensRunning() const { return lensId_ != 0; }
+    bool lensRunning() const { return lensJob_->isActive(); }
+    /// Whether the worker is computing something a view asked for: the logit lens, or a view's analysis (the Flow
+    /// graph, the attribution, the head scores). viewJobsDone says when none is left.
+    bool viewJobsRunning() const;
+    /// The watchers of the window's jobs: the trace, the logit lens, and the analysis `view` asked for (created the
+    /// first time it is asked for; nullptr for a view that never asked).
+    JobWatcher* traceJob() const { return traceJob_; }
+    JobWatcher* lensJob() const { return lensJob_; }
+    JobWatcher* analysisJob(const TraceView* view) const;
     QTabWidget* views() const { return views_; }
     TraceView* currentView() const;
     QTableView* supportView() const { return supportView_; }
@@ -150,6 +162,8 @@ signals:
     /// Values pinned after the last trace were read from its inputs (the cards show them), or could not be.
     void pinsRead();
     void lensEnded();      ///< a logit lens a view asked for was computed, failed or was cancelled
+    /// The last computation views asked for (the logit lens, a view's analysis) ended: none is under way now.
+    void viewJobsDone();
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
     /// window's error bar); `gui --screenshot` exits with it.
     void startOptionRefused(const QString& message);
@@ -168,20 +182,56 @@ private:
     void readSettings();
     void writeSettings();
 
-    void onModelLoaded(quint64 id, ModelPtr model);
-    void onLoadFailed(quint64 id, const QString& dir, const QString& message);
-    void onTraceStarted(quint64 id, int blocks);
-    void onProgress(quint64 id, int done, int total);
-    void onTraceFinished(quint64 id, SnapshotPtr snapshot);
-    void onTraceCancelled(quint64 id, int done, int total);
-    void onTraceFailed(quint64 id, const QString& message);
-    void onLensFinished(quint64 id, LensResultsPtr lenses);
-    void onLensStopped(quint64 id, const QString& message);  ///< cancelled (empty message) or failed
+    /// Makes the watchers of the window's jobs and connects what each outcome does.
+    void createJobs();
+    void onModelLoaded(ModelPtr model);
+    void onLoadFailed(const QString& dir, const QString& message);
+    void onTraceFinished(SnapshotPtr snapshot);
+    void onTraceCancelled();
+    void onTraceFailed(const QString& message);
+    void onValuesRead(SnapshotPtr snapshot);
+    void onTraceFileFailed(const QString& path, const QString& message);
+    void onLensFinished(LensResultsPtr lenses);
+    void onLensStopped(JobState state, const QString& message);  ///< cancelled or failed
     /// Pins the command line's --pin values on the opened model (a refused one is shown and emitted as
     /// startOptionRefused); with `showBlock` the diagram shows the block of each.
     void pinStartValues(bool showBlock);
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
+    /// A view's analysis (TraceView::requestAnalysis): the watcher of its job, the request (kept while a trace runs,
+    /// which the request waits for), and whether it waits for the trace.
+    struct ViewJob {
+        TraceView* view = nullptr;
+        JobWatcher* watcher = nullptr;
+        AnalysisRequest request;
+        bool waiting = false;  ///< asked for while a trace runs: queued when it ends without a new snapshot
+    };
+    ViewJob& viewJob(TraceView* view);
+    /// Runs `view`'s request in the worker (replacing the view's earlier one), or keeps it until the running trace ends.
+    void runAnalysis(TraceView* view, const AnalysisRequest& request);
+    /// Hands the outcome of `view`'s analysis back to it.
+    void endAnalysis(TraceView* view, JobState state, const QVariant& result, const QString& message);
+    /// Cancels every view's analysis without a word; with `keep` they wait to be asked again when the trace ends.
+    void suspendAnalyses(bool keep);
+    /// The trace ended without a new snapshot: the analyses that waited for it are run now.
+    void resumeAnalyses();
+    /// The trace panel's bar and Esc serve one computation a view asked for at a time: `job`, named `what`, of `total`
+    /// steps. panelEnd gives the bar back (with `note` said under the trace's outcome) and shows the next one under way.
+    void panelShow(JobWatcher* job, const QString& what, int total);
+    void panelProgress(JobWatcher* job, int done, int total);
+    void panelEnd(JobWatcher* job, const QString& note);
+    /// Emits viewJobsDone when no computation a view asked for is left.
+    void checkViewJobsDone();
+
+    /// A fixed central view: its entry in viewSpecs() and its widget.
+    struct View {
+        const ViewSpec* spec;
+        QWidget* widget;
+    };
+    /// The fixed views that are TraceViews and follow `follows` (ViewSpec::Follows flags; 0: all of them).
+    QList<TraceView*> traceViews(int follows = 0) const;
+    /// How many fixed views there are (the tabs after them are plots of single values).
+    int fixedViews() const { return static_cast<int>(viewList_.size()); }
     void onPartHovered(const QString& id, const QString& html);
     void onPartClicked(const QString& id);
     void onSupportRowChanged();
@@ -191,7 +241,7 @@ private:
     void updatePinMarks();
     /// Reads the pinned values the last trace lacks from its inputs, when cheap; else the cards say the next run does.
     void readMissingPins();
-    void onTraceFileOpened(quint64 id, SnapshotPtr snapshot);
+    void onTraceFileOpened(SnapshotPtr snapshot);
     /// Every trace view shows `snapshot` (nullptr: none).
     void showSnapshot(const SnapshotPtr& snapshot);
     /// The open model can run traces (a checkpoint, not a trace file).
@@ -215,7 +265,19 @@ private:
     TraceWorker* worker_;
     ModelPtr model_;
     SnapshotPtr snapshot_;
-    quint64 loadId_ = 0, traceId_ = 0, checksId_ = 0, patchId_ = 0, rereadId_ = 0, openTraceId_ = 0, lensId_ = 0;
+    JobWatcher* loadJob_;
+    JobWatcher* traceJob_;
+    JobWatcher* checksJob_;
+    JobWatcher* patchJob_;
+    JobWatcher* generateJob_;
+    JobWatcher* rereadJob_;
+    JobWatcher* openTraceJob_;
+    JobWatcher* lensJob_;
+    std::vector<ViewJob> viewJobs_;
+    JobWatcher* panelJob_ = nullptr;  ///< the computation the trace panel's bar counts (nullptr: the trace's or none)
+    std::vector<View> viewList_;
+    QString openTracePath_;  ///< the trace file openTraceJob_ reads
+    int traceBlocks_ = 0;    ///< the blocks of the trace under way
     QString traceFile_;  ///< the trace file browsed (no model), or ""
     double rereadBudget_ = kImmediateRereadBudget;
     quint64 rereadSerial_ = 0;         ///< the trace whose inputs were last read again
@@ -259,7 +321,6 @@ private:
     FlowView* flow_;
     HeadsView* heads_;
     TextView* text_;
-    quint64 generateId_ = 0;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;

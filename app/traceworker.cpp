@@ -9,6 +9,22 @@
 
 namespace nnscope {
 
+namespace {
+// The message of any exception the engine or libtorch may throw, as a sentence for the window.
+QString messageOf(const std::exception& e) {
+    if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return QString::fromStdString(c->what_without_backtrace());
+    return QString::fromStdString(e.what());
+}
+
+/// The interventions' texts parsed into one edit list for `model` (nullptr when there are none).
+std::shared_ptr<EditList> parseInterventions(const Model& model, const QStringList& texts, const QString& baseDir) {
+    if (texts.isEmpty()) return nullptr;
+    auto edits = std::make_shared<EditList>();
+    for (const QString& text : texts) addIntervention(*edits, model, text.toStdString(), baseDir.toStdString());
+    return edits;
+}
+}  // namespace
+
 TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
     qRegisterMetaType<nnscope::ModelPtr>();
     qRegisterMetaType<nnscope::SnapshotPtr>();
@@ -16,6 +32,7 @@ TraceWorker::TraceWorker(QObject* parent) : QThread(parent) {
     qRegisterMetaType<nnscope::PatchingResultPtr>();
     qRegisterMetaType<nnscope::GenerationPairPtr>();
     qRegisterMetaType<nnscope::LensResultsPtr>();
+    qRegisterMetaType<nnscope::JobKind>();
 }
 
 TraceWorker::~TraceWorker() {
@@ -29,9 +46,13 @@ TraceWorker::~TraceWorker() {
     wait();
 }
 
-quint64 TraceWorker::enqueue(Job job) {
+quint64 TraceWorker::enqueue(JobKind kind, std::function<QVariant(const JobControl&)> compute, bool cancellable) {
     QMutexLocker lock(&mutex_);
+    Job job;
+    job.kind = kind;
     job.id = nextId_++;
+    job.cancellable = cancellable;
+    job.compute = std::move(compute);
     jobs_.push_back(std::move(job));
     if (!isRunning())
         start(LowPriority);
@@ -41,123 +62,163 @@ quint64 TraceWorker::enqueue(Job job) {
 }
 
 quint64 TraceWorker::load(const QString& dir, std::optional<torch::ScalarType> dtype) {
-    Job job;
-    job.kind = Job::Load;
-    job.dir = dir;
-    job.dtype = dtype;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Load, [dir, dtype](const JobControl&) {
+        return QVariant::fromValue(ModelPtr(Model::load(dir.toStdString(), LoadOptions().withDtype(dtype))));
+    }, /*cancellable=*/false);
 }
 
 quint64 TraceWorker::trace(ModelPtr model, const QStringList& prompts, const std::vector<ValueKey>& save,
                            const QStringList& interventions, bool compare, const QString& baseDir) {
-    Job job;
-    job.kind = Job::Trace;
-    job.model = std::move(model);
-    job.prompts = prompts;
-    job.save = save;
-    job.interventions = interventions;
-    job.compare = compare;
-    job.baseDir = baseDir;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Trace, [model, prompts, save, interventions, compare, baseDir](const JobControl& control) {
+        const int blocks = static_cast<int>(model->config().numLayers);
+        std::vector<std::string> texts;
+        for (const QString& p : prompts) texts.push_back(p.toStdString());
+        const Batch batch = encodeBatch(*model, texts);
+        const std::shared_ptr<EditList> edits = parseInterventions(*model, interventions, baseDir);
+        // With a comparison the unedited pass runs first; progress counts both passes as one run of 2 x blocks.
+        const bool twoPasses = edits && compare;
+        const int total = twoPasses ? 2 * blocks : blocks;
+        auto pass = [&](std::shared_ptr<const Intervention> intervention, int offset) {
+            TraceOptions options;
+            options.save = save;
+            options.cancel = control.cancelFlag();
+            options.intervention = std::move(intervention);
+            options.progress = control.progressFrom(offset, total);
+            TraceResult result = nnscope::trace(*model, batch, options);
+            control.throwIfCancelled();  // cancelled after the last block: still a cancel, nothing is shown
+            return result;
+        };
+        // The snapshot's serial is the job's id (unique per worker), as it always was.
+        const quint64 serial = control.id();
+        SnapshotPtr baseline;
+        if (twoPasses) baseline = makeSnapshot(model, pass(nullptr, 0), serial);
+        TraceResult result = pass(edits, twoPasses ? blocks : 0);
+        return QVariant::fromValue(makeSnapshot(model, std::move(result), serial, interventions, std::move(baseline)));
+    });
 }
 
 quint64 TraceWorker::lens(std::vector<LensRequest> requests, int k) {
-    Job job;
-    job.kind = Job::Lens;
-    job.lenses = std::move(requests);
-    job.lensTopK = k;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Lens, [this, requests = std::move(requests), k](const JobControl& control) {
+        ++lensRuns_;
+        int total = 0;
+        for (const LensRequest& r : requests) total += r.snapshot->numLayers();
+        control.progress(0, total);
+        auto lenses = std::make_shared<std::vector<TraceSnapshot::LensPtr>>();
+        int offset = 0;
+        for (const LensRequest& r : requests) {
+            LensOptions options;
+            options.rows = {r.row};
+            options.lastPositionOnly = r.lastPosition;
+            if (r.count >= 0) {
+                options.firstPosition = r.first;
+                options.numPositions = r.count;
+            }
+            options.cancel = control.cancelFlag();
+            options.progress = control.progressFrom(offset, total);
+            lenses->push_back(std::make_shared<const LogitLens>(logitLens(*r.snapshot->model, r.snapshot->result, k, options)));
+            offset += r.snapshot->numLayers();
+        }
+        control.throwIfCancelled();
+        return QVariant::fromValue(LensResultsPtr(std::move(lenses)));
+    });
 }
 
 quint64 TraceWorker::checks(ModelPtr model, const QString& prompt) {
-    Job job;
-    job.kind = Job::Checks;
-    job.model = std::move(model);
-    job.prompts = {prompt};
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Checks, [model, prompt](const JobControl&) {
+        return QVariant::fromValue(CheckResultsPtr(std::make_shared<const std::vector<CheckResult>>(runFamilyChecks(*model, prompt.toStdString()))));
+    }, /*cancellable=*/false);
 }
 
 quint64 TraceWorker::patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options) {
-    Job job;
-    job.kind = Job::Patch;
-    job.model = std::move(model);
-    job.clean = std::move(clean);
-    job.corrupted = std::move(corrupted);
-    job.patching = std::move(options);
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Patch, [model, clean = std::move(clean), corrupted = std::move(corrupted),
+                                    options = std::move(options)](const JobControl& control) {
+        PatchingOptions exactOptions = options;
+        exactOptions.cancel = control.cancelFlag();
+        exactOptions.progress = [&control](int done, int total) { control.progress(done, total); };
+        // attribution patching first (one backward pass), then the exact grid, which the progress bar counts
+        PatchingOptions quiet = exactOptions;
+        quiet.progress = nullptr;
+        std::vector<std::vector<double>> estimate = attributionPatching(*model, clean, corrupted, quiet).grid;
+        PatchingResult exact = activationPatching(*model, clean, corrupted, exactOptions);
+        exact.estimate = std::move(estimate);
+        control.throwIfCancelled();
+        return QVariant::fromValue(PatchingResultPtr(std::make_shared<const PatchingResult>(std::move(exact))));
+    });
 }
 
 quint64 TraceWorker::generate(ModelPtr model, std::vector<int64_t> prompt, GenerateOptions options, const QStringList& interventions,
                               const QString& baseDir) {
-    Job job;
-    job.kind = Job::Generate;
-    job.model = std::move(model);
-    job.clean = std::move(prompt);
-    job.generation = std::move(options);
-    job.interventions = interventions;
-    job.baseDir = baseDir;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Generate, [model, prompt = std::move(prompt), options = std::move(options), interventions,
+                                       baseDir](const JobControl& control) {
+        auto pair = std::make_shared<GenerationPair>();
+        pair->options = options;
+        pair->options.cancel = control.cancelFlag();
+        pair->interventions = interventions;
+        GenerateOptions plain = pair->options;
+        pair->options.intervention = parseInterventions(*model, interventions, baseDir);
+        pair->edited = nnscope::generate(*model, prompt, pair->options);
+        if (pair->options.intervention) pair->unedited = nnscope::generate(*model, prompt, plain);
+        pair->options.cancel = nullptr;
+        control.throwIfCancelled();
+        return QVariant::fromValue(GenerationPairPtr(std::move(pair)));
+    });
 }
 
 quint64 TraceWorker::reread(SnapshotPtr base, const std::vector<ValueKey>& keys, const QString& baseDir) {
-    Job job;
-    job.kind = Job::Reread;
-    job.model = base->model;
-    job.base = std::move(base);
-    job.save = keys;
-    job.baseDir = baseDir;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::Reread, [base = std::move(base), keys, baseDir](const JobControl& control) {
+        const Model& model = *base->model;
+        TraceOptions options;
+        options.save = keys;
+        options.cancel = control.cancelFlag();
+        // the same pass as the snapshot's: its interventions, as it ran them
+        options.intervention = parseInterventions(model, base->interventions, baseDir);
+        TraceResult result = nnscope::trace(model, base->result.batch, options);
+        control.throwIfCancelled();
+        return QVariant::fromValue(SnapshotPtr(withValues(*base, result.values)));
+    });
 }
 
 quint64 TraceWorker::openTrace(const QString& path) {
-    Job job;
-    job.kind = Job::OpenTrace;
-    job.dir = path;
-    return enqueue(std::move(job));
+    return enqueue(JobKind::OpenTrace, [path](const JobControl& control) {
+        const TraceFile file = readTraceFile(path.toStdString());
+        return QVariant::fromValue(makeFileSnapshot(file, control.id()));
+    });
 }
 
-void TraceWorker::emitDropped(const Job& job) {
-    switch (job.kind) {
-    case Job::Trace: emit traceCancelled(job.id, 0, static_cast<int>(job.model->config().numLayers)); break;
-    case Job::Patch: emit patchFailed(job.id, tr("cancelled")); break;
-    case Job::Generate: emit generateFailed(job.id, tr("cancelled")); break;
-    case Job::Lens: emit lensCancelled(job.id); break;
-    case Job::Reread: emit valuesReadFailed(job.id, tr("cancelled")); break;
-    case Job::OpenTrace: emit traceFileFailed(job.id, job.dir, tr("cancelled")); break;
-    default: break;
-    }
+quint64 TraceWorker::analyse(std::function<QVariant(const JobControl&)> compute) {
+    return enqueue(JobKind::Analysis, std::move(compute));
 }
 
 void TraceWorker::cancel() {
-    std::vector<Job> dropped;
+    std::vector<quint64> dropped;
     {
         QMutexLocker lock(&mutex_);
         for (auto it = jobs_.begin(); it != jobs_.end();) {
-            if (it->kind != Job::Load && it->kind != Job::Checks) {  // loads and checks run to the end
-                dropped.push_back(std::move(*it));
+            if (it->cancellable) {  // loads and checks run to the end
+                dropped.push_back(it->id);
                 it = jobs_.erase(it);
             } else {
                 ++it;
             }
         }
-        if (runningCancel_) *runningCancel_ = true;
+        if (runningCancel_ && runningCancellable_) *runningCancel_ = true;
     }
-    for (const Job& job : dropped) emitDropped(job);  // outside the lock: slots may queue more
+    for (quint64 id : dropped) emit jobCancelled(id);  // outside the lock: slots may queue more
 }
 
 void TraceWorker::cancel(quint64 id) {
-    std::optional<Job> dropped;
+    bool dropped = false;
     {
         QMutexLocker lock(&mutex_);
-        if (id == runningId_ && runningCancel_) *runningCancel_ = true;
+        if (id == runningId_ && runningCancel_ && runningCancellable_) *runningCancel_ = true;
         for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
-            if (it->id == id && it->kind != Job::Load && it->kind != Job::Checks) {
-                dropped = std::move(*it);
+            if (it->id == id && it->cancellable) {
                 jobs_.erase(it);
+                dropped = true;
                 break;
             }
     }
-    if (dropped) emitDropped(*dropped);
+    if (dropped) emit jobCancelled(id);
 }
 
 void TraceWorker::run() {
@@ -171,200 +232,34 @@ void TraceWorker::run() {
             jobs_.pop_front();
             runningId_ = job.id;
             runningCancel_ = job.cancel;
+            runningCancellable_ = job.cancellable;
         }
         if (const int t = threads_.load(); t != appliedThreads_) {
             configureThreads(t);
             appliedThreads_ = t;
         }
-        switch (job.kind) {
-        case Job::Load: runLoad(job); break;
-        case Job::Trace: runTrace(job); break;
-        case Job::Checks: runChecks(job); break;
-        case Job::Patch: runPatch(job); break;
-        case Job::Generate: runGenerate(job); break;
-        case Job::Reread: runReread(job); break;
-        case Job::OpenTrace: runOpenTrace(job); break;
-        case Job::Lens: runLens(job); break;
-        }
+        runJob(job);
         QMutexLocker lock(&mutex_);
         runningId_ = 0;
         runningCancel_.reset();
     }
 }
 
-namespace {
-// The message of any exception the engine or libtorch may throw, as a sentence for the window.
-QString messageOf(const std::exception& e) {
-    if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return QString::fromStdString(c->what_without_backtrace());
-    return QString::fromStdString(e.what());
-}
-}  // namespace
-
-void TraceWorker::runLoad(const Job& job) {
+void TraceWorker::runJob(const Job& job) {
+    emit jobStarted(job.id, job.kind);
+    const JobControl control(job.id, job.cancel.get(), [this, id = job.id](int done, int total) {
+        emit jobProgress(id, done, total);
+        if (const int ms = blockDelayMs_.load(); ms > 0 && done > 0 && done < total) QThread::msleep(static_cast<unsigned long>(ms));
+    });
     try {
-        ModelPtr model = Model::load(job.dir.toStdString(), LoadOptions().withDtype(job.dtype));
-        emit modelLoaded(job.id, std::move(model));
-    } catch (const std::exception& e) {
-        emit loadFailed(job.id, job.dir, messageOf(e));
-    }
-}
-
-void TraceWorker::runTrace(const Job& job) {
-    const int blocks = static_cast<int>(job.model->config().numLayers);
-    emit traceStarted(job.id, blocks);
-    std::atomic<int> done{0};
-    int total = blocks;
-    try {
-        std::vector<std::string> prompts;
-        for (const QString& p : job.prompts) prompts.push_back(p.toStdString());
-        const Batch batch = encodeBatch(*job.model, prompts);
-        std::shared_ptr<EditList> edits;
-        if (!job.interventions.isEmpty()) {
-            edits = std::make_shared<EditList>();
-            for (const QString& text : job.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
-        }
-        // With a comparison the unedited pass runs first; progress counts both passes as one run of 2 x blocks.
-        const bool twoPasses = edits && job.compare;
-        total = twoPasses ? 2 * blocks : blocks;
-        auto pass = [&](std::shared_ptr<const Intervention> intervention, int offset) {
-            TraceOptions options;
-            options.save = job.save;
-            options.cancel = job.cancel.get();
-            options.intervention = std::move(intervention);
-            options.progress = [&, offset](int d, int) {
-                done = offset + d;
-                emit progress(job.id, offset + d, total);
-                if (const int ms = blockDelayMs_.load(); ms > 0 && offset + d < total) QThread::msleep(static_cast<unsigned long>(ms));
-            };
-            TraceResult result = nnscope::trace(*job.model, batch, options);
-            if (*job.cancel) throw Cancelled{};  // cancelled after the last block: still a cancel, nothing is shown
-            return result;
-        };
-        SnapshotPtr baseline;
-        if (twoPasses) baseline = makeSnapshot(job.model, pass(nullptr, 0), job.id);
-        TraceResult result = pass(edits, twoPasses ? blocks : 0);
-        emit traceFinished(job.id, makeSnapshot(job.model, std::move(result), job.id, job.interventions, std::move(baseline)));
+        // a job cancelled while it was being taken from the queue does not start
+        control.throwIfCancelled();
+        QVariant result = job.compute(control);
+        emit jobFinished(job.id, result);
     } catch (const Cancelled&) {
-        emit traceCancelled(job.id, done, total);
+        emit jobCancelled(job.id);
     } catch (const std::exception& e) {
-        emit traceFailed(job.id, messageOf(e));
-    }
-}
-
-void TraceWorker::runReread(const Job& job) {
-    try {
-        const TraceSnapshot& base = *job.base;
-        TraceOptions options;
-        options.save = job.save;
-        options.cancel = job.cancel.get();
-        if (!base.interventions.isEmpty()) {  // the same pass as the snapshot's: its interventions, as it ran them
-            auto edits = std::make_shared<EditList>();
-            for (const QString& text : base.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
-            options.intervention = edits;
-        }
-        TraceResult result = nnscope::trace(*job.model, base.result.batch, options);
-        if (*job.cancel) throw Cancelled{};
-        emit valuesRead(job.id, withValues(base, result.values));
-    } catch (const Cancelled&) {
-        emit valuesReadFailed(job.id, tr("cancelled"));
-    } catch (const std::exception& e) {
-        emit valuesReadFailed(job.id, messageOf(e));
-    }
-}
-
-void TraceWorker::runOpenTrace(const Job& job) {
-    try {
-        const TraceFile file = readTraceFile(job.dir.toStdString());
-        emit traceFileOpened(job.id, makeFileSnapshot(file, job.id));
-    } catch (const std::exception& e) {
-        emit traceFileFailed(job.id, job.dir, messageOf(e));
-    }
-}
-
-void TraceWorker::runChecks(const Job& job) {
-    try {
-        auto results = std::make_shared<const std::vector<CheckResult>>(runFamilyChecks(*job.model, job.prompts.value(0).toStdString()));
-        emit checksFinished(job.id, std::move(results));
-    } catch (const std::exception& e) {
-        emit checksFailed(job.id, messageOf(e));
-    }
-}
-
-void TraceWorker::runPatch(const Job& job) {
-    try {
-        PatchingOptions options = job.patching;
-        options.cancel = job.cancel.get();
-        options.progress = [&](int done, int total) { emit patchProgress(job.id, done, total); };
-        // attribution patching first (one backward pass), then the exact grid, which the progress bar counts
-        PatchingOptions quiet = options;
-        quiet.progress = nullptr;
-        std::vector<std::vector<double>> estimate = attributionPatching(*job.model, job.clean, job.corrupted, quiet).grid;
-        PatchingResult exact = activationPatching(*job.model, job.clean, job.corrupted, options);
-        exact.estimate = std::move(estimate);
-        auto result = std::make_shared<const PatchingResult>(std::move(exact));
-        if (*job.cancel) throw Cancelled{};
-        emit patchFinished(job.id, std::move(result));
-    } catch (const Cancelled&) {
-        emit patchFailed(job.id, tr("cancelled"));
-    } catch (const std::exception& e) {
-        emit patchFailed(job.id, messageOf(e));
-    }
-}
-
-void TraceWorker::runGenerate(const Job& job) {
-    try {
-        auto pair = std::make_shared<GenerationPair>();
-        pair->options = job.generation;
-        pair->options.cancel = job.cancel.get();
-        pair->interventions = job.interventions;
-        GenerateOptions plain = pair->options;
-        if (!job.interventions.isEmpty()) {
-            auto edits = std::make_shared<EditList>();
-            for (const QString& text : job.interventions) addIntervention(*edits, *job.model, text.toStdString(), job.baseDir.toStdString());
-            pair->options.intervention = edits;
-        }
-        pair->edited = nnscope::generate(*job.model, job.clean, pair->options);
-        if (pair->options.intervention) pair->unedited = nnscope::generate(*job.model, job.clean, plain);
-        pair->options.cancel = nullptr;
-        if (*job.cancel) throw Cancelled{};
-        emit generateFinished(job.id, std::move(pair));
-    } catch (const Cancelled&) {
-        emit generateFailed(job.id, tr("cancelled"));
-    } catch (const std::exception& e) {
-        emit generateFailed(job.id, messageOf(e));
-    }
-}
-
-void TraceWorker::runLens(const Job& job) {
-    ++lensRuns_;
-    try {
-        int total = 0;
-        for (const LensRequest& r : job.lenses) total += r.snapshot->numLayers();
-        emit lensProgress(job.id, 0, total);
-        auto lenses = std::make_shared<std::vector<TraceSnapshot::LensPtr>>();
-        int offset = 0;
-        for (const LensRequest& r : job.lenses) {
-            LensOptions options;
-            options.rows = {r.row};
-            options.lastPositionOnly = r.lastPosition;
-            if (r.count >= 0) {
-                options.firstPosition = r.first;
-                options.numPositions = r.count;
-            }
-            options.cancel = job.cancel.get();
-            options.progress = [&, offset](int done, int) {
-                emit lensProgress(job.id, offset + done, total);
-                if (const int ms = blockDelayMs_.load(); ms > 0 && offset + done < total) QThread::msleep(static_cast<unsigned long>(ms));
-            };
-            lenses->push_back(std::make_shared<const LogitLens>(logitLens(*r.snapshot->model, r.snapshot->result, job.lensTopK, options)));
-            offset += r.snapshot->numLayers();
-        }
-        if (*job.cancel) throw Cancelled{};
-        emit lensFinished(job.id, std::move(lenses));
-    } catch (const Cancelled&) {
-        emit lensCancelled(job.id);
-    } catch (const std::exception& e) {
-        emit lensFailed(job.id, messageOf(e));
+        emit jobFailed(job.id, messageOf(e));
     }
 }
 

@@ -6,8 +6,8 @@
 //            Llama of 16 layers, hidden 1024, a 128k vocabulary (the Llama 3 tokenizer of ../shared/models), written
 //            in bfloat16 under $TMPDIR the first time. A 5 ms timer in the window's thread records how late each of
 //            its ticks comes: the event loop's latency while the worker traces, while the window takes the snapshot,
-//            and then while the worker computes the logit lens of the prompt once the Logit lens tab is shown; and how
-//            long Esc takes to stop that lens.
+//            and then while the worker computes the logit lens of the prompt once the Logit lens tab is shown, and the
+//            information flow importances once the Flow tab is shown; and how long Esc takes to stop each.
 //   memory   --traces N traces of the demo model (default 100) with the Logit lens tab shown (each trace computes
 //            its lens too): the process's resident memory after each, to show that it stays flat.
 //
@@ -50,7 +50,8 @@ constexpr int64_t L = 16, H = 1024, NH = 16, KV = 4, D = 64, I = 4096, V = 12825
 
 const char* kUsage =
     "Usage: nnscope_gui_bench [options]\n"
-    "The window's event-loop latency during a long trace and its logit lens, and its memory over many traces.\n\n"
+    "The window's event-loop latency during a long trace, its logit lens and its information flow, and its memory over\n"
+    "many traces.\n\n"
     "  --dir DIR          checkpoint for the latency run; a folder without model.safetensors gets a random Llama\n"
     "                     (16 layers, hidden 1024, vocab 128256, bfloat16, about 1 GB) written there first, with the\n"
     "                     tokenizer of --tokenizer (default: $TMPDIR/nnscope-bench-llama-16x1024)\n"
@@ -156,6 +157,14 @@ bool runTrace(MainWindow& w, const QString& prompt, double* seconds = nullptr) {
 
 bool lensDone(MainWindow& w) { return !w.lensRunning() || (waitFor(&w, SIGNAL(lensEnded()), 600000) && !w.lensRunning()); }
 
+/// Waits for everything the shown views asked the worker to compute (the lens, the Flow graph, ...).
+bool viewJobsDone(MainWindow& w) {
+    QSignalSpy done(&w, &MainWindow::viewJobsDone);
+    while (w.viewJobsRunning())
+        if (!done.wait(600000)) return false;
+    return true;
+}
+
 int latency(const QString& dir, int tokens) {
     auto w = openWindow(dir);
     if (!w) return 1;
@@ -212,6 +221,30 @@ int latency(const QString& dir, int tokens) {
     probe.stop();
     row("trace, then its lens cancelled with Esc", "Logit lens", s + cancel);
     std::printf("\nEsc to the lens stopped: %.2f s (the lens stops within one block)\n", cancel);
+
+    // 4. the Flow tab shown: its importances are computed in the worker (they were computed on the window's thread)
+    probe.start();
+    t.start();
+    w->showView("flow");
+    if (!viewJobsDone(*w)) return 1;
+    s = t.elapsed() / 1000.0;
+    QTest::qWait(300);
+    probe.stop();
+    std::printf("\n| phase | view shown | s | event-loop ticks | worst lateness ms | 99th percentile ms |\n|---|---|---|---|---|---|\n");
+    row("information flow of the prompt shown", "Flow", s);
+
+    // 5. a trace with the Flow tab shown, Esc pressed while its importances are computed
+    probe.start();
+    if (!runTrace(*w, prompt, &s)) return 1;
+    while (w->viewJobsRunning() && bar->value() < 2) QTest::qWait(20);
+    w->activateWindow();
+    t.start();
+    QTest::keyClick(w.get(), Qt::Key_Escape);
+    if (!viewJobsDone(*w)) return 1;
+    const double flowCancel = t.elapsed() / 1000.0;
+    probe.stop();
+    row("trace, then its information flow cancelled with Esc", "Flow", s + flowCancel);
+    std::printf("\nEsc to the information flow stopped: %.2f s (it stops within one block)\n", flowCancel);
     return 0;
 }
 

@@ -118,6 +118,16 @@ bool lensDone(MainWindow& w) {
     return ended.wait(60000) && !w.lensRunning();
 }
 
+/// Waits for everything the shown views asked the worker to compute (the logit lens, the Flow graph, the attribution,
+/// the head scores: each is computed in the worker once its view is shown or its settings change). True when nothing
+/// is left under way.
+bool viewJobsDone(MainWindow& w) {
+    QSignalSpy done(&w, &MainWindow::viewJobsDone);
+    while (w.viewJobsRunning())
+        if (!done.wait(60000)) return false;
+    return true;
+}
+
 bool runFromPanel(MainWindow& w, const QStringList& prompts) {
     w.tracePanel()->setPrompts(prompts);
     QSignalSpy done(&w, &MainWindow::traceEnded);
@@ -141,7 +151,20 @@ Reference engineTrace(const QString& dir, const QStringList& prompts) {
     return r;
 }
 
-/// Largest |a - b| over a colour map's cells and a [rows, columns] tensor (rows = the map's value axis).
+/// Largest |a - b| over the matrix a heatmap draws (its MatrixModel) and a [rows, columns] tensor.
+double mapDifference(const HeatmapPlot* plot, const torch::Tensor& expected) {
+    const MatrixModel* m = plot->model();
+    const auto e = expected.to(torch::kFloat64).contiguous();
+    if (!m || m->rowCount() != e.size(0) || m->columnCount() != e.size(1)) return std::numeric_limits<double>::infinity();
+    double worst = 0;
+    const int rows = static_cast<int>(e.size(0)), cols = static_cast<int>(e.size(1));
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) worst = std::max(worst, std::fabs(m->value(r, c) - e[r][c].item<double>()));
+    return worst;
+}
+
+/// Largest |a - b| over a colour map's cells and a [rows, columns] tensor (rows = the map's value axis): the head grid's
+/// small maps, which draw from their own data.
 double mapDifference(QCPColorMap* map, const torch::Tensor& expected) {
     const auto e = expected.to(torch::kFloat64).contiguous();
     double worst = 0;
@@ -253,6 +276,7 @@ private slots:
     void attributionView();
     void generateView();
     void flowView();
+    void flowInWorker();
     void headsView();
     void attentionAtAnyLength_data();
     void attentionAtAnyLength();
@@ -317,9 +341,8 @@ void TestGui::traceMatchesEngine() {
                                             .index({row, Slice(), Slice(span.start, None), Slice(span.start, None)});
             for (int h = 0; h < heads; ++h) {
                 av->setHead(h);
-                QCPColorMap* map = av->heatmap()->colorMap();
                 QCOMPARE(av->matrixModel()->columnCount(), static_cast<int>(span.length));
-                QVERIFY2(mapDifference(map, probs[h]) <= 1e-6, qPrintable(QString("block %1 head %2 prompt %3").arg(b).arg(h).arg(row)));
+                QVERIFY2(mapDifference(av->heatmap(), probs[h]) <= 1e-6, qPrintable(QString("block %1 head %2 prompt %3").arg(b).arg(h).arg(row)));
             }
             av->setHead(-1);
             QCOMPARE(av->grid()->headCount(), heads);
@@ -347,7 +370,7 @@ void TestGui::traceMatchesEngine() {
         nv->setBlock(block);
         nv->setTopK(7);
         const torch::Tensor acts = ref.result.value({Value::MlpNeurons, block}).index({row, Slice(span.start, None)}).to(torch::kFloat32);
-        QVERIFY(mapDifference(nv->heatmap()->colorMap(), acts) <= 1e-6);
+        QVERIFY(mapDifference(nv->heatmap(), acts) <= 1e-6);
         const int token = static_cast<int>(span.length) - 1;
         nv->setToken(token);
         const auto [topV, topI] = acts[token].topk(7);
@@ -373,7 +396,7 @@ void TestGui::traceMatchesEngine() {
             const torch::Tensor p = torch::softmax(ref.model->projectOnVocab(h).to(torch::kFloat32), -1);
             const auto [best, bestId] = p.max(-1);
             for (int pos = 0; pos < span.length; ++pos) {
-                QVERIFY(std::fabs(lv->heatmap()->colorMap()->data()->data(pos, b) - best[pos].item<double>()) <= 1e-5);
+                QVERIFY(std::fabs(lv->heatmap()->model()->value(b, pos) - best[pos].item<double>()) <= 1e-5);
                 QCOMPARE(lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, pos), MatrixModel::CellTextRole).toString(),
                          QString::fromStdString(tok->tokenLabel(bestId[pos].item<int64_t>())));
             }
@@ -381,7 +404,7 @@ void TestGui::traceMatchesEngine() {
             QVERIFY(std::fabs(lv->targetGraph()->data()->at(b)->value - p[pos][lv->targetId()].item<double>()) <= 1e-5);
         }
         // the lens at the last block is the model's own next-token distribution
-        const double lastTop = lv->heatmap()->colorMap()->data()->data(static_cast<double>(span.length - 1), layers - 1);
+        const double lastTop = lv->heatmap()->model()->value(layers - 1, static_cast<int>(span.length - 1));
         QVERIFY(std::fabs(lastTop - ref.result.nextTokenProbs[row].max().item<double>()) <= 1e-5);
     }
 }
@@ -549,7 +572,7 @@ void TestGui::diagramHoverAndPin() {
     auto* plot = qobject_cast<ValuePlotView*>(w->views()->currentWidget());
     QVERIFY(plot);
     const torch::Tensor expected = w->snapshot()->result.value({Value::MlpOutput, last})[0].to(torch::kFloat32);
-    QVERIFY(mapDifference(plot->heatmap()->colorMap(), expected) <= 1e-6);
+    QVERIFY(mapDifference(plot->heatmap(), expected) <= 1e-6);
     QTest::mouseClick(out->unpinButton(), Qt::LeftButton);
     QCOMPARE(static_cast<int>(pins->cards().size()), valueParts - 1);
 }
@@ -595,7 +618,7 @@ void TestGui::cancelStopsTrace() {
     constexpr int kDelay = 400;  // ms per block: slow enough to press Cancel mid-trace on a 5-block model
     w->worker()->setBlockDelay(kDelay);
     w->tracePanel()->setPrompts({"Once upon a time"});
-    QSignalSpy progress(w->worker(), &TraceWorker::progress);
+    QSignalSpy progress(w->traceJob(), &JobWatcher::progressed);
     QSignalSpy ended(w.get(), &MainWindow::traceEnded);
     QSignalSpy done(w.get(), &MainWindow::traceDone);
     QTest::mouseClick(w->tracePanel()->runButton(), Qt::LeftButton);
@@ -611,7 +634,7 @@ void TestGui::cancelStopsTrace() {
     QCOMPARE(done.count(), 0);
     QVERIFY(!w->snapshot());
     const int total = static_cast<int>(w->model()->config().numLayers);
-    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY(progress.last().at(0).toInt() < total);
     QVERIFY2(w->tracePanel()->statusText().startsWith("Cancelled after"), qPrintable(w->tracePanel()->statusText()));
     QVERIFY(w->tracePanel()->runButton()->isEnabled());
     // the window is usable: the next run completes
@@ -949,7 +972,7 @@ void TestGui::demoModelByDefault() {
     const double best = p.index({0, Slice(), second, first + 1}).max().item<double>();
     QVERIFY2(best > 0.5, qPrintable(QString("the best head puts %1 on the induction target").arg(best)));
     // What the heatmap shows is that block's attention.
-    QVERIFY(mapDifference(w.attentionView()->heatmap()->colorMap(),
+    QVERIFY(mapDifference(w.attentionView()->heatmap(),
                           p.index({0, w.attentionView()->head()})) < 1e-6);
     // `nnscope gui --screenshot FILE` with neither model nor prompt shows the same.
     const QString out = tmp_.filePath("demo.png");
@@ -1259,7 +1282,7 @@ void TestGui::patchingView() {
     QCOMPARE(pv->matrixModel()->rowCount(), layers);
     QCOMPARE(pv->matrixModel()->columnCount(), len);
     for (int i = 0; i < layers; ++i)
-        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->colorMap()->data()->data(p, i) - ref.grid[i][p]) <= 1e-5);
+        for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->model()->value(i, p) - ref.grid[i][p]) <= 1e-5);
     // The last block at the last position carries the whole clean answer; normalised, that cell is 1.
     QVERIFY(std::fabs(ref.grid[layers - 1][len - 1] - ref.clean) <= 1e-4);
     pv->setNormalized(true);
@@ -1327,6 +1350,7 @@ void TestGui::attributionView() {
     QCOMPARE(w->snapshot()->prompt(0), prompt);
     QVERIFY(w->showView("attribution"));
     AttributionView* av = w->attributionView();
+    QVERIFY(viewJobsDone(*w));  // computed in the worker
     QVERIFY(av->attribution());  // the top prediction by default
     const Model& m = *w->model();
     TraceOptions o;
@@ -1335,6 +1359,7 @@ void TestGui::attributionView() {
     const int64_t top = r.nextTokenProbs[0].argmax().item<int64_t>();
     QVERIFY2(av->attribution()->target == top, qPrintable(QString("target %1 at position %2, top %3").arg(av->attribution()->target).arg(av->attribution()->position).arg(top)));
     av->setTarget("sat");
+    QVERIFY(viewJobsDone(*w));
     const int64_t sat = parseTokenArgument(m, "sat", "t");
     const LogitAttribution ref = directLogitAttribution(m, r, 0, -1, sat);
     const LogitAttribution& got = *av->attribution();
@@ -1361,16 +1386,20 @@ void TestGui::attributionView() {
     QVERIFY(av->details()->toPlainText().contains("layers.1.self_attn.head.3"));
     // a logit difference and another position
     av->setWrong("mat");
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(std::abs(av->attribution()->logit - directLogitAttribution(m, r, 0, -1, sat, parseTokenArgument(m, "mat", "w")).logit) < 1e-5);
     av->setPosition(2);
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(av->attribution()->position, int64_t{2});
     // a refused token says why, nothing is shown
     av->setTarget("no such words here");
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(!av->attribution());
     QVERIFY(av->statusLabel()->text().contains("target"));
     av->setTarget("sat");
     av->setWrong("");
     av->setPosition(-1);
+    QVERIFY(viewJobsDone(*w));
     // its right-click offer ablates the head with the largest share
     QVERIFY(!av->interventionOffers().isEmpty());
     QVERIFY(av->interventionOffers().front().text.startsWith("layers.1.self_attn.attention_head_outputs"));
@@ -1437,6 +1466,7 @@ void TestGui::flowView() {
     FlowView* fv = w->flowView();
     QVERIFY(!fv->graph());  // computed when the tab is first shown
     QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));  // in the worker
     QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
     const Model& m = *w->model();
     TraceOptions o;
@@ -1455,9 +1485,11 @@ void TestGui::flowView() {
     QVERIFY2(induction, "no block-1 attention edge from \" sat\" (3) into the last \" cat\" (9)");
     // a higher threshold keeps fewer edges, all above it
     fv->setThreshold(0.5);
+    QVERIFY(viewJobsDone(*w));
     QVERIFY(fv->graph()->edges.size() < ref.edges.size());
     for (const auto& e : fv->graph()->edges) QVERIFY(e.weight >= 0.5);
     fv->setPosition(3);
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(fv->graph()->position, int64_t{3});
     QVERIFY(fv->canvas()->minimumWidth() > 10 * 40);
     QVERIFY(!fv->canvas()->grab().isNull());
@@ -1473,6 +1505,7 @@ void TestGui::headsView() {
     QVERIFY(runFromPanel(*w, {prompt}));
     QVERIFY(w->showView("heads"));
     HeadsView* hv = w->headsView();
+    QVERIFY(viewJobsDone(*w));  // the scores are computed in the worker
     const Model& m = *w->model();
     TraceOptions o;
     for (int i = 0; i < m.config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
@@ -1636,11 +1669,11 @@ void TestGui::attentionAtAnyLength() {
     const qint64 headMs = timer.elapsed();
     const torch::Tensor probs = ref.result.value({Value::AttentionProbabilities, 1})[0][1];
 
-    // The whole pattern, as one image: every cell in the map's data, every pixel the largest of its cells.
-    QCOMPARE(hm->colorMap()->data()->keySize(), n);
-    QCOMPARE(hm->colorMap()->data()->valueSize(), n);
+    // The whole pattern, as one image: every cell in the matrix drawn, every pixel the largest of its cells.
+    QCOMPARE(hm->model()->columnCount(), n);
+    QCOMPARE(hm->model()->rowCount(), n);
     for (const auto& [q, k] : std::vector<std::pair<int, int>>{{0, 0}, {n - 1, 0}, {n - 1, n - 1}, {n / 2, n / 3}, {n - 1, n / 2}})
-        QVERIFY(std::fabs(hm->colorMap()->data()->cell(k, q) - probs[q][k].item<double>()) <= 1e-6);
+        QVERIFY(std::fabs(hm->model()->value(q, k) - probs[q][k].item<double>()) <= 1e-6);
     QCOMPARE(hm->visibleCells(), QRect(0, 0, n, n));
     QCOMPARE(plot->plottableCount(), 1);  // one image, not a cell per item
     QCOMPARE(plot->itemCount(), 1);       // the selection mark only
@@ -1893,6 +1926,7 @@ void TestGui::headOverview() {
     QVERIFY(w->showView("heads"));
     HeadsView* hv = w->headsView();
     HeadOverview* ov = hv->overview();
+    QVERIFY(viewJobsDone(*w));  // the scores computed in the worker
     QTest::qWait(100);  // laid out and painted
     const Reference ref = engineTrace(demoModelDir(), prompts);
     const int blocks = static_cast<int>(m.config().numLayers), heads = static_cast<int>(m.config().numHeads);
@@ -1900,6 +1934,7 @@ void TestGui::headOverview() {
     QCOMPARE(ov->heads(), heads);
     for (int row : {0, 1}) {
         hv->setPrompt(row);
+        QVERIFY(viewJobsDone(*w));
         QTest::qWait(50);
         const QImage screen = ov->grab().toImage();
         for (int b = 0; b < blocks; ++b) {
@@ -1928,6 +1963,7 @@ void TestGui::headOverview() {
 
     // The engine's induction scores rank block 1's head first; sorting the table by induction marks the overview by it.
     hv->setPrompt(0);
+    QVERIFY(viewJobsDone(*w));
     const auto scores = headScores(*ref.model, ref.result, 0);
     const auto best = std::max_element(scores.begin(), scores.end(), [](const HeadScore& a, const HeadScore& b) { return a.induction < b.induction; });
     QCOMPARE(best->layer, kDemoInductionBlock);
@@ -2093,6 +2129,7 @@ void TestGui::widgetViewsExport() {
         {"flow", [&] { return w->flowView()->canvas(); }}};
     for (const auto& [name, widget] : views) {
         QVERIFY(w->showView(name));
+        QVERIFY(viewJobsDone(*w));  // the head scores and the Flow graph are computed in the worker
         QCoreApplication::processEvents();
         const QString path = tmp_.filePath("export-" + name + ".png");
         QCOMPARE(w->exportPlotTo(path), QString());
@@ -2117,12 +2154,13 @@ void TestGui::widgetViewsExport() {
 
 namespace {
 
-/// A colour map's cells as a [rows, columns] tensor (rows = its value axis).
-torch::Tensor mapTensor(QCPColorMap* map) {
-    const int cols = map->data()->keySize(), rows = map->data()->valueSize();
+/// The matrix a heatmap draws (its MatrixModel) as a [rows, columns] tensor.
+torch::Tensor mapTensor(const HeatmapPlot* plot) {
+    const MatrixModel* m = plot->model();
+    const int cols = m->columnCount(), rows = m->rowCount();
     torch::Tensor t = torch::zeros({rows, cols}, torch::kFloat64);
     for (int r = 0; r < rows; ++r)
-        for (int c = 0; c < cols; ++c) t[r][c] = map->data()->cell(c, r);
+        for (int c = 0; c < cols; ++c) t[r][c] = m->value(r, c);
     return t;
 }
 
@@ -2321,17 +2359,17 @@ void TestGui::openTraceFile() {
             w->attentionView()->setBlock(b);
             for (int h = 0; h < heads; ++h) {
                 w->attentionView()->setHead(h);
-                maps.push_back(mapTensor(w->attentionView()->heatmap()->colorMap()));
+                maps.push_back(mapTensor(w->attentionView()->heatmap()));
             }
         }
         QVERIFY(w->showView("neurons"));
         for (int b = 0; b < layers; ++b) {
             w->neuronView()->setBlock(b);
-            maps.push_back(mapTensor(w->neuronView()->heatmap()->colorMap()));
+            maps.push_back(mapTensor(w->neuronView()->heatmap()));
         }
         QVERIFY(w->showView("lens"));
         QVERIFY(lensDone(*w));  // computed when shown
-        maps.push_back(mapTensor(w->lensView()->heatmap()->colorMap()));
+        maps.push_back(mapTensor(w->lensView()->heatmap()));
         live = maps;
     };
     collect();
@@ -2375,7 +2413,7 @@ void TestGui::openTraceFile() {
         w->attentionView()->setBlock(1);
         w->attentionView()->setHead(0);
         QCOMPARE(w->attentionView()->placeholderText(), QString());
-        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads)]) <= 1e-6);
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()), expected[static_cast<size_t>(heads)]) <= 1e-6);
         w->attentionView()->setBlock(0);
         QVERIFY2(w->attentionView()->placeholderText().contains("layers.0.self_attn.attention_probabilities") &&
                      w->attentionView()->placeholderText().contains(oneValue) &&
@@ -2408,7 +2446,7 @@ void TestGui::openTraceFile() {
         QVERIFY(w->showView("attention"));
         w->attentionView()->setBlock(1);
         w->attentionView()->setHead(2);
-        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()->colorMap()), expected[static_cast<size_t>(heads + 2)]) <= 1e-5);
+        QVERIFY(maxDiff(mapTensor(w->attentionView()->heatmap()), expected[static_cast<size_t>(heads + 2)]) <= 1e-5);
         QVERIFY2(w->lensView()->placeholderText().contains("weights") && w->lensView()->placeholderText().contains("not on this machine"),
                  qPrintable(w->lensView()->placeholderText()));
         QVERIFY(w->attributionView()->placeholderText().contains("weights"));
@@ -2462,6 +2500,81 @@ void TestGui::openTraceFile() {
     QCOMPARE(p.exitCode(), 2);
 }
 
+// ---- the Flow view computes in the worker ---------------------------------------------------------------------------
+
+void TestGui::flowInWorker() {
+    // The Flow view's importances (a pass's worth of work: half a minute for 300 tokens on a 16-block model, which froze
+    // the window when they were computed on its thread) are computed in the worker: the window's event loop keeps
+    // ticking meanwhile, the trace panel's bar counts the blocks, and Esc stops them within a block. The block delay
+    // stretches each block of the job to a known length on this tiny model.
+    auto w = openWindow(modelDir("stories260K-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const QString prompt = promptOfLength(*w->model(), 300);
+    QVERIFY(runFromPanel(*w, {prompt}));
+    const int blocks = w->snapshot()->numLayers();
+    // what the importances cost on the window's thread, as the view computed them before
+    QElapsedTimer timer;
+    timer.start();
+    const TokenContributions direct = tokenContributions(*w->model(), w->snapshot()->result, 0);
+    const qint64 directMs = timer.elapsed();
+
+    constexpr int kDelay = 150;  // ms after each block but the last
+    w->worker()->setBlockDelay(kDelay);
+    QElapsedTimer ticks;
+    qint64 longestPause = 0, last = 0;
+    int count = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    connect(&tick, &QTimer::timeout, this, [&] {
+        const qint64 now = ticks.elapsed();
+        longestPause = std::max(longestPause, now - last);
+        last = now;
+        ++count;
+    });
+    QSignalSpy progress(w->tracePanel()->progressBar(), &QProgressBar::valueChanged);
+    ticks.start();
+    tick.start();
+    QVERIFY(w->showView("flow"));
+    QVERIFY(w->viewJobsRunning());
+    QVERIFY(w->tracePanel()->progressBar()->format().contains("information flow"));
+    QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
+    QVERIFY(viewJobsDone(*w));
+    const qint64 jobMs = ticks.elapsed();
+    tick.stop();
+    FlowView* fv = w->flowView();
+    QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(torch::equal(fv->graph()->contributions.attention, direct.attention));
+    QVERIFY(progress.count() >= blocks - 1);  // the bar counted the blocks
+    qInfo("Flow importances of %d tokens x %d blocks: %lld ms on the calling thread; in the worker (with %d ms after each "
+          "block) %lld ms, during which the event loop ticked %d times, its longest pause %lld ms",
+          static_cast<int>(direct.length), blocks, static_cast<long long>(directMs), kDelay, static_cast<long long>(jobMs), count,
+          static_cast<long long>(longestPause));
+    QVERIFY(jobMs >= (blocks - 1) * kDelay);
+    QVERIFY2(longestPause < 500, qPrintable(QString("the window did not handle events for %1 ms").arg(longestPause)));
+
+    // Esc stops it within a block; the view says so and computes it again when shown again.
+    QVERIFY(runFromPanel(*w, {prompt + " again"}));
+    QVERIFY(w->viewJobsRunning());  // the view is shown: the new trace's graph is under way
+    QSignalSpy blocksDone(w->analysisJob(fv), &JobWatcher::progressed);
+    QTRY_VERIFY_WITH_TIMEOUT(blocksDone.count() >= 1, 10000);
+    w->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(w.get()));
+    timer.start();
+    QTest::keyClick(w.get(), Qt::Key_Escape);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Esc took %1 ms").arg(timer.elapsed())));
+    QCOMPARE(w->analysisJob(fv)->state(), JobState::Cancelled);
+    QVERIFY(!fv->graph());
+    QVERIFY2(fv->statusLabel()->text().contains("cancelled"), qPrintable(fv->statusLabel()->text()));
+    QVERIFY(w->tracePanel()->statusText().contains("cancelled"));
+    w->worker()->setBlockDelay(0);
+    QVERIFY(w->showView("attention"));
+    QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(fv->graph(), qPrintable(fv->statusLabel()->text()));
+}
+
 // ---- the logit lens on demand; a dark palette -------------------------------------------------------------------
 
 namespace {
@@ -2474,7 +2587,7 @@ QString lensViewDiffers(LogitLensView* lv, const Model& m, const LogitLens& lens
         return QString("shape %1 x %2").arg(lv->heatmap()->model()->rowCount()).arg(lv->heatmap()->model()->columnCount());
     for (int b = 0; b < ids.size(0); ++b) {
         for (int p = 0; p < ids.size(1); ++p) {
-            if (std::fabs(lv->heatmap()->colorMap()->data()->data(p, b) - probs[b][p][0].item<double>()) > 1e-6)
+            if (std::fabs(lv->heatmap()->model()->value(b, p) - probs[b][p][0].item<double>()) > 1e-6)
                 return QString("probability at block %1 position %2").arg(b).arg(p);
             if (lv->heatmap()->model()->data(lv->heatmap()->model()->index(b, p), MatrixModel::CellTextRole).toString() !=
                 QString::fromStdString(m.tokenizer()->tokenLabel(ids[b][p][0].item<int64_t>())))
@@ -2589,7 +2702,7 @@ void TestGui::logitLensOnDemand() {
     // A new trace with the lens shown: the lens follows it, and Esc (a key press in the window) stops it within a block.
     constexpr int kDelay = 300;
     w->worker()->setBlockDelay(kDelay);
-    QSignalSpy progress(w->worker(), &TraceWorker::lensProgress);
+    QSignalSpy progress(w->lensJob(), &JobWatcher::progressed);
     QVERIFY(runFromPanel(*w, prompts));
     QVERIFY(w->lensRunning());
     QVERIFY(w->tracePanel()->cancelButton()->isEnabled());
@@ -2605,7 +2718,7 @@ void TestGui::logitLensOnDemand() {
     QVERIFY(lensDone(*w));
     QVERIFY2(timer.elapsed() < 2 * kDelay + 500, qPrintable(QString("Esc took %1 ms").arg(timer.elapsed())));
     const int total = w->snapshot()->numLayers();
-    QVERIFY(progress.last().at(1).toInt() < total);
+    QVERIFY(progress.last().at(0).toInt() < total);
     QVERIFY(!lv->hasLens());
     QCOMPARE(w->snapshot()->lensCount(), 0);
     QVERIFY2(lv->lensNote().contains("cancelled"), qPrintable(lv->lensNote()));
@@ -2725,8 +2838,10 @@ void TestGui::darkPalette() {
     for (QCustomPlot* plot : {w->neuronView()->topPlot(), w->neuronView()->neuronPlot()})
         QVERIFY2((why = plotFollows(plot, dark)).isEmpty(), qPrintable("neurons: " + why));
     QVERIFY(w->showView("attribution"));
+    QVERIFY(viewJobsDone(*w));
     QVERIFY2((why = plotFollows(w->attributionView()->blockPlot(), dark)).isEmpty(), qPrintable("attribution: " + why));
     QVERIFY(w->showView("flow"));
+    QVERIFY(viewJobsDone(*w));
     QCOMPARE(commonestColour(w->flowView()->canvas()->grab().toImage()), base);
     QVERIFY(w->showView("patching"));
     PatchRequest r;

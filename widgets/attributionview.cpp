@@ -106,6 +106,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
         const int n = static_cast<int>(snapshot_->result.batch.ids.at(static_cast<size_t>(prompt())).size());
         position_->setRange(0, n - 1);
         position_->setValue(n - 1);
+        dropAnalysis();  // the last prompt's attribution is not wanted any more
         refreshWhenShown([this] { refresh(); });
     });
     connect(blockPlot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable* plottable, int index, QMouseEvent*) {
@@ -124,6 +125,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
 
 void AttributionView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    dropAnalysis();  // what was under way belongs to the last snapshot
     if (!snapshot_) {
         attribution_.reset();
         showPlaceholder(tr("Run a trace: this view decomposes the next-token logit into what each block, head and neuron wrote."));
@@ -157,40 +159,59 @@ void AttributionView::setWrong(const QString& token) {
 
 void AttributionView::setPosition(int position) {
     if (position < 0) position += position_->maximum() + 1;
-    position_->setValue(position);
-    refresh();
+    if (position_->value() != std::clamp(position, position_->minimum(), position_->maximum()))
+        position_->setValue(position);  // its valueChanged refreshes
+    else
+        refresh();
 }
 
 void AttributionView::refresh() {
     attribution_.reset();
     barComponents_.clear();
     selected_ = -1;
-    if (!snapshot_) return;
-    const Model& m = *snapshot_->model;
+    if (!snapshot_) return dropAnalysis();
+    const SnapshotPtr snapshot = snapshot_;
     const int row = prompt();
-    try {
-        const int64_t pos = position_->value();
-        int64_t target = -1;
-        if (target_->text().trimmed().isEmpty()) {
-            // the model's own most probable next token at this position
-            const torch::Tensor logits = m.projectOnVocab(promptValue(m, snapshot_->result, {Value::LayerOutput, snapshot_->numLayers() - 1}, row)
-                                                              .index({pos}).to(m.dtype()));
-            target = logits.argmax().item<int64_t>();
-        } else {
-            target = parseTokenArgument(m, target_->text().toStdString(), "target");
-        }
-        std::optional<int64_t> wrong;
-        if (!wrong_->text().trimmed().isEmpty()) wrong = parseTokenArgument(m, wrong_->text().toStdString(), "minus token");
-        attribution_ = directLogitAttribution(m, snapshot_->result, row, pos, target, wrong, 10);
-    } catch (const std::exception& e) {
-        status_->setStyleSheet("color: #a00010;");
-        status_->setText(QString::fromStdString(e.what()));
+    const int64_t pos = position_->value();
+    const QString targetText = target_->text().trimmed(), wrongText = wrong_->text().trimmed();
+    status_->setStyleSheet(QString());
+    status_->setText(tr("Computing the attribution (Esc cancels)…"));
+    requestAnalysis(
+        tr("direct logit attribution"), 0,
+        [snapshot, row, pos, targetText, wrongText](const JobControl& control) {
+            const Model& m = *snapshot->model;
+            int64_t target = -1;
+            if (targetText.isEmpty()) {
+                // the model's own most probable next token at this position
+                const torch::Tensor logits = m.projectOnVocab(promptValue(m, snapshot->result, {Value::LayerOutput, snapshot->numLayers() - 1}, row)
+                                                                  .index({pos}).to(m.dtype()));
+                target = logits.argmax().item<int64_t>();
+            } else {
+                target = parseTokenArgument(m, targetText.toStdString(), "target");
+            }
+            std::optional<int64_t> wrong;
+            if (!wrongText.isEmpty()) wrong = parseTokenArgument(m, wrongText.toStdString(), "minus token");
+            control.throwIfCancelled();
+            return QVariant::fromValue(std::make_shared<const LogitAttribution>(directLogitAttribution(m, snapshot->result, row, pos, target, wrong, 10)));
+        },
+        [this](JobState state, const QVariant& result, const QString& message) { attributionEnded(state, result, message); });
+}
+
+void AttributionView::attributionEnded(JobState state, const QVariant& result, const QString& message) {
+    if (state != JobState::Finished) {
+        status_->setStyleSheet(state == JobState::Cancelled ? "color: #8a5a00;" : "color: #a00010;");
+        status_->setText(state == JobState::Cancelled ? tr("The attribution was cancelled: show the view again (or change a field) to compute it.")
+                                                      : message);
         for (QCPBars* b : {blockBars_, mlpBars_, otherBars_}) b->data()->clear();
         blockPlot_->replot();
         headModel_->setMatrix({});
         details_->clear();
+        if (state == JobState::Cancelled) refreshOnNextShow([this] { refresh(); });
         return;
     }
+    attribution_ = *result.value<std::shared_ptr<const LogitAttribution>>();
+    const Model& m = *snapshot_->model;
+    const int row = prompt();
     const LogitAttribution& a = *attribution_;
     const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(row));
     const QString what = a.wrong >= 0 ? tr("logit(“%1”) − logit(“%2”)").arg(tokenLabel(m, a.target), tokenLabel(m, a.wrong))

@@ -4,7 +4,8 @@
 // position of the traced prompt. A bar per component (the embeddings, each block's attention and MLP output), a
 // blocks x heads heatmap of every head's share, the neurons with the largest share, and for a chosen component the
 // tokens it promotes and suppresses through the unembedding. The final norm's scale is frozen at the real pass's value
-// (the view says so), so the bars add up to the logit.
+// (the view says so), so the bars add up to the logit. The attribution is computed in the window's worker
+// (requestAnalysis; a visible pause at a 128k vocabulary), Esc stops it.
 #include "heatmapplot.h"
 #include "traceview.h"
 
@@ -41,7 +42,7 @@ public:
     /// Shows the tokens component `index` of attribution()->components promotes and suppresses.
     void selectComponent(int index);
 
-    /// The attribution shown (nullopt: none, statusLabel() says why).
+    /// The attribution shown (nullopt: none, statusLabel() says why, or it is being computed: analysisPending()).
     const std::optional<LogitAttribution>& attribution() const { return attribution_; }
     QCustomPlot* blockPlot() const { return blockPlot_; }
     /// The bars of the attention outputs, the MLP outputs, and the embeddings with the final norm's bias.
@@ -56,7 +57,10 @@ public:
     const QVector<int>& barComponents() const { return barComponents_; }
 
 private:
+    /// Asks the worker for the attribution the fields ask for.
     void refresh();
+    /// Shows the attribution computed, or why there is none.
+    void attributionEnded(JobState state, const QVariant& result, const QString& message);
     void showDetails();
 
     QLineEdit* target_;

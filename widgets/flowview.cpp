@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <memory>
 
 namespace nnscope {
 
@@ -170,7 +171,10 @@ FlowView::FlowView(QWidget* parent) : TraceView(parent) {
     connect(position_, &QSpinBox::valueChanged, this, [this] { prune(); });
     connect(this, &TraceView::promptChanged, this, [this] {
         stale_ = true;
-        if (isVisible()) recompute();
+        if (isVisible())
+            recompute();
+        else
+            dropAnalysis();  // the last prompt's graph is not wanted any more
     });
 }
 
@@ -178,6 +182,7 @@ QWidget* FlowView::canvas() const { return canvas_; }
 
 void FlowView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    dropAnalysis();  // what was under way belongs to the last snapshot
     contributions_.reset();
     graph_.reset();
     canvas_->setGraph(nullptr, {}, 0);
@@ -211,7 +216,8 @@ void FlowView::recompute() {
     stale_ = false;
     contributions_.reset();
     graph_.reset();
-    if (!snapshot_) return;
+    canvas_->setGraph(nullptr, {}, 0);
+    if (!snapshot_) return dropAnalysis();
     const int row = prompt();
     const int n = static_cast<int>(snapshot_->result.batch.ids.at(static_cast<size_t>(row)).size());
     {
@@ -219,30 +225,63 @@ void FlowView::recompute() {
         position_->setRange(0, n - 1);
         position_->setValue(n - 1);
     }
-    try {
-        contributions_ = tokenContributions(*snapshot_->model, snapshot_->result, row);
-    } catch (const std::exception& e) {
-        status_->setStyleSheet("color: #a00010;");
-        status_->setText(QString::fromStdString(e.what()));
-        canvas_->setGraph(nullptr, {}, 0);
-        return;
-    }
-    prune();
+    requestGraph();
 }
 
 void FlowView::prune() {
+    // without importances yet, the graph under way is pruned again when it comes (graphEnded)
     if (!snapshot_ || !contributions_) return;
+    requestGraph();
+}
+
+void FlowView::requestGraph() {
+    const SnapshotPtr snapshot = snapshot_;
     const int row = prompt();
-    try {
-        graph_ = contributionGraph(*snapshot_->model, snapshot_->result, row, *contributions_,
-                                   GraphOptions().withPosition(position_->value()).withThreshold(threshold_->value()));
-    } catch (const std::exception& e) {
-        graph_.reset();
-        status_->setStyleSheet("color: #a00010;");
-        status_->setText(QString::fromStdString(e.what()));
-        canvas_->setGraph(nullptr, {}, 0);
-        return;
+    const double threshold = threshold_->value();
+    const int position = position_->value();
+    const GraphOptions options = GraphOptions().withPosition(position).withThreshold(threshold);
+    const std::optional<TokenContributions> known = contributions_;  // shares the tensors, which nothing writes
+    if (!known)
+        showStatus(tr("Computing the information flow of prompt %1 (the trace panel counts its blocks; Esc cancels)…").arg(row + 1), {});
+    requestAnalysis(
+        tr("information flow"), known ? 0 : snapshot->numLayers(),
+        [snapshot, row, options, known](const JobControl& control) {
+            const Model& model = *snapshot->model;
+            TokenContributions contributions;
+            if (known) {
+                contributions = *known;
+            } else {
+                ContributionOptions o;
+                o.progress = control.progressFrom(0, snapshot->numLayers());
+                o.cancel = control.cancelFlag();
+                contributions = tokenContributions(model, snapshot->result, row, o);
+            }
+            control.throwIfCancelled();
+            return QVariant::fromValue(std::make_shared<const ContributionGraph>(
+                contributionGraph(model, snapshot->result, row, std::move(contributions), options)));
+        },
+        [this, threshold, position](JobState state, const QVariant& result, const QString& message) {
+            graphEnded(state, result, message, threshold, position);
+        });
+}
+
+void FlowView::graphEnded(JobState state, const QVariant& result, const QString& message, double threshold, int position) {
+    if (state == JobState::Cancelled) {
+        if (!contributions_) {
+            stale_ = true;  // computed again when the view is shown again (showEvent)
+            return showStatus(tr("The information flow was cancelled: show the view again to compute it."), QStringLiteral("#8a5a00"));
+        }
+        return showStatus(tr("The graph was cancelled: change the threshold or the position to draw it."), QStringLiteral("#8a5a00"));
     }
+    if (state == JobState::Failed) {
+        graph_.reset();
+        return showStatus(message, QStringLiteral("#a00010"));
+    }
+    graph_ = *result.value<std::shared_ptr<const ContributionGraph>>();
+    contributions_ = graph_->contributions;
+    // the threshold or position changed while the importances were computed: prune them again, now at hand
+    if (threshold != threshold_->value() || position != position_->value()) return prune();
+    const int row = prompt();
     status_->setStyleSheet(QString());
     status_->setText(tr("%n edge(s) of importance ≥ %1 from position %2. Blue: attention from one token to another; orange: an "
                         "MLP's write; grey: the residual carried past a sublayer. Width and opacity follow the importance "
@@ -257,6 +296,12 @@ void FlowView::prune() {
     const int x = canvas_->columnX(static_cast<int>(graph_->position));
     const int margin = graph_->position > 0 ? x - canvas_->columnX(static_cast<int>(graph_->position) - 1) : 60;
     QTimer::singleShot(0, this, [this, x, margin] { scroll_->ensureVisible(x, 0, margin, 0); });
+}
+
+void FlowView::showStatus(const QString& text, const QString& colour) {
+    status_->setStyleSheet(colour.isEmpty() ? QString() : QStringLiteral("color: %1;").arg(colour));
+    status_->setText(text);
+    if (!colour.isEmpty()) canvas_->setGraph(nullptr, {}, 0);
 }
 
 PlotSource FlowView::plotSource() const {

@@ -5,7 +5,10 @@
 // then after each block's attention and after its MLP); each kept edge is a line whose width and opacity follow its
 // importance: blue for what attention moves from one token to another, orange for an MLP's write, grey for the
 // residual carried past a sublayer. Hover an edge for its importance and top heads. The graph starts from a chosen
-// position (the last by default) and keeps edges of importance >= the threshold.
+// position (the last by default) and keeps edges of importance >= the threshold. The importances (a pass's worth of
+// work: half a minute for 300 tokens on a 16-block model) and the graph are computed in the window's worker
+// (requestAnalysis), counted by the trace panel's bar and stopped by Esc; a new threshold or position prunes the
+// importances already computed, in the worker too.
 #include "traceview.h"
 
 #include "core/analysis/contribution.h"
@@ -33,7 +36,8 @@ public:
     void setThreshold(double threshold);
     /// The prompt position the graph starts from (its own positions; -1: the last).
     void setPosition(int position);
-    /// The graph shown (nullopt: none; statusLabel() says why). Computed when the view is first shown after a trace.
+    /// The graph shown (nullopt: none; statusLabel() says why). Computed in the worker when the view is first shown
+    /// after a trace; until a new threshold's or position's graph arrives, the last one stays.
     const std::optional<ContributionGraph>& graph() const { return graph_; }
     QLabel* statusLabel() const { return status_; }
     QWidget* canvas() const;
@@ -42,8 +46,15 @@ protected:
     void showEvent(QShowEvent* event) override;
 
 private:
-    void recompute();  ///< the importances of the prompt (the expensive part), then the graph
-    void prune();      ///< the graph from the importances at the current threshold and position
+    void recompute();  ///< asks for the importances of the prompt (the expensive part), then the graph
+    void prune();      ///< asks for the graph from the importances at the current threshold and position
+    /// Asks the worker for the graph of the prompt shown at the current threshold and position, from the importances
+    /// already computed when there are some.
+    void requestGraph();
+    /// The outcome of requestGraph: the graph at `threshold` from `position`, or why there is none.
+    void graphEnded(JobState state, const QVariant& result, const QString& message, double threshold, int position);
+    /// Shows `text` in the status line (`colour` for a warning or an error, "" for none) and no graph.
+    void showStatus(const QString& text, const QString& colour);
 
     QSpinBox* position_;
     QDoubleSpinBox* threshold_;

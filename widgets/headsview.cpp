@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <memory>
 
 namespace nnscope {
 
@@ -65,7 +66,10 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     layout->addWidget(split, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
-    connect(this, &TraceView::promptChanged, this, [this] { refreshWhenShown([this] { refresh(); }); });
+    connect(this, &TraceView::promptChanged, this, [this] {
+        dropAnalysis();  // the last prompt's scores are not wanted any more
+        refreshWhenShown([this] { refresh(); });
+    });
     connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         const int row = index.row();
         emit headChosen(model_->item(row, 0)->data(Qt::DisplayRole).toInt(), model_->item(row, 1)->data(Qt::DisplayRole).toInt());
@@ -104,6 +108,7 @@ int HeadsView::rowOf(int layer, int head) const {
 
 void HeadsView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    dropAnalysis();  // what was under way belongs to the last snapshot
     if (!snapshot_) {
         scores_.clear();
         model_->removeRows(0, model_->rowCount());
@@ -128,14 +133,32 @@ void HeadsView::refresh() {
     scores_.clear();
     model_->removeRows(0, model_->rowCount());
     overview_->clear();
-    if (!snapshot_) return;
-    try {
-        scores_ = headScores(*snapshot_->model, snapshot_->result, prompt());
-    } catch (const std::exception& e) {
-        status_->setStyleSheet("color: #a00010;");
-        status_->setText(QString::fromStdString(e.what()));
+    if (!snapshot_) return dropAnalysis();
+    const SnapshotPtr snapshot = snapshot_;
+    const int row = prompt();
+    status_->setStyleSheet(QString());
+    status_->setText(tr("Computing the head scores (Esc cancels)…"));
+    requestAnalysis(
+        tr("head scores"), 0,
+        [snapshot, row](const JobControl&) {
+            return QVariant::fromValue(std::make_shared<const std::vector<HeadScore>>(headScores(*snapshot->model, snapshot->result, row)));
+        },
+        [this](JobState state, const QVariant& result, const QString& message) { scoresEnded(state, result, message); });
+}
+
+void HeadsView::scoresEnded(JobState state, const QVariant& result, const QString& message) {
+    if (state == JobState::Cancelled) {
+        status_->setStyleSheet("color: #8a5a00;");
+        status_->setText(tr("The head scores were cancelled: show the view again to compute them."));
+        refreshOnNextShow([this] { refresh(); });
         return;
     }
+    if (state == JobState::Failed) {
+        status_->setStyleSheet("color: #a00010;");
+        status_->setText(message);
+        return;
+    }
+    scores_ = *result.value<std::shared_ptr<const std::vector<HeadScore>>>();
     // the thumbnails read each block's pattern when they are (re)built, from this snapshot and prompt
     const SnapshotPtr snapshot = snapshot_;
     const int row = prompt();

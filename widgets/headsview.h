@@ -4,7 +4,8 @@
 // patterns (HeadOverview) above a sortable table of their pattern scores (core/analysis/headscores.h: previous_token,
 // induction, first_token, diagonal), to find the interesting head. Sorting the table by a score marks the overview by
 // it (a bar per head, the best three numbered); choosing a row outlines its thumbnail; clicking a thumbnail or
-// double-clicking a row opens that head in the Attention view. The command-line twin is `nnscope heads`.
+// double-clicking a row opens that head in the Attention view. The command-line twin is `nnscope heads`. The scores
+// are computed in the window's worker (requestAnalysis), Esc stops them.
 #include "traceview.h"
 
 #include "core/analysis/headscores.h"
@@ -27,7 +28,8 @@ public:
     PlotSource plotSource() const override;
     QMap<QString, QString> settings() const override;
 
-    /// The scores shown, block by block and head by head (whatever the table's sort).
+    /// The scores shown, block by block and head by head (whatever the table's sort); empty while they are computed
+    /// (analysisPending()).
     const std::vector<HeadScore>& scores() const { return scores_; }
     QTableView* table() const { return table_; }
     QStandardItemModel* model() const { return model_; }
@@ -45,7 +47,10 @@ signals:
     void headChosen(int layer, int head);
 
 private:
+    /// Asks the worker for the scores of the prompt shown.
     void refresh();
+    /// Shows the scores computed, or why there are none.
+    void scoresEnded(JobState state, const QVariant& result, const QString& message);
 
     QLabel* status_;
     QComboBox* markCombo_;

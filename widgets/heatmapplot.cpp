@@ -361,22 +361,20 @@ void HeatmapPlot::rebuild() {
     const int rows = model_ ? model_->rowCount() : 0, cols = model_ ? model_->columnCount() : 0;
     const Matrix* m = model_ ? &model_->matrix() : nullptr;
     map_->setMatrix(rows && cols ? m->values.data_ptr<float>() : nullptr, rows, cols);
-    // The colour map's data holds every cell too (what data() reads back). QCPColorMapData gives a one-cell-wide
-    // map no width: duplicate the cell over half-cell ranges instead.
-    const int keySize = cols == 1 ? 2 : std::max(cols, 1), valueSize = rows == 1 ? 2 : std::max(rows, 1);
-    map_->data()->setSize(keySize, valueSize);
-    map_->data()->setRange(cols == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, std::max(cols - 1, 0)),
-                           rows == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, std::max(rows - 1, 0)));
+    // The colour range: the finite values' (with 0 in it), read once from the model's floats. The image is drawn from
+    // them too (MatrixImage); what a test compares is the model's matrix, not a copy of it in the plot.
     double lo = 0, hi = 0;
-    for (int v = 0; v < valueSize; ++v)
-        for (int k = 0; k < keySize; ++k) {
-            const double z = cols && rows ? model_->value(std::min(v, rows - 1), std::min(k, cols - 1)) : std::nan("");
-            map_->data()->setCell(k, v, z);
+    if (rows && cols) {
+        const float* data = m->values.data_ptr<float>();
+        const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+        for (size_t i = 0; i < n; ++i) {
+            const float z = data[i];
             if (std::isfinite(z)) {
-                lo = std::min(lo, z);
-                hi = std::max(hi, z);
+                lo = std::min(lo, static_cast<double>(z));
+                hi = std::max(hi, static_cast<double>(z));
             }
         }
+    }
     dataLo_ = lo;
     dataHi_ = hi;
     updateColorRange();

@@ -44,7 +44,8 @@ private:
 /// A float32 matrix drawn as one image over cells centred on integer coordinates (column = key, row = value).
 /// Only the cells in view are drawn; when cells are smaller than a pixel, each pixel shows the largest value of the
 /// cells it covers (the largest magnitude for signed data), so a one-cell-wide stripe of a long attention pattern
-/// stays visible instead of being dropped by the scaling. The colour map's own data() still holds every cell.
+/// stays visible instead of being dropped by the scaling. The colour map's own data() holds nothing: the cells are
+/// the MatrixModel's (HeatmapPlot::model()), read where they are, never copied.
 class MatrixImage : public QCPColorMap {
 public:
     MatrixImage(QCPAxis* keyAxis, QCPAxis* valueAxis);

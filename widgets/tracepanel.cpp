@@ -102,7 +102,7 @@ void TracePanel::traceFailed(const QString& message) {
 
 void TracePanel::analysisStarted(const QString& what, int total) {
     analysing_ = true;
-    progress_->setFormat(tr("%1 · block %v / %m").arg(what));
+    progress_->setFormat(total > 0 ? tr("%1 · block %v / %m").arg(what) : what);  // a computation that counts no blocks: its name
     progress_->setRange(0, std::max(1, total));
     progress_->setValue(0);
     status_->setStyleSheet(QString());

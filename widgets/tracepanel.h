@@ -2,7 +2,7 @@
 #pragma once
 // The "Trace" dock: the prompts (one per line, run together as one left-padded batch), Run and Cancel, a progress
 // bar counting blocks, and the last run's outcome or error. The bar and Cancel also serve what a view computes from
-// the trace once it is shown (the logit lens): its blocks are counted after the trace's.
+// the trace once it is shown (the logit lens, the Flow graph, ...): its blocks are counted after the trace's.
 #include <QWidget>
 
 class QLabel;
@@ -34,8 +34,8 @@ public:
     void traceCancelled(int done, int total);
     void traceFailed(const QString& message);
     bool isRunning() const { return running_; }
-    /// A computation a view asked for after the trace (`what`: "logit lens"): the bar counts its `total` blocks,
-    /// Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
+    /// A computation a view asked for after the trace (`what`: "logit lens"): the bar counts its `total` blocks (0: it
+    /// counts none, the bar shows its name), Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
     void analysisStarted(const QString& what, int total);
     void analysisProgress(int done, int total);
     /// It finished (or was cancelled or failed: `note` says so under the trace's outcome).

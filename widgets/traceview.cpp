@@ -66,6 +66,28 @@ void TraceView::refreshWhenShown(std::function<void()> refresh) {
     }
 }
 
+void TraceView::refreshOnNextShow(std::function<void()> refresh) { pendingRefresh_ = std::move(refresh); }
+
+void TraceView::requestAnalysis(const QString& what, int total, std::function<QVariant(const JobControl&)> compute, AnalysisDone done) {
+    pendingSerial_ = ++lastSerial_;
+    pendingDone_ = std::move(done);
+    emit analysisRequested({pendingSerial_, what, total, std::move(compute)});
+}
+
+void TraceView::dropAnalysis() {
+    if (!pendingSerial_) return;
+    pendingSerial_ = 0;
+    pendingDone_ = nullptr;
+    emit analysisDropped();
+}
+
+void TraceView::endAnalysis(quint64 serial, JobState state, const QVariant& result, const QString& message) {
+    if (serial == 0 || serial != pendingSerial_) return;
+    pendingSerial_ = 0;
+    const AnalysisDone done = std::exchange(pendingDone_, nullptr);
+    if (done) done(state, result, message);
+}
+
 void TraceView::setContent(QWidget* content) {
     stack_->addWidget(content);
 }

@@ -3,6 +3,7 @@
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
+#include "core/model/taps.h"
 
 #include <torch/types.h>
 
@@ -121,7 +122,7 @@ std::vector<ValueKey> contributionValueKeys(const Model& model) {
     return keys;
 }
 
-TokenContributions tokenContributions(const Model& model, const TraceResult& result, int64_t row) {
+TokenContributions tokenContributions(const Model& model, const TraceResult& result, int64_t row, const ContributionOptions& options) {
     c10::InferenceMode guard;
     const ModelConfig& c = model.config();
     const BlockNorms& bn = model.family().blockNorms;
@@ -138,6 +139,7 @@ TokenContributions tokenContributions(const Model& model, const TraceResult& res
     const int64_t chunk = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, T * d));
     const torch::Tensor causal = torch::ones({T, T}).tril();
     for (int l = 0; l < n; ++l) {
+        if (options.cancel && options.cancel->load()) throw Cancelled{};
         const AttentionPieces p = attentionPieces(model, result, row, l);
         // attention: each source token and the residual, in y_i
         const torch::Tensor residual = proximity(p.y, p.x);  // [T]
@@ -164,6 +166,7 @@ TokenContributions tokenContributions(const Model& model, const TraceResult& res
         const torch::Tensor safe = (mlpRaw + resRaw).clamp_min(FLT_MIN);
         out.mlp.index_put_({l}, mlpRaw / safe);
         out.mlpResidual.index_put_({l}, resRaw / safe);
+        if (options.progress) options.progress(l + 1, n);
     }
     out.note = "Importances are Ferrando and Voita's proportional L1 proximity of each term to the stream it is added to";
     if (bn.afterAttention || bn.afterMlp)

@@ -24,6 +24,8 @@
 
 #include <torch/types.h>
 
+#include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,11 +60,19 @@ struct TokenContributions {
     std::string note;
 };
 
+/// Progress and Cancel for tokenContributions (as LensOptions has them for the logit lens).
+struct ContributionOptions {
+    /// Called after each block with (blocks done, num_layers).
+    std::function<void(int, int)> progress;
+    /// Checked before each block; once set, tokenContributions throws Cancelled (core/model/taps.h).
+    const std::atomic<bool>* cancel = nullptr;
+};
+
 /// The importances of every block of prompt `row` of `result` (a trace that saved contributionValueKeys), computed
 /// in float32 from the saved values and the weights, by chunks of queries so that no more than about 16M floats of
 /// source terms are held at once (512 tokens × 1024 hidden: 32 queries a chunk). Throws nnscope::Error when a value
-/// was not saved or the row does not exist.
-TokenContributions tokenContributions(const Model& model, const TraceResult& result, int64_t row);
+/// was not saved or the row does not exist, Cancelled when options.cancel is set.
+TokenContributions tokenContributions(const Model& model, const TraceResult& result, int64_t row, const ContributionOptions& options = {});
 
 /// What block `layer`'s attention writes to the stream at query `position` of prompt `row`, split by source token.
 struct SourceTerms {

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The window's central views, listed once: each view's name (what --view, the "view/current" setting and
+// MainWindow::showView take), its View menu entry, tab title and shortcut, its line in --view's help, and what it
+// follows of the others (the trace shown, the block, the prompt). The tabs, the View menu, the shortcuts, the settings,
+// the command line and the window's wiring all read this table; it needs no QApplication (the command line checks
+// --view before any window opens).
+#include <QStringList>
+
+#include <vector>
+
+namespace nnscope {
+
+/// One central view.
+struct ViewSpec {
+    /// What a view follows; the window wires it from these.
+    enum Follows {
+        ShowsTrace = 1,     ///< shows the trace (or trace file) the window shows: setSnapshot
+        FollowsBlock = 2,   ///< shows the block selected anywhere, and selects it (setBlock, blockChanged)
+        SharesPrompt = 4,   ///< the prompt chosen in it is chosen in every FollowsPrompt view (promptChanged)
+        FollowsPrompt = 8,  ///< shows the prompt chosen in a SharesPrompt view (setPrompt)
+    };
+    const char* name;      ///< "attention": --view, settings, showView
+    const char* menuText;  ///< View menu entry, with its mnemonic (translated in MainWindow's context)
+    const char* tabText;   ///< tab title (translated in MainWindow's context)
+    const char* help;      ///< what --view's help says after the name ("" for nothing; translated in the "gui" context)
+    int key;               ///< Ctrl+key shows it (Qt::Key_1 ... Qt::Key_0); 0: no shortcut
+    int follows;           ///< Follows flags
+};
+
+/// The fixed central views, in tab order (the tabs after them are plots of single values, which the user opens and
+/// closes).
+const std::vector<ViewSpec>& viewSpecs();
+/// Their names, in tab order: what --view accepts.
+QStringList viewNames();
+/// The index of the view named `name` in viewSpecs(), or -1.
+int viewIndex(const QString& name);
+/// --view's help text: "View shown first: model, attention, ... or text (...)." (translated in the "gui" context).
+QString viewHelp();
+
+}  // namespace nnscope
