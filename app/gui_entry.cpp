@@ -10,9 +10,9 @@
 
 #include "core/model/error.h"
 #include "core/model/model.h"
-#include "widgets/familyview.h"
-#include "widgets/palette.h"
-#include "widgets/patchingview.h"
+#include "widgets/views/familyview.h"
+#include "widgets/panels/palette.h"
+#include "widgets/views/patchingview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

@@ -11,8 +11,8 @@
 #include "viewregistry.h"
 
 #include "core/analysis/valuestats.h"
-#include "widgets/patchingview.h"
-#include "widgets/tracesnapshot.h"
+#include "widgets/views/patchingview.h"
+#include "widgets/views/tracesnapshot.h"
 
 #include <QMainWindow>
 #include <QStringList>

@@ -12,10 +12,10 @@
 #include "core/run/edit.h"
 #include "core/run/generate.h"
 #include "core/run/patching.h"
-#include "widgets/familyview.h"
-#include "widgets/generateview.h"
-#include "widgets/job.h"
-#include "widgets/tracesnapshot.h"
+#include "widgets/views/familyview.h"
+#include "widgets/views/generateview.h"
+#include "widgets/views/job.h"
+#include "widgets/views/tracesnapshot.h"
 
 #include <QMutex>
 #include <QStringList>

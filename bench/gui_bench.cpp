@@ -16,8 +16,8 @@
 #include "app/mainwindow.h"
 #include "core/io/safetensors.h"
 #include "random_checkpoint.h"
-#include "widgets/logitlensview.h"
-#include "widgets/tracepanel.h"
+#include "widgets/views/logitlensview.h"
+#include "widgets/panels/tracepanel.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>

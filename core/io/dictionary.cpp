@@ -6,7 +6,9 @@
 #include "core/model/config.h"
 #include "core/model/error.h"
 
+#include <cmath>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -93,7 +95,8 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
     d->dSae = intKey(j, "d_sae", cfgFile);
     d->dOut = j.contains("d_out") && !j["d_out"].is_null() ? intKey(j, "d_out", cfgFile) : d->dIn;
     if (d->activation == Dictionary::Activation::TopK) d->k = intKey(j, "k", cfgFile);
-    d->applyBDecToInput = cfg::getBool(j, "apply_b_dec_to_input", !d->transcoder, cfgFile);
+    // A transcoder never subtracts b_dec (it has the output's width): transcoder.py's process_sae_in.
+    d->applyBDecToInput = !d->transcoder && cfg::getBool(j, "apply_b_dec_to_input", true, cfgFile);
     d->rescaleByDecoderNorm = cfg::getBool(j, "rescale_acts_by_decoder_norm", false, cfgFile);
     const std::string norm = cfg::getString(j, "normalize_activations", "none", cfgFile);
     if (norm == "none") d->inputNorm = Dictionary::InputNorm::None;
@@ -102,7 +105,7 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
     else if (norm == "expected_average_only_in") d->inputNorm = Dictionary::InputNorm::ExpectedAverage;
     else throw Error(cfgFile + ": normalize_activations \"" + norm + "\" is not one nnscope reads (none, constant_norm_rescale, layer_norm, "
                      "expected_average_only_in).");
-    d->hookZ = cfg::getString(j, "reshape_activations", "none", cfgFile) == "hook_z";
+    d->hookZ = !d->transcoder && cfg::getString(j, "reshape_activations", "none", cfgFile) == "hook_z";
     const nlohmann::json meta = j.contains("metadata") && j["metadata"].is_object() ? j["metadata"] : j;
     d->site = cfg::getString(meta, "hook_name", "", cfgFile);
     d->trainedOn = cfg::getString(meta, "model_name", cfg::getString(j, "model_name", "", cfgFile), cfgFile);
@@ -135,14 +138,140 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
     if (d->activation == Dictionary::Activation::JumpReLU || d->activation == Dictionary::Activation::BatchTopK)
         d->threshold = r.get("threshold", {d->dSae});
     if (a == "jumprelu_skip_transcoder") d->wSkip = r.get("W_skip", {d->dOut, d->dIn}).t();
-    if (d->inputNorm == Dictionary::InputNorm::ExpectedAverage) {
-        // sae-lens folds the scaling factor in at load when the folder ships it (SAE.load_from_disk reads it from cfg.json)
-        if (j.contains("norm_scaling_factor") && j["norm_scaling_factor"].is_number()) d->inputScale = j["norm_scaling_factor"].get<double>();
-        else if (isFile(dir / "norm_scaling_factor.json")) {
-            const auto s = readJsonObjectFile((dir / "norm_scaling_factor.json").string(), kDictionaryConfigMaxBytes);
-            if (!s.empty() && s.begin()->is_number()) d->inputScale = s.begin()->get<double>();
-        }
+    if (d->inputNorm == Dictionary::InputNorm::ExpectedAverage)
+        // SAE.load_from_disk never folds the factor (it lives in sae-lens' table of releases, not in the folder): the
+        // dictionary runs unscaled, as sae-lens runs it, and says so.
+        d->notes.push_back(cfgFile + ": normalize_activations expected_average_only_in, but the folder holds no scaling factor: "
+                           "run unscaled, as SAELens' load_from_disk runs it.");
+    return d;
+}
+
+/// The layer number in a path component "layer_12" or "layers.12" / "layers_12", or -1.
+int64_t layerIn(const std::string& text, const char* pattern) {
+    std::smatch m;
+    const std::regex re(pattern);
+    return std::regex_search(text, m, re) ? std::stoll(m[1].str()) : -1;
+}
+
+/// Gemma Scope 2: config.json + params.safetensors (sae_lens/loading/pretrained_sae_loaders.py:gemma_3_sae_huggingface_loader).
+std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
+    const std::string cfgFile = (dir / "config.json").string();
+    const nlohmann::json j = readJsonObjectFile(cfgFile, kDictionaryConfigMaxBytes);
+    auto d = std::make_shared<Dictionary>();
+    d->format = "gemma-scope-2";
+    d->architecture = cfg::getString(j, "architecture", "", cfgFile);
+    if (d->architecture != "jump_relu")
+        throw Error(cfgFile + ": architecture \"" + d->architecture + "\": Gemma Scope 2 dictionaries are jump_relu.");
+    d->activation = Dictionary::Activation::JumpReLU;
+    d->transcoder = cfg::getString(j, "type", "sae", cfgFile) == "transcoder";
+    d->trainedOn = cfg::getString(j, "model_name", "", cfgFile);
+    // hf_hook_point_in/out: an HF module path and .output or .input (the module's return value or first argument)
+    d->siteConvention = "hf";
+    d->site = cfg::getString(j, "hf_hook_point_in", "", cfgFile);
+    if (d->site.empty()) throw Error(cfgFile + ": no hf_hook_point_in, so nnscope cannot tell where it reads.");
+    if (d->transcoder) d->siteOut = cfg::getString(j, "hf_hook_point_out", "", cfgFile);
+    if (d->transcoder && d->siteOut.empty()) throw Error(cfgFile + ": a transcoder without hf_hook_point_out.");
+    const fs::path weights = dir / "params.safetensors";
+    if (!isFile(weights)) {
+        refusePickle(dir, "params.safetensors");
+        throw Error(weights.string() + ": missing (a Gemma Scope 2 folder holds config.json and params.safetensors).");
     }
+    TensorReader r(weights.string());
+    d->files.push_back(r.file());
+    // the sizes come from the weights, as sae-lens takes them (width is not read)
+    if (!r.has("w_enc") || r.file()->entries().at("w_enc").shape.size() != 2) r.get("w_enc", {0, 0});
+    const auto& enc = r.file()->entries().at("w_enc").shape;
+    d->dIn = enc[0];
+    d->dSae = enc[1];
+    if (!r.has("w_dec") || r.file()->entries().at("w_dec").shape.size() != 2) r.get("w_dec", {d->dSae, 0});
+    d->dOut = r.file()->entries().at("w_dec").shape.back();
+    d->wEnc = r.get("w_enc", {d->dIn, d->dSae});
+    d->wDec = r.get("w_dec", {d->dSae, d->dOut});
+    d->bEnc = r.get("b_enc", {d->dSae});
+    d->bDec = r.get("b_dec", {d->dOut});
+    d->threshold = r.get("threshold", {d->dSae});
+    if (cfg::getBool(j, "affine_connection", false, cfgFile) || r.has("affine_skip_connection"))
+        d->wSkip = r.get("affine_skip_connection", {d->dIn, d->dOut});
+    if (!d->transcoder && d->dOut != d->dIn)
+        throw Error(weights.string() + ": an SAE's decoder must give back its input's " + std::to_string(d->dIn) + " values, w_dec gives " +
+                    std::to_string(d->dOut) + ".");
+    return d;
+}
+
+/// EleutherAI sparsify: <hookpoint>/cfg.json + sae.safetensors (sparsify/sparse_coder.py: encode, decode, forward).
+std::shared_ptr<Dictionary> readSparsify(const fs::path& dir) {
+    const std::string cfgFile = (dir / "cfg.json").string();
+    const nlohmann::json j = readJsonObjectFile(cfgFile, kDictionaryConfigMaxBytes);
+    auto d = std::make_shared<Dictionary>();
+    d->format = "sparsify";
+    d->architecture = cfg::getString(j, "activation", "topk", cfgFile);
+    if (d->architecture != "topk")
+        throw Error(cfgFile + ": activation \"" + d->architecture + "\" (nnscope reads sparsify's topk coders).");
+    d->activation = Dictionary::Activation::TopK;
+    d->dIn = intKey(j, "d_in", cfgFile);
+    const int64_t latents = j.contains("num_latents") && j["num_latents"].is_number_integer() ? j["num_latents"].get<int64_t>() : 0;
+    d->dSae = latents > 0 ? latents : d->dIn * intKey(j, "expansion_factor", cfgFile);
+    d->dOut = d->dIn;
+    d->k = intKey(j, "k", cfgFile);
+    d->transcoder = cfg::getBool(j, "transcode", false, cfgFile);
+    d->applyBDecToInput = !d->transcoder;  // sparsify subtracts b_dec from an SAE's input, whatever normalize_decoder says
+    // The folder is the hookpoint, a module path under the base model: an SAE reads its output, a transcoder its input
+    // and predicts its output.
+    d->site = d->siteOut = dir.filename().string();
+    d->siteConvention = d->transcoder ? "hf-input" : "hf-output";
+    const fs::path weights = dir / "sae.safetensors";
+    if (!isFile(weights)) {
+        refusePickle(dir, "sae.safetensors");
+        throw Error(weights.string() + ": missing (a sparsify hookpoint folder holds cfg.json and sae.safetensors).");
+    }
+    TensorReader r(weights.string());
+    d->files.push_back(r.file());
+    d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
+    d->bEnc = r.get("encoder.bias", {d->dSae});
+    d->wDec = r.get("W_dec", {d->dSae, d->dIn});
+    d->bDec = r.get("b_dec", {d->dIn});
+    if (r.has("W_skip")) d->wSkip = r.get("W_skip", {d->dIn, d->dIn}).t();
+    return d;
+}
+
+/// Llama Scope: hyperparams.json + checkpoints/final.safetensors (sae-lens' llama_scope_sae_huggingface_loader with
+/// its norm scaling folded: the input times s = sqrt(d_model) / dataset_average_activation_norm.in, the threshold
+/// jump_relu_threshold · s, the output divided by s).
+std::shared_ptr<Dictionary> readLlamaScope(const fs::path& dir) {
+    const std::string cfgFile = (dir / "hyperparams.json").string();
+    const nlohmann::json j = readJsonObjectFile(cfgFile, kDictionaryConfigMaxBytes);
+    auto d = std::make_shared<Dictionary>();
+    d->format = "llama-scope";
+    d->architecture = cfg::getString(j, "act_fn", "jumprelu", cfgFile);
+    if (d->architecture != "jumprelu") throw Error(cfgFile + ": act_fn \"" + d->architecture + "\" (nnscope reads Llama Scope's jumprelu).");
+    d->activation = Dictionary::Activation::JumpReLU;
+    d->dIn = d->dOut = intKey(j, "d_model", cfgFile);
+    d->dSae = intKey(j, "d_sae", cfgFile);
+    d->site = cfg::getString(j, "hook_point_in", "", cfgFile);
+    const std::string out = cfg::getString(j, "hook_point_out", d->site, cfgFile);
+    if (d->site.empty()) throw Error(cfgFile + ": no hook_point_in, so nnscope cannot tell where it reads.");
+    if (out != d->site)
+        throw Error(cfgFile + ": a Llama Scope transcoder (" + d->site + " → " + out + "), which nnscope does not read yet (its output norm "
+                    "is not in sae-lens' reading either).");
+    d->trainedOn = "meta-llama/Llama-3.1-8B";
+    const auto norms = j.contains("dataset_average_activation_norm") ? j["dataset_average_activation_norm"] : nlohmann::json();
+    if (!norms.is_object() || !norms.contains("in") || !norms["in"].is_number() || norms["in"].get<double>() <= 0)
+        throw Error(cfgFile + ": dataset_average_activation_norm.in must be a positive number.");
+    d->inputScale = std::sqrt(static_cast<double>(d->dIn)) / norms["in"].get<double>();
+    d->inputNorm = Dictionary::InputNorm::ExpectedAverage;
+    const double threshold = cfg::getDouble(j, "jump_relu_threshold", cfgFile);
+    const fs::path weights = dir / "checkpoints" / "final.safetensors";
+    if (!isFile(weights)) {
+        refusePickle(dir, "checkpoints/final.safetensors");
+        throw Error(weights.string() + ": missing (a Llama Scope folder holds hyperparams.json and checkpoints/final.safetensors).");
+    }
+    TensorReader r(weights.string());
+    d->files.push_back(r.file());
+    d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
+    d->bEnc = r.get("encoder.bias", {d->dSae});
+    d->wDec = r.get("decoder.weight", {d->dIn, d->dSae}).t();
+    d->bDec = r.get("decoder.bias", {d->dIn});
+    d->threshold = torch::full({d->dSae}, threshold * d->inputScale);
     return d;
 }
 
@@ -162,7 +291,7 @@ torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
             x = centred / (centred.std(-1, /*unbiased=*/true, /*keepdim=*/true) + 1e-5);
             break;
         }
-        case InputNorm::ExpectedAverage: x = x * inputScale; break;
+            case InputNorm::ExpectedAverage: x = x * inputScale; break;
         case InputNorm::None: break;
     }
     if (applyBDecToInput) x = x - bDec;
@@ -194,6 +323,7 @@ torch::Tensor Dictionary::decode(const torch::Tensor& features, const torch::Ten
     if (activation == Activation::TopK && rescaleByDecoderNorm) f = f / wDec.norm(2, -1);
     torch::Tensor out = torch::matmul(f, wDec) + bDec;
     if (wSkip.defined()) out = out + torch::matmul(x, wSkip);
+    if (transcoder) return out;  // transcoder.py's decode: no norm_out, even when the input was normalised
     switch (inputNorm) {
         case InputNorm::ConstantNormRescale: out = out / (std::sqrt(static_cast<double>(dIn)) / x.norm(2, -1, /*keepdim=*/true)); break;
         case InputNorm::LayerNorm: {
@@ -216,12 +346,16 @@ std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
     const fs::path dir(dirIn);
     if (!fs::is_directory(dir)) throw Error(dirIn + ": not a folder (a dictionary is a folder: cfg.json and its weights).");
     std::shared_ptr<Dictionary> d;
-    if (isFile(dir / "cfg.json") && (isFile(dir / "sae_weights.safetensors") || !isFile(dir / "sae.safetensors")))
-        d = readSaeLens(dir);
-    else
+    if (isFile(dir / "cfg.json") && isFile(dir / "sae.safetensors")) d = readSparsify(dir);
+    else if (isFile(dir / "cfg.json")) d = readSaeLens(dir);
+    else if (isFile(dir / "config.json") && (isFile(dir / "params.safetensors") || !isFile(dir / "model.safetensors"))) d = readGemmaScope2(dir);
+    else if (isFile(dir / "hyperparams.json")) d = readLlamaScope(dir);
+    else {
+        refusePickle(dir, "sae_weights.safetensors");
         throw Error(dirIn + ": no dictionary nnscope knows (SAELens: cfg.json + sae_weights.safetensors; Gemma Scope 2: config.json + "
-                    "params.safetensors; Gemma Scope: params.npz; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
+                    "params.safetensors; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
                     "checkpoints/final.safetensors).");
+    }
     d->dir = dirIn;
     return d;
 }

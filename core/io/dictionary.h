@@ -42,8 +42,8 @@ struct Dictionary {
     /// The sites as the file names them: a TransformerLens hook ("blocks.3.hook_resid_post"), an HF module path
     /// ("model.layers.3.post_feedforward_layernorm"), a sparsify hookpoint ("layers.3.mlp"). `siteOut` for transcoders.
     std::string site, siteOut;
-    /// How the file's site reads: "tl" (a TransformerLens hook name), "hf-output" (an HF module's output), "hf-input"
-    /// (an HF module's input).
+    /// How the file's site reads: "tl" (a TransformerLens hook name), "hf" (an HF module path ending in .output or
+    /// .input: Gemma Scope 2), "hf-output" / "hf-input" (an HF module path whose output or input is read: sparsify).
     std::string siteConvention = "tl";
     /// SAELens' reshape_activations "hook_z": the site is every head's output side by side ([..., heads, head_dim]
     /// flattened to [..., heads * head_dim]).
@@ -61,6 +61,8 @@ struct Dictionary {
     torch::Tensor bGate, rMag, bMag;  ///< [dSae] (Gated)
     torch::Tensor wSkip;      ///< [dIn, dOut]: a transcoder's linear skip connection, x · wSkip added to the output
 
+    /// What the reader chose that the user should know (one sentence each, naming the file).
+    std::vector<std::string> notes;
     /// The files' mappings, kept alive as long as the tensors that view them.
     std::vector<std::shared_ptr<const SafetensorsFile>> files;
 
@@ -74,8 +76,8 @@ struct Dictionary {
 };
 
 /// Reads the dictionary in folder `dir`, finding its format by the files it holds: cfg.json + sae_weights.safetensors
-/// (SAELens), config.json + params.safetensors (Gemma Scope 2), params.npz (Gemma Scope), cfg.json + sae.safetensors
-/// (sparsify), hyperparams.json + checkpoints/final.safetensors (Llama Scope). Every tensor is checked against the shape
+/// (SAELens), config.json + params.safetensors (Gemma Scope 2), cfg.json + sae.safetensors (sparsify),
+/// hyperparams.json + checkpoints/final.safetensors (Llama Scope). Every tensor is checked against the shape
 /// the config implies. Throws nnscope::Error naming the file and the problem: no known format, a missing tensor or key,
 /// a wrong shape, an unknown architecture, a pickled weights file (with the one line that converts it).
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dir);

@@ -385,7 +385,7 @@ li.pass .mark { color: #2e9d57; } li.fail .mark { color: #d23b3b; } li.figure .m
 .identity code { background: #f5f6fa; padding: 0.1rem 0.3rem; }
 )";
 
-// The same page on a dark background (the colours of the window's dark palette, widgets/palette.cpp).
+// The same page on a dark background (the colours of the window's dark palette, widgets/panels/palette.cpp).
 const char* kDarkCss = R"(
 body { color: #dfe3ec; background: #1e2129; }
 h2 { border-bottom: 1px solid #3a4050; }

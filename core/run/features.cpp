@@ -2,7 +2,10 @@
 #include "core/run/features.h"
 
 #include "core/analysis/analysis.h"
+#include "core/model/block.h"
 #include "core/model/error.h"
+
+#include <algorithm>
 
 #include <regex>
 
@@ -51,10 +54,21 @@ ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
         // an HF module path, with or without the base model's prefix
         path = site;
         if (!f.basePrefix.empty() && path.rfind(f.basePrefix, 0) == 0) path = path.substr(f.basePrefix.size());
-        path += d.siteConvention == "hf-input" ? ".input" : ".output";
+        if (d.siteConvention != "hf") path += d.siteConvention == "hf-input" ? ".input" : ".output";
+        // o_proj's input is every head's output side by side: attention_premix, flattened head-major
+        static const std::regex oProjInput(R"(^layers\.(\d+)\.(\w+)\.(\w+)\.input$)");
+        std::smatch m;
+        if (std::regex_match(path, m, oProjInput)) {
+            const auto attn = moduleNames(f, Module::SelfAttn), o = moduleNames(f, Module::OProj);
+            if (std::find(attn.begin(), attn.end(), m[2].str()) != attn.end() && std::find(o.begin(), o.end(), m[3].str()) != o.end())
+                path = "layers." + m[1].str() + ".self_attn.attention_premix";
+        }
     }
     try {
-        return parseValuePath(model, path);
+        const ValueKey key = parseValuePath(model, path);
+        // The pre-MLP norm's output is what the MLP is called with: one tensor, named as the MLP's input.
+        if (key.value == Value::MlpNormOutput) return {Value::MlpInput, key.layer};
+        return key;
     } catch (const Error& e) {
         throw Error(where + " (" + path + " in nnscope's words) does not fit " + model.dir() + ": " + e.what());
     }

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// Sparse dictionaries against their reference libraries: for every entry of tests/fixtures/dictionaries/manifest.json
+// (tiny random dictionaries in each format, written and run by tests/fixtures/make_dictionaries.py with sae-lens's own
+// classes, or sparsify's and circuit-tracer's formulas checked against their code), nnscope reads the folder, finds
+// the site on the fixture model, traces the golden prompt and gives the reference's input, features and
+// reconstruction. Bad folders are refused with a message that names the file and the problem.
+#include "core/io/dictionary.h"
+#include "core/io/safetensors.h"
+#include "core/model/error.h"
+#include "core/model/model.h"
+#include "core/run/features.h"
+#include "core/run/trace.h"
+#include "testutil.h"
+
+#include "testsuite.h"
+
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace nnscope;
+
+namespace {
+
+std::string dictionariesDir() { return test::fixturesDir() + "/dictionaries"; }
+
+const nlohmann::json& manifest() {
+    static const nlohmann::json m = [] {
+        std::ifstream in(dictionariesDir() + "/manifest.json");
+        return nlohmann::json::parse(in);
+    }();
+    return m;
+}
+
+/// The formats nnscope reads (the manifest also holds Gemma Scope 1 npz files and circuit-tracer sets, read later).
+bool readFormat(const std::string& format) {
+    return format == "saelens" || format == "gemmascope2" || format == "sparsify" || format == "llamascope";
+}
+
+const std::string kPrompt = "Tom and Lily went to the park.";
+
+}  // namespace
+
+class TestDictionaries : public QObject {
+    Q_OBJECT
+private slots:
+    void matchesTheReference_data() {
+        QTest::addColumn<QString>("entry");
+        int rows = 0;
+        for (const auto& e : manifest()["entries"])
+            if (readFormat(e["format"].get<std::string>())) {
+                QTest::newRow(e["entry"].get<std::string>().c_str()) << QString::fromStdString(e["entry"].get<std::string>());
+                ++rows;
+            }
+        QVERIFY(rows >= 19);
+    }
+    void matchesTheReference() {
+        QFETCH(QString, entry);
+        nlohmann::json e;
+        for (const auto& x : manifest()["entries"])
+            if (x["entry"] == entry.toStdString()) e = x;
+        auto model = Model::load(test::fixture(e["fixture"].get<std::string>()), test::float32());
+        auto dictionary = loadDictionary(dictionariesDir() + "/" + e["path"].get<std::string>());
+        QCOMPARE(dictionary->dIn, e["d_in"].get<int64_t>());
+        QCOMPARE(dictionary->dSae, e["d_sae"].get<int64_t>());
+        const AttachedDictionary attached = AttachedDictionary::attach(*model, dictionary);
+        QCOMPARE(valuePath(model->family(), attached.site), e["nnscope_site"].get<std::string>());
+        if (e.contains("nnscope_site_out"))
+            QCOMPARE(valuePath(model->family(), attached.siteOut), e["nnscope_site_out"].get<std::string>());
+        TraceOptions options;
+        options.save = attached.neededValues();
+        const TraceResult result = trace(*model, encodeBatch(*model, {kPrompt}), options);
+        const FeatureRun run = runDictionary(*model, result, attached, 0);
+
+        SafetensorsFile reference(dictionariesDir() + "/" + e["entry"].get<std::string>() + ".reference.safetensors");
+        const torch::Tensor input = reference.tensor("sae_input"), features = reference.tensor("feature_acts"),
+                            reconstruction = reference.tensor("reconstruction");
+        QCOMPARE(run.input.sizes().vec(), input.sizes().vec());
+        NNSCOPE_COMPARE_TENSORS(run.input, input, 1e-4, 1e-5);
+        // every decision (active or not, above the threshold, in the top k) the same, and the values within float32
+        QVERIFY(torch::equal(run.features > 0, features > 0));
+        NNSCOPE_COMPARE_TENSORS(run.features, features, 1e-4, 1e-4);
+        NNSCOPE_COMPARE_TENSORS(run.reconstruction, reconstruction, 1e-4, 1e-4);
+        NNSCOPE_COMPARE_TENSORS(run.error, run.target - reconstruction, 1e-4, 1e-4);
+        QVERIFY(std::isfinite(run.mse) && std::isfinite(run.explainedVariance) && run.meanL0 > 0);
+    }
+
+    // The site is checked against the model: a dictionary for another width is refused with both sizes.
+    void wrongModelIsRefused() {
+        auto qwen = Model::load(test::fixture("tiny-qwen3"), test::float32());
+        auto dictionary = loadDictionary(dictionariesDir() + "/saelens-topk-arcee-mlp-post");  // arcee's neurons
+        try {
+            AttachedDictionary::attach(*qwen, dictionary);
+            QFAIL("a dictionary of another width was attached");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find(std::to_string(dictionary->dIn)) != std::string::npos && m.find(std::to_string(qwen->config().intermediateSize)) != std::string::npos, e.what());
+        }
+    }
+
+    // Bad folders: each refused with the file and the problem named.
+    void badFoldersAreRefused_data() {
+        QTest::addColumn<QString>("path");
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("mentions");
+        const std::map<std::string, std::string> mentions = {{"saelens-missing-b_enc", "b_enc"},
+                                                             {"saelens-wrong-shape-W_enc", "W_enc"},
+                                                             {"saelens-unknown-architecture", "quantum_relu"},
+                                                             {"saelens-layer-out-of-range", "out of range"},
+                                                             {"saelens-pickle-only", "pickle"}};
+        for (const auto& b : manifest()["bad"]) {
+            const std::string name = b["entry"].get<std::string>();
+            QTest::newRow(name.c_str()) << QString::fromStdString(b["path"].get<std::string>()) << QString::fromStdString(b["fixture"].get<std::string>())
+                                        << QString::fromStdString(mentions.at(name));
+        }
+    }
+    void badFoldersAreRefused() {
+        QFETCH(QString, path);
+        QFETCH(QString, fixture);
+        QFETCH(QString, mentions);
+        auto model = Model::load(test::fixture(fixture.toStdString()), test::float32().withTokenizer(false));
+        const std::string dir = dictionariesDir() + "/" + path.toStdString();
+        try {
+            AttachedDictionary::attach(*model, loadDictionary(dir));
+            QFAIL("a bad dictionary folder was accepted");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find(mentions.toStdString()) != std::string::npos, e.what());
+            QVERIFY2(m.find(path.toStdString()) != std::string::npos, e.what());  // the file or folder named
+        }
+    }
+};
+
+NNSCOPE_TEST_SUITE(TestDictionaries, "test_dictionaries")
+#include "test_dictionaries.moc"

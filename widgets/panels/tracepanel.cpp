@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/panels/tracepanel.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStyle>
+
+namespace nnscope {
+
+TracePanel::TracePanel(QWidget* parent) : QWidget(parent) {
+    editor_ = new QPlainTextEdit(this);
+    editor_->setPlaceholderText(tr("One prompt per line; several lines run together as one batch."));
+    editor_->setTabChangesFocus(true);
+    editor_->setMaximumHeight(fontMetrics().lineSpacing() * 3 + 12);
+    run_ = new QPushButton(QIcon::fromTheme("media-playback-start", QIcon(":/icons/run.svg")), tr("Run"), this);
+    run_->setToolTip(tr("Trace the prompts (Ctrl+Return)"));
+    cancel_ = new QPushButton(QIcon::fromTheme("process-stop", QIcon(":/icons/cancel.svg")), tr("Cancel"), this);
+    cancel_->setToolTip(tr("Stop the running trace; it stops within one block (Esc)"));
+    progress_ = new QProgressBar(this);
+    progress_->setFormat(QString());  // nothing run yet: an empty bar, not "block 0 / 1"
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* grid = new QGridLayout(this);
+    grid->setContentsMargins(4, 4, 4, 4);
+    grid->addWidget(new QLabel(tr("Prompt(s):"), this), 0, 0, Qt::AlignTop);
+    grid->addWidget(editor_, 0, 1, 2, 1);
+    grid->addWidget(run_, 0, 2);
+    grid->addWidget(cancel_, 0, 3);
+    grid->addWidget(progress_, 1, 2, 1, 2);
+    grid->addWidget(status_, 2, 1, 1, 3);
+    grid->setColumnStretch(1, 1);
+
+    connect(run_, &QPushButton::clicked, this, &TracePanel::runRequested);
+    connect(cancel_, &QPushButton::clicked, this, &TracePanel::cancelRequested);
+    setRunning(false);
+}
+
+QStringList TracePanel::prompts() const {
+    QStringList out;
+    for (const QString& line : editor_->toPlainText().split('\n'))
+        if (!line.trimmed().isEmpty()) out << line;
+    if (out.isEmpty()) out << QString();
+    return out;
+}
+
+void TracePanel::setPrompts(const QStringList& prompts) { editor_->setPlainText(prompts.join('\n')); }
+
+QString TracePanel::statusText() const { return status_->text(); }
+
+void TracePanel::setModelReady(bool ready) {
+    ready_ = ready;
+    setRunning(running_);
+}
+
+void TracePanel::setRunning(bool running) {
+    running_ = running;
+    run_->setEnabled(ready_ && !running);
+    cancel_->setEnabled(running || analysing_);
+}
+
+void TracePanel::traceStarted(int blocks) {
+    analysing_ = false;
+    progress_->setFormat(tr("block %v / %m"));
+    progress_->setRange(0, std::max(1, blocks));
+    progress_->setValue(0);
+    status_->setStyleSheet(QString());
+    status_->setText(tr("Running…"));
+    setRunning(true);
+}
+
+void TracePanel::traceProgress(int done, int total) {
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(done);
+}
+
+void TracePanel::traceFinished(const QString& summary) {
+    progress_->setValue(progress_->maximum());
+    status_->setStyleSheet(QString());
+    status_->setText(summary);
+    outcome_ = summary;
+    setRunning(false);
+}
+
+void TracePanel::traceCancelled(int done, int total) {
+    status_->setStyleSheet("color: #8a5a00");
+    status_->setText(tr("Cancelled after %1 of %2 blocks.").arg(done).arg(total));
+    setRunning(false);
+}
+
+void TracePanel::traceFailed(const QString& message) {
+    status_->setStyleSheet("color: #b00020");
+    status_->setText(tr("The trace failed: %1").arg(message));
+    setRunning(false);
+}
+
+void TracePanel::analysisStarted(const QString& what, int total) {
+    analysing_ = true;
+    progress_->setFormat(total > 0 ? tr("%1 · block %v / %m").arg(what) : what);  // a computation that counts no blocks: its name
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(0);
+    status_->setStyleSheet(QString());
+    status_->setText(outcome_.isEmpty() ? tr("Computing the %1… (Esc cancels)").arg(what)
+                                        : tr("%1 Computing the %2… (Esc cancels)").arg(outcome_, what));
+    setRunning(running_);
+}
+
+void TracePanel::analysisProgress(int done, int total) {
+    if (!analysing_) return;
+    progress_->setRange(0, std::max(1, total));
+    progress_->setValue(done);
+}
+
+void TracePanel::analysisEnded(const QString& note) {
+    if (!analysing_) return;
+    analysing_ = false;
+    progress_->setFormat(tr("block %v / %m"));
+    if (note.isEmpty()) progress_->setValue(progress_->maximum());
+    status_->setStyleSheet(note.isEmpty() ? QString() : QStringLiteral("color: #8a5a00"));
+    status_->setText(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note);
+    setRunning(running_);
+}
+
+}  // namespace nnscope

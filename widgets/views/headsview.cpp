@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/views/headsview.h"
+
+#include "core/analysis/analysis.h"
+#include "widgets/views/headoverview.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <memory>
+
+namespace nnscope {
+
+HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    status_ = new QLabel(content);
+    status_->setWordWrap(true);
+    model_ = new QStandardItemModel(this);
+    model_->setHorizontalHeaderLabels({tr("block"), tr("head"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal")});
+    const QStringList tips = {
+        tr("layers.i"), tr("the query head"),
+        tr("mean of A[i, i−1]: attention to the previous token"),
+        tr("mean over repeated tokens of A[i, j+1], j the earlier occurrence: attention to what followed it (repeat a phrase in the prompt)"),
+        tr("mean of A[i, 0]: attention to the first token (the attention sink)"), tr("mean of A[i, i]: attention to the token itself")};
+    for (int c = 0; c < tips.size(); ++c) model_->horizontalHeaderItem(c)->setToolTip(tips[c]);
+    table_ = new QTableView(content);
+    table_->setModel(model_);
+    table_->setSortingEnabled(true);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    overview_ = new HeadOverview(content);
+    auto* scroll = new QScrollArea(content);
+    scroll->setWidget(overview_);
+    scroll->setWidgetResizable(true);  // the thumbnails fit the area down to a legible size, then it scrolls
+    markCombo_ = new QComboBox(content);
+    markCombo_->addItems({tr("nothing"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal")});
+    markCombo_->setToolTip(tr("Mark every head by this score: a bar under its pattern, the best three numbered (sorting the "
+                              "table by a score chooses it too)"));
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Prompt"), content));
+    controls->addWidget(promptCombo_);
+    controls->addWidget(new QLabel(tr("Mark by"), content));
+    controls->addWidget(markCombo_);
+    controls->addStretch(1);
+    // the overview above the table: the central area is wider than tall only once the docks are closed
+    auto* split = new QSplitter(Qt::Vertical, content);
+    split->addWidget(scroll);
+    split->addWidget(table_);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setChildrenCollapsible(false);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(controls);
+    layout->addWidget(status_);
+    layout->addWidget(split, 1);
+    setContent(content);
+    showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
+    connect(this, &TraceView::promptChanged, this, [this] {
+        dropAnalysis();  // the last prompt's scores are not wanted any more
+        refreshWhenShown([this] { refresh(); });
+    });
+    connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        const int row = index.row();
+        emit headChosen(model_->item(row, 0)->data(Qt::DisplayRole).toInt(), model_->item(row, 1)->data(Qt::DisplayRole).toInt());
+    });
+    // the table and the overview follow each other: the current row is outlined, a clicked thumbnail becomes the row
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& index) {
+        if (!index.isValid()) return;
+        overview_->setSelectedHead(model_->item(index.row(), 0)->data(Qt::DisplayRole).toInt(),
+                                   model_->item(index.row(), 1)->data(Qt::DisplayRole).toInt());
+    });
+    connect(overview_, &HeadOverview::headClicked, this, [this](int layer, int head) {
+        const int row = rowOf(layer, head);
+        if (row >= 0) {
+            table_->selectRow(row);
+            table_->scrollTo(model_->index(row, 0));
+        }
+        emit headChosen(layer, head);
+    });
+    // sorting by a score marks the overview by it; choosing a mark sorts the table by it, largest first
+    connect(table_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder) {
+        if (column >= 2) markCombo_->setCurrentIndex(column - 1);
+    });
+    connect(markCombo_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        overview_->setMarkScore(index - 1);
+        if (index > 0 && table_->horizontalHeader()->sortIndicatorSection() != index + 1) sortBy(index + 1);
+    });
+    markCombo_->setCurrentIndex(2);  // induction: the heads a repeated phrase brings out
+}
+
+int HeadsView::rowOf(int layer, int head) const {
+    for (int r = 0; r < model_->rowCount(); ++r)
+        if (model_->item(r, 0)->data(Qt::DisplayRole).toInt() == layer && model_->item(r, 1)->data(Qt::DisplayRole).toInt() == head)
+            return r;
+    return -1;
+}
+
+void HeadsView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    dropAnalysis();  // what was under way belongs to the last snapshot
+    if (!snapshot_) {
+        scores_.clear();
+        model_->removeRows(0, model_->rowCount());
+        overview_->clear();
+        showPlaceholder(tr("Run a trace: this view scores every head's pattern (previous token, induction, first token, diagonal)."));
+        return;
+    }
+    std::vector<ValueKey> patterns;
+    for (int i = 0; i < snapshot_->numLayers(); ++i) patterns.push_back({Value::AttentionProbabilities, i});
+    if (const QString why = snapshot_->missing(patterns, tr("The head scores")); !why.isEmpty() && !snapshot_->sourceFile.isEmpty()) {
+        scores_.clear();
+        model_->removeRows(0, model_->rowCount());
+        return showPlaceholder(why);
+    }
+    fillPromptCombo(promptCombo_, *snapshot_);
+    showContent();
+    scores_.clear();
+    refreshWhenShown([this] { refresh(); });  // every head's scores: computed when the tab is shown
+}
+
+void HeadsView::refresh() {
+    scores_.clear();
+    model_->removeRows(0, model_->rowCount());
+    overview_->clear();
+    if (!snapshot_) return dropAnalysis();
+    const SnapshotPtr snapshot = snapshot_;
+    const int row = prompt();
+    status_->setStyleSheet(QString());
+    status_->setText(tr("Computing the head scores (Esc cancels)…"));
+    requestAnalysis(
+        tr("head scores"), 0,
+        [snapshot, row](const JobControl&) {
+            return QVariant::fromValue(std::make_shared<const std::vector<HeadScore>>(headScores(*snapshot->model, snapshot->result, row)));
+        },
+        [this](JobState state, const QVariant& result, const QString& message) { scoresEnded(state, result, message); });
+}
+
+void HeadsView::scoresEnded(JobState state, const QVariant& result, const QString& message) {
+    if (state == JobState::Cancelled) {
+        status_->setStyleSheet("color: #8a5a00;");
+        status_->setText(tr("The head scores were cancelled: show the view again to compute them."));
+        refreshOnNextShow([this] { refresh(); });
+        return;
+    }
+    if (state == JobState::Failed) {
+        status_->setStyleSheet("color: #a00010;");
+        status_->setText(message);
+        return;
+    }
+    scores_ = *result.value<std::shared_ptr<const std::vector<HeadScore>>>();
+    // the thumbnails read each block's pattern when they are (re)built, from this snapshot and prompt
+    const SnapshotPtr snapshot = snapshot_;
+    const int row = prompt();
+    overview_->setPatterns([snapshot, row](int block) { return attentionPattern(*snapshot->model, snapshot->result, block, row); },
+                           snapshot_->numLayers(), static_cast<int>(snapshot_->model->config().numHeads),
+                           static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size()));
+    overview_->setScores(scores_);
+    for (const HeadScore& h : scores_) {
+        QList<QStandardItem*> row;
+        for (double v : {static_cast<double>(h.layer), static_cast<double>(h.head), h.previousToken, h.induction, h.firstToken, h.diagonal}) {
+            auto* item = new QStandardItem;
+            if (std::isnan(v)) {
+                item->setData(-1.0, Qt::UserRole);
+                item->setText(QStringLiteral("–"));
+                item->setToolTip(tr("nothing to average on this prompt (no repeated token)"));
+            } else {
+                item->setData(row.size() < 2 ? QVariant(static_cast<int>(v)) : QVariant(std::round(v * 1e4) / 1e4), Qt::DisplayRole);
+            }
+            row << item;
+        }
+        model_->appendRow(row);
+    }
+    // the sort chosen before (a new trace refills the rows in block order)
+    table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
+    status_->setStyleSheet(QString());
+    status_->setText(tr("%n head(s). Each score is a mean attention probability over the prompt's tokens (docs/ANALYSES.md). Click a "
+                        "column to sort and mark the heads by it; click a pattern (or double-click a row) to open that head in the "
+                        "Attention view.",
+                        nullptr, static_cast<int>(scores_.size())));
+}
+
+void HeadsView::sortBy(int column) { table_->sortByColumn(column, column < 2 ? Qt::AscendingOrder : Qt::DescendingOrder); }
+
+PlotSource HeadsView::plotSource() const {
+    PlotSource s;
+    s.widget = overview_;  // the blocks x heads grid of patterns with its marks
+    s.name = "heads";
+    return s;
+}
+
+QMap<QString, QString> HeadsView::settings() const { return {{"view", "heads"}, {"view.prompt", QString::number(prompt())}}; }
+
+}  // namespace nnscope

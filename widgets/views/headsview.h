@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The Heads view: every (block, head) of the traced prompt at once, as a layers × heads overview of small attention
+// patterns (HeadOverview) above a sortable table of their pattern scores (core/analysis/headscores.h: previous_token,
+// induction, first_token, diagonal), to find the interesting head. Sorting the table by a score marks the overview by
+// it (a bar per head, the best three numbered); choosing a row outlines its thumbnail; clicking a thumbnail or
+// double-clicking a row opens that head in the Attention view. The command-line twin is `nnscope heads`. The scores
+// are computed in the window's worker (requestAnalysis), Esc stops them.
+#include "widgets/views/traceview.h"
+
+#include "core/analysis/headscores.h"
+
+class QComboBox;
+class QStandardItemModel;
+class QTableView;
+class QLabel;
+
+namespace nnscope {
+
+class HeadOverview;
+
+class HeadsView : public TraceView {
+    Q_OBJECT
+public:
+    explicit HeadsView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot) override;
+    PlotSource plotSource() const override;
+    QMap<QString, QString> settings() const override;
+
+    /// The scores shown, block by block and head by head (whatever the table's sort); empty while they are computed
+    /// (analysisPending()).
+    const std::vector<HeadScore>& scores() const { return scores_; }
+    QTableView* table() const { return table_; }
+    QStandardItemModel* model() const { return model_; }
+    /// Sorts the table by column `column` (0 block, 1 head, 2 previous_token, 3 induction, 4 first_token, 5 diagonal),
+    /// largest first for the scores.
+    void sortBy(int column);
+    HeadOverview* overview() const { return overview_; }
+    /// The overview's marking score (0 previous_token ... 3 diagonal, -1 none), also chosen by sorting the table.
+    QComboBox* markCombo() const { return markCombo_; }
+    /// The table row of (layer, head) under the current sort (-1 when absent).
+    int rowOf(int layer, int head) const;
+
+signals:
+    /// A thumbnail was clicked or a row double-clicked: show this head.
+    void headChosen(int layer, int head);
+
+private:
+    /// Asks the worker for the scores of the prompt shown.
+    void refresh();
+    /// Shows the scores computed, or why there are none.
+    void scoresEnded(JobState state, const QVariant& result, const QString& message);
+
+    QLabel* status_;
+    QComboBox* markCombo_;
+    HeadOverview* overview_;
+    QTableView* table_;
+    QStandardItemModel* model_;
+    std::vector<HeadScore> scores_;
+};
+
+}  // namespace nnscope

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/views/neuronview.h"
+
+#include "core/analysis/analysis.h"
+#include "core/run/edit.h"
+
+#include <torch/types.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace nnscope {
+
+namespace {
+
+QCustomPlot* barPlot(QWidget* parent, QCPBars** bars) {
+    auto* plot = new QCustomPlot(parent);
+    plot->setInteractions({});
+    plot->plotLayout()->insertRow(0);
+    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, QString(), QFont(plot->font().family(), plot->font().pointSize(), QFont::Bold)));
+    *bars = new QCPBars(plot->xAxis, plot->yAxis);
+    (*bars)->setWidth(0.7);
+    (*bars)->setPen(Qt::NoPen);
+    (*bars)->setBrush(QColor(0x42, 0x92, 0xc6));
+    plot->xAxis->grid()->setVisible(false);
+    plot->xAxis->setTickLabelRotation(90);
+    plot->xAxis->setSubTicks(false);
+    plot->setMinimumHeight(180);
+    plot->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
+    followPalette(plot);
+    return plot;
+}
+
+void setPlotTitle(QCustomPlot* plot, const QString& title) {
+    if (auto* t = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) t->setText(title);
+}
+
+}  // namespace
+
+NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    blockSpin_ = new QSpinBox(content);
+    blockSpin_->setPrefix(tr("layers."));
+    topKSpin_ = new QSpinBox(content);
+    topKSpin_->setRange(1, 100);
+    topKSpin_->setValue(10);
+    magnitudeCheck_ = new QCheckBox(tr("rank by |activation|"), content);
+    neuronSpin_ = new QSpinBox(content);
+    neuronSpin_->setToolTip(tr("The neuron followed across the prompt (click a cell to pick one)"));
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Prompt"), content));
+    controls->addWidget(promptCombo_, 1);
+    controls->addWidget(new QLabel(tr("Block"), content));
+    controls->addWidget(blockSpin_);
+    controls->addWidget(new QLabel(tr("Top"), content));
+    controls->addWidget(topKSpin_);
+    controls->addWidget(magnitudeCheck_);
+    controls->addWidget(new QLabel(tr("Neuron"), content));
+    controls->addWidget(neuronSpin_);
+
+    model_ = new MatrixModel(this);
+    heatmap_ = new HeatmapPlot(content);
+    heatmap_->setGradient(signedGradient());
+    heatmap_->setSymmetricRange(true);
+    heatmap_->setMinCellSize(QSize(3, 18));  // neurons scroll sideways, tokens stay labelled
+    heatmap_->setModel(model_);
+    topPlot_ = barPlot(content, &topBars_);
+    neuronPlot_ = barPlot(content, &neuronBars_);
+    neuronBars_->setBrush(QColor(0xd6, 0x60, 0x4d));
+
+    auto* lower = new QSplitter(Qt::Horizontal, content);
+    lower->addWidget(topPlot_);
+    lower->addWidget(neuronPlot_);
+    auto* split = new QSplitter(Qt::Vertical, content);
+    split->addWidget(heatmap_);
+    split->addWidget(lower);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    auto* layout = new QVBoxLayout(content);
+    layout->addLayout(controls);
+    layout->addWidget(split, 1);
+    setContent(content);
+    showPlaceholder(tr("Run a trace to see the MLP neurons (mlp_neurons, what down_proj reads) of every block."));
+
+    connect(promptCombo_, &QComboBox::currentIndexChanged, this, [this] {
+        token_ = -1;
+        refresh();
+    });
+    connect(blockSpin_, &QSpinBox::valueChanged, this, [this](int block) {
+        refresh();
+        emit blockChanged(block);
+    });
+    connect(topKSpin_, &QSpinBox::valueChanged, this, &NeuronView::refreshDetails);
+    connect(magnitudeCheck_, &QCheckBox::toggled, this, &NeuronView::refreshDetails);
+    connect(neuronSpin_, &QSpinBox::valueChanged, this, [this] {
+        neuronPicked_ = true;
+        refreshDetails();
+    });
+    connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int row, int column) {
+        token_ = row;
+        setNeuron(column);
+        refreshDetails();
+    });
+}
+
+void NeuronView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    if (!snapshot_) {  // a new model
+        neuronPicked_ = false;
+        model_->setMatrix({});
+        showPlaceholder(tr("Run a trace to see the MLP neurons (mlp_neurons, what down_proj reads) of every block."));
+        return;
+    }
+    fillPromptCombo(promptCombo_, *snapshot_);
+    {
+        const QSignalBlocker b(blockSpin_), n(neuronSpin_);
+        blockSpin_->setRange(0, snapshot_->numLayers() - 1);
+        neuronSpin_->setRange(0, static_cast<int>(snapshot_->model->config().intermediateSize) - 1);
+    }
+    token_ = -1;
+    showContent();
+    refresh();
+}
+
+void NeuronView::setBlock(int block) {
+    if (block != blockSpin_->value()) blockSpin_->setValue(block);
+}
+
+void NeuronView::setTopK(int k) { topKSpin_->setValue(k); }
+void NeuronView::setToken(int position) {
+    token_ = position;
+    refreshDetails();
+}
+void NeuronView::setNeuron(int neuron) { neuronSpin_->setValue(neuron); }
+int NeuronView::block() const { return blockSpin_->value(); }
+int NeuronView::neuron() const { return neuronSpin_->value(); }
+
+void NeuronView::refresh() {
+    if (!snapshot_) return;
+    if (const QString why = missingAtBlock(Value::MlpNeurons, block(), tr("The neuron view")); !why.isEmpty()) {
+        model_->setMatrix({});
+        return showPlaceholder(why);
+    }
+    showContent();
+    Matrix m;
+    m.values = neuronActivations(*snapshot_->model, snapshot_->result, block(), prompt());
+    m.rowLabels = snapshot_->tokens.at(static_cast<size_t>(prompt()));
+    m.rowTitle = tr("token");
+    m.columnTitle = tr("neuron");
+    m.valueName = tr("activation");
+    if (token_ < 0 || token_ >= m.values.size(0)) token_ = static_cast<int>(m.values.size(0)) - 1;  // the last token
+    {
+        // follow the selected token's strongest neuron until one is picked by hand
+        const QSignalBlocker b(neuronSpin_);
+        if (!neuronPicked_) neuronSpin_->setValue(static_cast<int>(topNeurons(m.values, token_, 1).front().neuron));
+    }
+    model_->setMatrix(std::move(m));
+    heatmap_->setTitle(tr("%1 · prompt %2").arg(snapshot_->path({Value::MlpNeurons, block()})).arg(prompt() + 1));
+    refreshDetails();
+}
+
+void NeuronView::refreshDetails() {
+    if (!snapshot_ || model_->rowCount() == 0) return;
+    const torch::Tensor& acts = model_->matrix().values;
+    const QStringList& tokens = model_->matrix().rowLabels;
+    heatmap_->setMarkedCell(token_, -1);
+    heatmap_->ensureVisible(token_, heatmap_->visibleCells().x());
+
+    // the top-k neurons of the selected token
+    const auto top = topNeurons(acts, token_, topKSpin_->value(), magnitudeCheck_->isChecked());
+    QVector<double> keys, values;
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    topIds_.clear();
+    for (size_t i = 0; i < top.size(); ++i) {
+        keys << static_cast<double>(i);
+        values << top[i].activation;
+        topIds_ << top[i].neuron;
+        ticker->addTick(static_cast<double>(i), QString::number(top[i].neuron));
+    }
+    topBars_->setData(keys, values, true);
+    topPlot_->xAxis->setTicker(ticker);
+    topPlot_->xAxis->setLabel(tr("neuron"));
+    topPlot_->yAxis->setLabel(tr("activation"));
+    topPlot_->xAxis->setRange(-0.7, std::max<double>(1, top.size()) - 0.3);
+    topPlot_->yAxis->rescale();
+    topPlot_->yAxis->scaleRange(1.1, 0);
+    setPlotTitle(topPlot_, tr("top %1 neurons at token %2 “%3”").arg(top.size()).arg(token_).arg(tokens.value(token_)));
+    topPlot_->replot();
+
+    // one neuron across the prompt
+    const int n = neuron();
+    QVector<double> positions, acts1;
+    // the tokens under the bars, thinned to what fits (at 300 tokens they printed on top of each other)
+    QSharedPointer<TokenTicker> tokTicker(new TokenTicker(neuronPlot_->xAxis));
+    QStringList tickLabels;
+    const torch::Tensor column = acts.index({torch::indexing::Slice(), n}).to(torch::kFloat64).contiguous();
+    for (int p = 0; p < acts.size(0); ++p) {
+        positions << p;
+        acts1 << column.data_ptr<double>()[p];
+        tickLabels << tokens.value(p);
+    }
+    tokTicker->setLabels(tickLabels);
+    neuronBars_->setData(positions, acts1, true);
+    neuronPlot_->xAxis->setTicker(tokTicker);
+    neuronPlot_->xAxis->setRange(-0.7, acts.size(0) - 0.3);
+    neuronPlot_->yAxis->rescale();
+    neuronPlot_->yAxis->scaleRange(1.15);
+    neuronPlot_->yAxis->setLabel(tr("activation"));
+    setPlotTitle(neuronPlot_, tr("neuron %1 across the prompt").arg(n));
+    neuronPlot_->replot();
+}
+
+PlotSource NeuronView::plotSource() const {
+    PlotSource s;
+    s.plot = heatmap_->plot();
+    HeatmapPlot* h = heatmap_;
+    s.fullView = [h](bool full) { h->setFullView(full); };
+    s.size = heatmap_->fullViewSize();
+    s.name = QString("neurons-layers.%1").arg(block());
+    return s;
+}
+
+QMap<QString, QString> NeuronView::settings() const {
+    return {{"view", "neurons"},
+            {"view.value", snapshot_ ? snapshot_->path({Value::MlpNeurons, block()}) : QString()},
+            {"view.block", QString::number(block())},
+            {"view.prompt", QString::number(prompt() + 1)},
+            {"view.token", QString::number(token_)},
+            {"view.neuron", QString::number(neuron())},
+            {"view.top_k", QString::number(topKSpin_->value())}};
+}
+
+QVector<InterventionOffer> NeuronView::interventionOffers() const {
+    QVector<InterventionOffer> out;
+    if (!snapshot_) return out;
+    const Model& m = *snapshot_->model;
+    const int b = block();
+    const int n = neuron();
+    if (n >= 0 && n < m.config().intermediateSize) {
+        out.push_back({tr("Zero neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, false))});
+        out.push_back({tr("Mean-ablate neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, true))});
+    }
+    out.push_back({tr("Skip block %1").arg(b), QString("skip %1").arg(b)});
+    return out;
+}
+
+}  // namespace nnscope

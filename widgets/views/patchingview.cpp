@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/views/patchingview.h"
+
+#include <torch/types.h>
+
+#include <cmath>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace nnscope {
+
+PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    clean_ = new QLineEdit(content);
+    clean_->setPlaceholderText(tr("The clean prompt, e.g. “When Mary and John went to the store, John gave a drink to”"));
+    corrupted_ = new QLineEdit(content);
+    corrupted_->setPlaceholderText(tr("The corrupted prompt, the same number of tokens"));
+    answer_ = new QLineEdit(content);
+    answer_->setPlaceholderText(tr("answer token (text or #id)"));
+    wrong_ = new QLineEdit(content);
+    wrong_->setPlaceholderText(tr("wrong token (optional)"));
+    wrong_->setToolTip(tr("With a wrong token the metric is logit(answer) − logit(wrong); without, the answer's probability"));
+    site_ = new QComboBox(content);
+    site_->addItem("layer_output", static_cast<int>(PatchSite::LayerOutput));
+    site_->addItem("attention_output", static_cast<int>(PatchSite::AttentionOutput));
+    site_->addItem("mlp_output", static_cast<int>(PatchSite::MlpOutput));
+    site_->addItem(tr("one head (attention_head_outputs)"), static_cast<int>(PatchSite::HeadOutput));
+    site_->setToolTip(tr("The value copied from the clean run into the corrupted run, one block and position at a time"));
+    head_ = new QSpinBox(content);
+    head_->setPrefix(tr("head "));
+    head_->setEnabled(false);
+    normalized_ = new QCheckBox(tr("normalised"), content);
+    normalized_->setToolTip(tr("(patched − corrupted) / (clean − corrupted): 1 where one patch restores the clean metric"));
+    run_ = new QPushButton(tr("Run patching"), content);
+    cancel_ = new QPushButton(tr("Cancel"), content);
+    cancel_->setEnabled(false);
+    progress_ = new QProgressBar(content);
+    progress_->setTextVisible(true);
+    progress_->setFormat(tr("%v / %m passes"));
+    status_ = new QLabel(content);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    model_ = new MatrixModel(this);
+    heatmap_ = new HeatmapPlot(content);
+    heatmap_->setGradient(signedGradient());
+    heatmap_->setSymmetricRange(true);
+    heatmap_->setMinCellSize(QSize(34, 22));
+    heatmap_->setModel(model_);
+    estimateModel_ = new MatrixModel(this);
+    estimateHeatmap_ = new HeatmapPlot(content);
+    estimateHeatmap_->setGradient(signedGradient());
+    estimateHeatmap_->setSymmetricRange(true);
+    estimateHeatmap_->setMinCellSize(QSize(34, 22));
+    estimateHeatmap_->setModel(estimateModel_);
+    estimateHeatmap_->setToolTip(tr("Attribution patching: the first-order estimate of each cell from one backward pass "
+                                    "(Nanda 2023; Syed, Rager and Conmy 2023)"));
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Clean"), clean_);
+    form->addRow(tr("Corrupted"), corrupted_);
+    auto* tokens = new QHBoxLayout;
+    tokens->addWidget(answer_);
+    tokens->addWidget(wrong_);
+    tokens->addWidget(new QLabel(tr("patch"), content));
+    tokens->addWidget(site_);
+    tokens->addWidget(head_);
+    tokens->addWidget(normalized_);
+    form->addRow(tr("Answer"), tokens);
+    auto* runRow = new QHBoxLayout;
+    runRow->addWidget(run_);
+    runRow->addWidget(cancel_);
+    runRow->addWidget(progress_, 1);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(form);
+    layout->addLayout(runRow);
+    layout->addWidget(status_);
+    auto* grids = new QSplitter(Qt::Horizontal, content);
+    grids->addWidget(heatmap_);
+    grids->addWidget(estimateHeatmap_);
+    layout->addWidget(grids, 1);
+    heatmap_->hide();  // shown with the first grid
+    estimateHeatmap_->hide();
+    setContent(content);
+    showContent();
+    promptCombo_->hide();  // the form has its own prompts
+    connect(site_, &QComboBox::currentIndexChanged, this, [this] {
+        head_->setEnabled(static_cast<PatchSite>(site_->currentData().toInt()) == PatchSite::HeadOutput);
+    });
+    connect(run_, &QPushButton::clicked, this, [this] {
+        if (!running_) emit patchRequested(request());
+    });
+    connect(cancel_, &QPushButton::clicked, this, &PatchingView::cancelRequested);
+    connect(normalized_, &QCheckBox::toggled, this, [this] { refresh(); });
+    setModel(nullptr);
+}
+
+void PatchingView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    showContent();  // the form needs no trace
+}
+
+void PatchingView::setModel(ModelPtr model) {
+    modelPtr_ = std::move(model);
+    run_->setEnabled(modelPtr_ != nullptr && !running_);
+    head_->setRange(0, modelPtr_ ? static_cast<int>(modelPtr_->config().numHeads) - 1 : 0);
+    result_.reset();
+    model_->setMatrix({});
+    estimateModel_->setMatrix({});
+    heatmap_->hide();
+    estimateHeatmap_->hide();
+    status_->setText(modelPtr_ ? tr("Two prompts of the same length: patching copies one value from the clean run into the "
+                                    "corrupted run at each block and position and measures the answer.")
+                               : tr("Open a checkpoint first."));
+    status_->setStyleSheet(QString());
+}
+
+void PatchingView::setRequest(const PatchRequest& r) {
+    if (!r.clean.isEmpty()) clean_->setText(r.clean);
+    if (!r.corrupted.isEmpty()) corrupted_->setText(r.corrupted);
+    if (!r.answer.isEmpty()) answer_->setText(r.answer);
+    wrong_->setText(r.wrong);
+    site_->setCurrentIndex(site_->findData(static_cast<int>(r.site)));
+    head_->setValue(r.head);
+}
+
+PatchRequest PatchingView::request() const {
+    PatchRequest r;
+    r.clean = clean_->text();
+    r.corrupted = corrupted_->text();
+    r.answer = answer_->text().trimmed().isEmpty() ? QString() : answer_->text();
+    r.wrong = wrong_->text().trimmed().isEmpty() ? QString() : wrong_->text();
+    r.site = static_cast<PatchSite>(site_->currentData().toInt());
+    r.head = head_->value();
+    return r;
+}
+
+void PatchingView::setRunning(bool running) {
+    running_ = running;
+    run_->setEnabled(!running && modelPtr_ != nullptr);
+    cancel_->setEnabled(running);
+    if (running) {
+        progress_->setValue(0);
+        status_->setStyleSheet(QString());
+        status_->setText(tr("Patching…"));
+    }
+}
+
+void PatchingView::setProgress(int done, int total) {
+    progress_->setMaximum(total);
+    progress_->setValue(done);
+}
+
+void PatchingView::setResult(std::shared_ptr<const PatchingResult> result, const QString& metric) {
+    setRunning(false);
+    result_ = std::move(result);
+    metric_ = metric;
+    refresh();
+}
+
+void PatchingView::setFailed(const QString& message) {
+    setRunning(false);
+    status_->setStyleSheet("color: #a00010;");
+    status_->setText(message);
+}
+
+void PatchingView::setNormalized(bool normalized) { normalized_->setChecked(normalized); }
+
+void PatchingView::refresh() {
+    if (!result_) return;
+    const auto& r = *result_;
+    const bool norm = normalized_->isChecked();
+    const double gap = r.clean - r.corrupted;
+    const QString site = QString::fromStdString(r.site);
+    const QString siteShown = QString(site).replace("{i}", "i");
+    const QString metric = metric_;
+    const double clean = r.clean, corrupted = r.corrupted;
+    // one blocks x positions matrix of a grid; `what` names the grid in the tooltip
+    auto matrixOf = [&](const std::vector<std::vector<double>>& grid, const QString& what) {
+        const int layers = static_cast<int>(grid.size());
+        const int len = layers ? static_cast<int>(grid[0].size()) : 0;
+        torch::Tensor values = torch::empty({layers, len}, torch::kFloat32);
+        auto a = values.accessor<float, 2>();
+        for (int i = 0; i < layers; ++i)
+            for (int p = 0; p < len; ++p)
+                a[i][p] = static_cast<float>(norm ? (gap != 0 ? (grid[i][p] - r.corrupted) / gap : 0.0) : grid[i][p]);
+        Matrix m;
+        m.values = values;
+        for (int i = 0; i < layers; ++i) m.rowLabels << QString("layers.%1").arg(i);
+        for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
+        m.rowTitle = tr("block");
+        m.columnTitle = tr("position (corrupted prompt)");
+        m.valueName = norm ? tr("fraction recovered") : metric_;
+        const QStringList cols = m.columnLabels;
+        m.toolTip = [site, cols, metric, grid, clean, corrupted, what](int row, int col) {
+            QString path = site;
+            path.replace("{i}", QString::number(row));
+            const double v = grid[static_cast<size_t>(row)][static_cast<size_t>(col)];
+            const double frac = clean != corrupted ? (v - corrupted) / (clean - corrupted) : 0.0;
+            return QObject::tr("%1 patched at position %2 “%3” (%9)\n%4 = %5 (clean %6, corrupted %7)\nrecovered %8%")
+                .arg(path).arg(col).arg(cols.value(col)).arg(metric).arg(v, 0, 'g', 5).arg(clean, 0, 'g', 5).arg(corrupted, 0, 'g', 5)
+                .arg(frac * 100, 0, 'f', 1).arg(what);
+        };
+        return m;
+    };
+    model_->setMatrix(matrixOf(r.grid, tr("exact")));
+    heatmap_->show();
+    heatmap_->setTitle(tr("activation patching · %1\n%2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
+    QString correlation;
+    if (!r.estimate.empty()) {
+        estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
+        estimateHeatmap_->show();
+        const double rho = gridCorrelation(r.grid, r.estimate);
+        estimateHeatmap_->setTitle(tr("attribution patching (first-order)\ncorrelation with the exact grid %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
+        correlation = tr(" Right: attribution patching's first-order estimate from one backward pass; correlation with the exact "
+                         "grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
+    } else {
+        estimateModel_->setMatrix({});
+        estimateHeatmap_->hide();
+    }
+    status_->setStyleSheet(QString());
+    status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block and position taken "
+                        "from the clean run.")
+                         .arg(metric_)
+                         .arg(r.clean, 0, 'g', 5)
+                         .arg(r.corrupted, 0, 'g', 5)
+                         .arg(siteShown) + correlation);
+}
+
+PlotSource PatchingView::plotSource() const {
+    PlotSource s;
+    s.plot = heatmap_->plot();
+    HeatmapPlot* h = heatmap_;
+    s.fullView = [h](bool full) { h->setFullView(full); };
+    s.size = heatmap_->fullViewSize();
+    s.name = "patching";
+    return s;
+}
+
+QMap<QString, QString> PatchingView::settings() const {
+    const PatchRequest r = request();
+    return {{"view", "patching"},
+            {"view.clean", r.clean},
+            {"view.corrupted", r.corrupted},
+            {"view.answer", r.answer},
+            {"view.wrong", r.wrong},
+            {"view.site", result_ ? QString::fromStdString(result_->site) : site_->currentText()},
+            {"view.metric", metric_},
+            {"view.normalized", normalized_->isChecked() ? "true" : "false"}};
+}
+
+}  // namespace nnscope

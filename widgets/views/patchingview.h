@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// The Patching view: activation patching (core/run/patching.h) in the window. A clean and a corrupted prompt (the same
+// number of tokens), the answer token and optionally a wrong one, the value to patch (layer_output,
+// attention_output, mlp_output or one head's output); Run patches the clean run's value into the corrupted run at
+// every block x position, in the worker thread, and the grid of the metric (logit(answer) - logit(wrong), or
+// p(answer) without a wrong token) is shown as a blocks x positions heatmap, raw or normalised as the fraction of
+// the clean - corrupted gap that one patch recovers.
+#include "widgets/plots/heatmapplot.h"
+#include "widgets/views/traceview.h"
+
+#include "core/run/patching.h"
+
+#include <memory>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace nnscope {
+
+/// What the view asks the window to run (as typed; the window tokenizes and checks it).
+struct PatchRequest {
+    QString clean, corrupted;
+    QString answer, wrong;  ///< tokens as text of one token or #ID; wrong empty: the answer's probability
+    PatchSite site = PatchSite::LayerOutput;
+    int head = 0;
+};
+
+class PatchingView : public TraceView {
+    Q_OBJECT
+public:
+    explicit PatchingView(QWidget* parent = nullptr);
+
+    void setSnapshot(SnapshotPtr snapshot) override;  ///< keeps the model's head count for the head selector
+    PlotSource plotSource() const override;
+    QMap<QString, QString> settings() const override;
+
+    /// Fills the form (empty fields are left as they are).
+    void setRequest(const PatchRequest& request);
+    PatchRequest request() const;
+    void setModel(ModelPtr model);
+    void setRunning(bool running);
+    void setProgress(int done, int total);
+    /// Shows a finished grid, `metric` naming what it measures ("logit(“ Paris”) − logit(“ Rome”)").
+    void setResult(std::shared_ptr<const PatchingResult> result, const QString& metric);
+    void setFailed(const QString& message);
+    /// Normalised: (patched − corrupted) / (clean − corrupted), 1 = the patch restores the clean metric.
+    void setNormalized(bool normalized);
+
+    std::shared_ptr<const PatchingResult> result() const { return result_; }
+    HeatmapPlot* heatmap() const { return heatmap_; }
+    MatrixModel* matrixModel() const { return model_; }
+    /// Attribution patching's grid, beside the exact one (hidden when the result has no estimate).
+    HeatmapPlot* estimateHeatmap() const { return estimateHeatmap_; }
+    MatrixModel* estimateModel() const { return estimateModel_; }
+    QPushButton* runButton() const { return run_; }
+    QLabel* statusLabel() const { return status_; }
+
+signals:
+    void patchRequested(const nnscope::PatchRequest& request);
+    void cancelRequested();
+
+private:
+    void refresh();
+
+    ModelPtr modelPtr_;
+    QLineEdit* clean_;
+    QLineEdit* corrupted_;
+    QLineEdit* answer_;
+    QLineEdit* wrong_;
+    QComboBox* site_;
+    QSpinBox* head_;
+    QCheckBox* normalized_;
+    QPushButton* run_;
+    QPushButton* cancel_;
+    QProgressBar* progress_;
+    QLabel* status_;
+    HeatmapPlot* heatmap_;
+    MatrixModel* model_;
+    HeatmapPlot* estimateHeatmap_;
+    MatrixModel* estimateModel_;
+    std::shared_ptr<const PatchingResult> result_;
+    QString metric_;
+    bool running_ = false;
+};
+
+}  // namespace nnscope
