@@ -3,6 +3,7 @@
 // family and the demo model: the pass taps its values in the table's order, the native values a checkpoint has are
 // the table's, "read at" names a module the family has, native spellings resolve to the value read there, the
 // printout shows exactly the table's modules and marks each value line, the family page's steps follow the table.
+#include "core/io/safetensors.h"
 #include "core/model/block.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
@@ -222,6 +223,37 @@ private slots:
         if (model->headTied()) stored.erase(model->family().tensorName({Module::LmHead}));  // transformers ties it whatever the file holds
         for (const auto& n : model->unusedTensors()) QVERIFY2(false, qPrintable(QString::fromStdString("stored, never read: " + n)));
         QCOMPARE(stored, schema);
+    }
+
+    // A tensor stored as several (the per-expert layout transformers' conversion mapping merges) loads through the same
+    // loop: its parts stacked on the spec's axis, each checked; a missing or misshapen part is named.
+    void stackedWeightsLoadThroughTheSchema() {
+        std::map<std::string, torch::Tensor> tensors;
+        const torch::Tensor e0 = torch::randn({3, 4}), e1 = torch::randn({3, 4});
+        tensors["model.layers.0.mlp.experts.0.gate_proj.weight"] = e0;
+        tensors["model.layers.0.mlp.experts.1.gate_proj.weight"] = e1;
+        tensors["model.layers.0.mlp.experts.0.up_proj.weight"] = torch::randn({4, 3});  // the wrong way round
+        WeightStore store("(experts)", tensors);
+        WeightSpec spec{{Module::GateProj}, 0, "model.layers.0.mlp.experts.gate_proj", {2, 3, 4}};
+        spec.parts = {"model.layers.0.mlp.experts.0.gate_proj.weight", "model.layers.0.mlp.experts.1.gate_proj.weight"};
+        QVERIFY(torch::equal(readWeight(store, spec), torch::stack({e0, e1}, 0)));
+        spec.stackDim = 1;
+        spec.shape = {3, 2, 4};
+        QVERIFY(torch::equal(readWeight(store, spec), torch::stack({e0, e1}, 1)));
+        spec.parts[1] = "model.layers.0.mlp.experts.1.up_proj.weight";  // not stored
+        QVERIFY_THROWS_EXCEPTION(Error, readWeight(store, spec));
+        try {
+            readWeight(store, spec);
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("experts.1.up_proj") != std::string::npos, e.what());
+        }
+        spec.parts[1] = "model.layers.0.mlp.experts.0.up_proj.weight";  // stored [4, 3], a part must be [3, 4]
+        try {
+            readWeight(store, spec);
+            QFAIL("a part of the wrong shape was stacked");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("[4, 3]") != std::string::npos, e.what());
+        }
     }
 
     // A rename keeps the checkpoint's own name reachable: Persimmon's final norm prints as norm (nnterp renames it) and

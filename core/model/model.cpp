@@ -280,9 +280,10 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
                         "' and config.json sets tie_word_embeddings false.");
         } else {
-            t = ws.get(spec.name, spec.shape);
+            t = readWeight(ws, spec);
         }
         read.insert(spec.name);
+        read.insert(spec.parts.begin(), spec.parts.end());
         // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
         if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
         if (spec.transposed) t = t.t();

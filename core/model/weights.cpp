@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/model/weights.h"
 
+#include "core/io/safetensors.h"
 #include "core/model/error.h"
 
 namespace nnscope {
@@ -59,6 +60,19 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
         for (Param p : {Param::AlphaP, Param::AlphaN, Param::Beta, Param::Eps}) add(xielu, Module::ActFn, p, i, {1});
     }
     return out;
+}
+
+torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec) {
+    if (spec.parts.empty()) return store.get(spec.name, spec.shape);
+    if (spec.stackDim < 0 || spec.stackDim >= static_cast<int64_t>(spec.shape.size()) ||
+        spec.shape[static_cast<size_t>(spec.stackDim)] != static_cast<int64_t>(spec.parts.size()))
+        throw Error("internal: " + spec.name + " stacks " + std::to_string(spec.parts.size()) + " parts on an axis of another size.");
+    std::vector<int64_t> partShape = spec.shape;
+    partShape.erase(partShape.begin() + spec.stackDim);
+    std::vector<torch::Tensor> parts;
+    parts.reserve(spec.parts.size());
+    for (const std::string& part : spec.parts) parts.push_back(store.get(part, partShape));
+    return torch::stack(parts, spec.stackDim);
 }
 
 }  // namespace nnscope

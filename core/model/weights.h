@@ -3,6 +3,8 @@
 #include "core/model/config.h"
 #include "core/model/family.h"
 
+#include <torch/types.h>
+
 #include <string>
 #include <vector>
 
@@ -16,7 +18,17 @@ struct WeightSpec {
     std::string name;            ///< the checkpoint's name (Family::tensorName, with the block filled in)
     std::vector<int64_t> shape;  ///< the stored shape implied by the config (GPT-2's Conv1D: [in, out])
     bool transposed = false;     ///< stored [in, out]: the forward reads its transpose, nn.Linear's [out, in]
+    /// A tensor the checkpoint stores as several tensors stacked on axis `stackDim` (the per-expert layout,
+    /// `mlp.experts.{e}.gate_proj.weight`, that transformers' conversion mapping merges into one): their names, in
+    /// order; empty when the checkpoint stores `name` itself. Each part has `shape` without axis `stackDim`.
+    std::vector<std::string> parts;
+    int64_t stackDim = 0;
 };
+
+class WeightStore;
+/// The tensor `spec` names, read from `store` with the shape the config implies: the stored tensor itself (a view of the
+/// mapped file), or its parts stacked. Throws nnscope::Error naming the missing tensor or the wrong shape.
+torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec);
 
 /// The weights the family's forward reads for `config`, in load order: root tensors first, then block by block.
 /// Shapes follow the config (hidden_size H, num_heads × head_dim QW, num_kv_heads × head_dim KW, intermediate_size
