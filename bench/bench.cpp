@@ -32,7 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t L = 18, H = 1024, NH = 16, KV = 2, D = 128, I = 3072, V = 103424;
+constexpr int64_t L = bench::kErnie03bShape.layers, H = bench::kErnie03bShape.hidden, NH = bench::kErnie03bShape.heads,
+                  KV = bench::kErnie03bShape.kvHeads, D = bench::kErnie03bShape.headDim, I = bench::kErnie03bShape.intermediate,
+                  V = bench::kErnie03bShape.vocab;
 
 const char* kUsage =
     "Usage: nnscope_bench [options]\n"
@@ -78,17 +80,7 @@ double now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void makeCheckpoint(const std::string& dir) {
-    if (fs::exists(fs::path(dir) / "model.safetensors")) return;
-    fs::create_directories(dir);
-    bench::writeRandomLlamaWeights(dir, {L, H, NH, KV, D, I, V, /*tiedLmHead=*/true});
-    nlohmann::json c = {{"architectures", {"Ernie4_5ForCausalLM"}}, {"model_type", "ernie4_5"}, {"hidden_size", H},
-                        {"intermediate_size", I}, {"num_hidden_layers", L}, {"num_attention_heads", NH},
-                        {"num_key_value_heads", KV}, {"head_dim", D}, {"vocab_size", V}, {"rms_norm_eps", 1e-5},
-                        {"max_position_embeddings", 131072}, {"rope_theta", 500000.0}, {"tie_word_embeddings", true},
-                        {"use_bias", false}, {"hidden_act", "silu"}, {"torch_dtype", "bfloat16"}};
-    std::ofstream(dir + "/config.json") << c.dump(2);
-}
+void makeCheckpoint(const std::string& dir) { bench::writeRandomErnieCheckpoint(dir); }
 
 /// Plain memory copy rate: memcpy of a buffer larger than the caches (1 GiB, or four times the last-level cache),
 /// best of five after a warm-up that also faults the pages in. Returns bytes copied per second (each byte is read once

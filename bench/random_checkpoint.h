@@ -7,9 +7,13 @@
 #include "core/io/safetensors.h"
 #include "core/model/weights.h"
 
+#include <nlohmann/json.hpp>
+
 #include <torch/types.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +49,24 @@ inline void writeRandomLlamaWeights(const std::string& dir, const RandomShape& s
         t.emplace_back(spec.name, (torch::randn(spec.shape) * scale).to(torch::kBFloat16));
     }
     writeSafetensors(dir + "/model.safetensors", t, {{"format", "pt"}});
+}
+
+/// The benchmarks' ERNIE-4.5-0.3B-shaped checkpoint: 18 blocks of width 1024, 16 query heads over 2 key/value heads of
+/// 128, an MLP of 3072, a 103424-token vocabulary, tied embeddings, bfloat16 (0.7 GB). Written to `dir` (created) unless
+/// it already holds model.safetensors. Throws nnscope::Error when it cannot be written.
+inline constexpr RandomShape kErnie03bShape{18, 1024, 16, 2, 128, 3072, 103424, /*tiedLmHead=*/true};
+inline void writeRandomErnieCheckpoint(const std::string& dir) {
+    namespace fs = std::filesystem;
+    if (fs::exists(fs::path(dir) / "model.safetensors")) return;
+    fs::create_directories(dir);
+    const RandomShape& s = kErnie03bShape;
+    writeRandomLlamaWeights(dir, s);
+    const nlohmann::json c = {{"architectures", {"Ernie4_5ForCausalLM"}}, {"model_type", "ernie4_5"}, {"hidden_size", s.hidden},
+                              {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads},
+                              {"num_key_value_heads", s.kvHeads}, {"head_dim", s.headDim}, {"vocab_size", s.vocab}, {"rms_norm_eps", 1e-5},
+                              {"max_position_embeddings", 131072}, {"rope_theta", 500000.0}, {"tie_word_embeddings", true},
+                              {"use_bias", false}, {"hidden_act", "silu"}, {"torch_dtype", "bfloat16"}};
+    std::ofstream(dir + "/config.json") << c.dump(2);
 }
 
 }  // namespace nnscope::bench
