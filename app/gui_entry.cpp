@@ -93,6 +93,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: auto (the checkpoint's own where this CPU computes it natively, else float32), float32 or bfloat16."), "D");
     const QCommandLineOption view("view", viewHelp(), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
+    const QCommandLineOption dictionary("dictionary", QApplication::translate("gui", "A sparse dictionary's folder (SAE or transcoder) to attach once the model is open (repeatable; File > Open Dictionary)."), "DIR");
     const QCommandLineOption edit("edit", QApplication::translate("gui", "An edit applied by the traces, e.g. 'layers.1.self_attn.attention_queries[:, 1] *= 2' (repeatable)."), "EDIT");
     const QCommandLineOption skip("skip", QApplication::translate("gui", "Skip block N: its output is its input (repeatable)."), "N");
     const QCommandLineOption steer("steer", QApplication::translate("gui", "Steering 'LAYERS:FACTOR:FILE.npy[:POSITIONS]' (repeatable)."), "SPEC");
@@ -103,7 +104,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
     const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
     const QCommandLineOption scheme("color-scheme", QApplication::translate("gui", "The window's colours: dark or light (the Fusion style with a dark or light palette, unless -style names another style); without it, the desktop's."), "SCHEME");
-    p.addOptions({model, prompt, shot, dtype, view, pin, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, scheme});
+    p.addOptions({model, prompt, shot, dtype, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, scheme});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -132,6 +133,7 @@ int runGui(int& argc, char** argv) {
     options.prompts = p.values(prompt);
     options.view = p.value(view);
     options.pins = p.values(pin);
+    options.dictionaries = p.values(dictionary);
     options.interventions = interventionLines(p.values(edit), p.values(skip), p.values(steer));
     const bool patching = p.isSet(clean) || p.isSet(corrupted) || p.isSet(answer);
     if (patching) {

@@ -5,6 +5,7 @@
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
+#include "core/io/dictionary.h"
 #include "core/io/export.h"
 #include "core/analysis/valuestats.h"
 #include "widgets/views/attentionview.h"
@@ -18,6 +19,7 @@
 #include "widgets/views/generateview.h"
 #include "widgets/views/patchingview.h"
 #include "widgets/views/familyview.h"
+#include "widgets/views/featuresview.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/panels/modelsummary.h"
 #include "widgets/views/neuronview.h"
@@ -155,6 +157,20 @@ void MainWindow::createJobs() {
     connect(lensJob_, &JobWatcher::cancelled, this, [this] { onLensStopped(JobState::Cancelled, {}); });
     connect(lensJob_, &JobWatcher::failed, this, [this](const QString& message) { onLensStopped(JobState::Failed, message); });
 
+    featuresJob_ = new JobWatcher(worker_, QStringLiteral("features"), this);
+    connect(featuresJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(featuresJob_, done, total); });
+    featuresJob_->onFinished<FeatureRunsPtr>(this, [this](FeatureRunsPtr runs) { onFeaturesFinished(std::move(runs)); });
+    connect(featuresJob_, &JobWatcher::failed, this, [this](const QString& message) {
+        panelEnd(featuresJob_, tr("The dictionaries' features failed."));
+        showError(tr("The dictionaries' features failed: %1").arg(message));
+    });
+    connect(featuresJob_, &JobWatcher::cancelled, this, [this] { panelEnd(featuresJob_, tr("The dictionaries' features were cancelled.")); });
+    connect(featuresJob_, &JobWatcher::ended, this, [this] {
+        updateActions();
+        emit featuresEnded();
+        checkViewJobsDone();
+    });
+
     patchJob_ = new JobWatcher(worker_, QStringLiteral("patch"), this);
     connect(patchJob_, &JobWatcher::progressed, this, [this](int done, int total) { patching_->setProgress(done, total); });
     patchJob_->onFinished<PatchingResultPtr>(this, [this](PatchingResultPtr result) {
@@ -206,6 +222,11 @@ void MainWindow::createActions() {
     openTraceAct_->setStatusTip(tr("Browse a trace saved to .safetensors (nnscope trace --out, Export ▸ Trace, or nnterp) "
                                    "without the model's weights"));
     connect(openTraceAct_, &QAction::triggered, this, &MainWindow::openTraceDialog);
+
+    openDictionaryAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open &Dictionary…"), this);
+    openDictionaryAct_->setStatusTip(tr("Attach a sparse dictionary (an SAE or transcoder folder: SAELens, Gemma Scope, sparsify, "
+                                        "Llama Scope) to the open checkpoint; the Features view shows its features"));
+    connect(openDictionaryAct_, &QAction::triggered, this, &MainWindow::openDictionaryDialog);
 
     exportTraceAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Trace…"), this);
     exportTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_S));
@@ -296,11 +317,13 @@ void MainWindow::createCentral() {
     flow_ = new FlowView(this);
     heads_ = new HeadsView(this);
     text_ = new TextView(this);
+    features_ = new FeaturesView(this);
     // the tabs, in the registry's order (viewregistry.h): each name's widget
     const std::map<QString, QWidget*> widgets = {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
         {"family", family_},     {"compare", compare_},         {"patching", patching_}, {"attribution", attribution_},
-        {"generate", generate_}, {"flow", flow_},               {"heads", heads_},       {"text", text_}};
+        {"generate", generate_}, {"flow", flow_},               {"heads", heads_},       {"text", text_},
+        {"features", features_}};
     views_ = new QTabWidget(this);
     views_->setDocumentMode(true);
     views_->setTabsClosable(true);
@@ -316,6 +339,7 @@ void MainWindow::createCentral() {
         text_->setHead(head);
         showView("attention");
     });
+    connect(features_, &FeaturesView::featureSelected, this, [this](int dictionary, qint64 feature) { text_->setFeature(dictionary, feature); });
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
     connect(generate_, &GenerateView::cancelRequested, generateJob_, &JobWatcher::cancel);
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
@@ -502,6 +526,7 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
+    file->addAction(openDictionaryAct_);
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(reloadAct_);
     file->addSeparator();
@@ -659,6 +684,9 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     } else {
         statusBar()->showMessage(tr("Opened %1 (%2, %3 blocks)").arg(dir, QString::fromStdString(model_->family().title)).arg(model_->config().numLayers), 5000);
     }
+    // the dictionaries this checkpoint remembers (after the messages above: one dropped says so in the status bar)
+    featuresJob_->cancelQuietly();
+    reattachDictionaries();
     updateActions();
     emit modelOpened(dir);
     // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.
@@ -764,6 +792,11 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     pinned_->clear();
     pinned_->setUnreadText({});
     pinStartValues(/*showBlock=*/false);
+    featuresJob_->cancelQuietly();
+    dictionaries_.clear();  // dictionaries are attached to a checkpoint
+    features_->setAttached({});
+    features_->setRuns(nullptr);
+    text_->setFeatureRuns(nullptr);
     updatePinMarks();
     for (int i = views_->count() - 1; i >= fixedViews(); --i) views_->widget(i)->deleteLater();
     interventions_->setModel(nullptr);
@@ -1006,6 +1039,11 @@ void MainWindow::runTrace() {
             if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     for (const ValueKey& k : pinned_->keys())
         if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
+    for (const AttachedDictionary& d : dictionaries_)  // the Features view: each dictionary's site
+        for (const ValueKey& k : d.neededValues())
+            if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
+    featuresJob_->cancelQuietly();
+    panelEnd(featuresJob_, {});
     stopLens();  // the lens of the last trace is not wanted any more: the worker starts the new trace at once
     suspendAnalyses(/*keep=*/true);  // so are the views' analyses, asked again if the trace brings no new snapshot
     traceStartedMs_ = QDateTime::currentMSecsSinceEpoch();
@@ -1020,6 +1058,7 @@ void MainWindow::runTrace() {
 
 void MainWindow::cancelTrace() {
     lensJob_->cancel();  // its cancelled signal ends it
+    featuresJob_->cancel();
     for (ViewJob& job : viewJobs_) {
         if (job.waiting) {  // asked for while the trace runs: not asked again when it ends
             job.waiting = false;
@@ -1141,7 +1180,7 @@ void MainWindow::resumeAnalyses() {
 }
 
 bool MainWindow::viewJobsRunning() const {
-    if (lensJob_->isActive()) return true;
+    if (lensJob_->isActive() || featuresJob_->isActive()) return true;
     for (const ViewJob& job : viewJobs_)
         if (job.watcher->isActive()) return true;
     return false;
@@ -1244,6 +1283,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
                                << (views_->currentIndex() < fixedViews() ? viewList_[static_cast<size_t>(views_->currentIndex())].spec->name : "plot")
                                << "| block" << attention_->block();
     ensureLens();  // the logit lens when its view is the one shown
+    runFeatures();  // the attached dictionaries on this trace: their quality is said under the prompts
     updateActions();
     emit traceDone();
     emit traceEnded();
@@ -1409,6 +1449,160 @@ void MainWindow::updatePinMarks() {
         for (const auto& part : diagram_->diagram()->diagram().parts)
             if (part.value && *part.value == key.value && (part.perBlock ? block : -1) == key.layer) ids.insert(part.id);
     diagram_->diagram()->setPinnedParts(ids);
+    QSet<QString> sites;  // the parts whose value a dictionary reads (or, for a transcoder, writes)
+    for (const AttachedDictionary& d : dictionaries_)
+        for (const ValueKey& key : {d.site, d.siteOut})
+            for (const auto& part : diagram_->diagram()->diagram().parts)
+                if (part.value && *part.value == key.value && (part.perBlock ? block : -1) == key.layer) sites.insert(part.id);
+    diagram_->diagram()->setDictionaryParts(sites);
+}
+
+// ---- sparse dictionaries ------------------------------------------------------------------------------------
+
+namespace {
+/// The settings' key of a checkpoint's attached dictionaries: its absolute folder.
+QString checkpointKey(const Model& model) { return QFileInfo(QString::fromStdString(model.dir())).absoluteFilePath(); }
+}  // namespace
+
+void MainWindow::openDictionaryDialog() {
+    if (!canRun()) {
+        showError(tr("Open a checkpoint first (File ▸ Open Checkpoint…): a dictionary is attached to a model."));
+        return;
+    }
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sparse dictionary's folder"), lastExportDir_);
+    if (dir.isEmpty()) return;
+    attachDictionary(dir);
+}
+
+QString MainWindow::attachDictionary(const QString& dirIn) {
+    if (!canRun()) {
+        const QString why = tr("open a checkpoint first: a dictionary is attached to a model.");
+        showError(tr("Could not attach the dictionary %1: %2").arg(dirIn, why));
+        return why;
+    }
+    const QString dir = QFileInfo(dirIn).absoluteFilePath();
+    for (const AttachedDictionary& d : dictionaries_)
+        if (QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath() == dir) {
+            statusBar()->showMessage(tr("The dictionary %1 is attached already.").arg(dir), 5000);
+            return {};
+        }
+    try {
+        dictionaries_.push_back(AttachedDictionary::attach(*model_, loadDictionary(dir.toStdString())));
+    } catch (const std::exception& e) {
+        QString why = QString::fromStdString(e.what());
+        if (why.startsWith(dir + ": ")) why = why.mid(dir.size() + 2);  // the folder is named once
+        showError(tr("Could not attach the dictionary %1: %2").arg(dir, why));
+        statusBar()->showMessage(tr("Could not attach %1").arg(dir), 5000);
+        return why;
+    }
+    saveDictionaries();
+    features_->setAttached(dictionaryNames());
+    updatePinMarks();
+    const AttachedDictionary& d = dictionaries_.back();
+    statusBar()->showMessage(tr("Attached %1 at %2.").arg(QString::fromStdString(d.dictionary->describe()),
+                                                        QString::fromStdString(valuePath(model_->family(), d.site))), 8000);
+    // the trace shown did not save its site: traced again (the views keep what they show)
+    if (snapshot_ && snapshot_->model == model_ && !tracePanel_->isRunning()) runTrace();
+    return {};
+}
+
+void MainWindow::detachDictionary(int index) {
+    if (index < 0 || index >= static_cast<int>(dictionaries_.size())) return;
+    dictionaries_.erase(dictionaries_.begin() + index);
+    saveDictionaries();
+    features_->setAttached(dictionaryNames());
+    updatePinMarks();
+    runFeatures();
+}
+
+QStringList MainWindow::dictionaryNames() const {
+    QStringList names;
+    for (const AttachedDictionary& d : dictionaries_) names << QFileInfo(QString::fromStdString(d.dictionary->dir)).fileName();
+    return names;
+}
+
+void MainWindow::saveDictionaries() {
+    if (!start_.useSettings || !model_) return;
+    QSettings settings;
+    QVariantMap all = settings.value("dictionaries/attached").toMap();
+    QStringList dirs;
+    for (const AttachedDictionary& d : dictionaries_) dirs << QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath();
+    if (dirs.isEmpty())
+        all.remove(checkpointKey(*model_));
+    else
+        all.insert(checkpointKey(*model_), dirs);
+    settings.setValue("dictionaries/attached", all);
+}
+
+void MainWindow::reattachDictionaries() {
+    dictionaries_.clear();
+    features_->setRuns(nullptr);
+    text_->setFeatureRuns(nullptr);
+    QStringList dirs;
+    if (start_.useSettings) dirs = QSettings().value("dictionaries/attached").toMap().value(checkpointKey(*model_)).toStringList();
+    QStringList dropped;
+    for (const QString& dir : dirs) {
+        try {
+            dictionaries_.push_back(AttachedDictionary::attach(*model_, loadDictionary(dir.toStdString())));
+        } catch (const std::exception& e) {
+            dropped << tr("%1 (%2)").arg(dir, QString::fromStdString(e.what()));
+        }
+    }
+    if (!dropped.isEmpty()) {
+        saveDictionaries();  // a folder gone (or changed) is forgotten
+        statusBar()->showMessage(tr("Dropped %n remembered dictionar(y/ies) that could not be attached again: %1", nullptr,
+                                    static_cast<int>(dropped.size())).arg(dropped.join(QStringLiteral("; "))), 15000);
+    }
+    const QStringList fromCommandLine = std::exchange(start_.dictionaries, {});
+    features_->setAttached(dictionaryNames());
+    for (const QString& dir : fromCommandLine) {  // --dictionary DIR
+        const QString error = attachDictionary(dir);
+        if (!error.isEmpty()) emit startOptionRefused(tr("--dictionary %1: %2").arg(dir, error));
+    }
+    updatePinMarks();
+}
+
+void MainWindow::runFeatures() {
+    featuresJob_->cancelQuietly();
+    panelEnd(featuresJob_, {});
+    features_->setAttached(dictionaryNames());
+    if (dictionaries_.empty() || !snapshot_ || !canRun() || snapshot_->model != model_) {
+        features_->setRuns(nullptr);
+        text_->setFeatureRuns(nullptr);
+        return;
+    }
+    const SnapshotPtr snapshot = snapshot_;
+    const std::vector<AttachedDictionary> attached = dictionaries_;
+    featuresJob_->watch(worker_->analyse([snapshot, attached](const JobControl& control) {
+        return QVariant::fromValue(computeFeatureRuns(snapshot, attached, control));
+    }));
+    panelShow(featuresJob_, tr("dictionary features"), static_cast<int>(attached.size()) * snapshot->numPrompts());
+    updateActions();
+}
+
+void MainWindow::onFeaturesFinished(FeatureRunsPtr runs) {
+    panelEnd(featuresJob_, {});
+    features_->setRuns(runs);
+    text_->setFeatureRuns(runs);
+    // each dictionary's reconstruction quality on the prompt shown, said under the trace's outcome
+    const int row = features_->prompt();
+    QStringList lines;
+    bool warning = false;
+    for (const DictionaryRun& d : runs->dictionaries) {
+        if (!d.error.isEmpty()) {
+            lines << tr("%1: %2").arg(d.name, d.error);
+            warning = true;
+            continue;
+        }
+        const FeatureRun& run = d.rows.at(static_cast<size_t>(std::min<int>(row, static_cast<int>(d.rows.size()) - 1)));
+        QString line = tr("%1 at %2: %3.").arg(d.name, d.site, featureQualityText(run));
+        if (run.explainedVariance < 0) {
+            line += tr(" Warning: explained variance < 0, it reconstructs worse than the mean: this dictionary does not belong at this site of this model.");
+            warning = true;
+        }
+        lines << line;
+    }
+    tracePanel_->addToOutcome(lines.join(QStringLiteral(" ")), warning);
 }
 
 // ---- views and exports --------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@
 #include "viewregistry.h"
 
 #include "core/analysis/valuestats.h"
+#include "core/run/features.h"
+#include "widgets/views/featuresview.h"
 #include "widgets/views/patchingview.h"
 #include "widgets/views/tracesnapshot.h"
 
@@ -43,6 +45,7 @@ class HeadsView;
 class TextView;
 struct GenerateRequest;
 class FamilyView;
+class FeaturesView;
 class LogitLensView;
 class NeuronView;
 class PinnedCardsPanel;
@@ -60,6 +63,7 @@ struct StartOptions {
     std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
     QString view;            ///< --view NAME (viewNames()): the view shown first
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
+    QStringList dictionaries;  ///< --dictionary DIR: sparse dictionaries attached once the model is open
     QString dtype;           ///< --dtype: auto, float32 or bfloat16 (empty: the saved option)
     bool openDefault = true; ///< without --model: open the most recent model, else the demo model
     bool useSettings = true; ///< read and write QSettings (off for --screenshot: reproducible, leaves them alone)
@@ -78,6 +82,15 @@ public:
     void openTraceFile(const QString& path);
     /// The trace file the window browses, or "" when a checkpoint (or nothing) is open.
     QString traceFile() const { return traceFile_; }
+    /// Reads the sparse dictionary in folder `dir` (core/io/dictionary.h) and attaches it to the open checkpoint
+    /// (AttachedDictionary::attach: its site checked against the model); the checkpoint remembers it (QSettings
+    /// "dictionaries/attached") and the next traces save its site and run it in the worker. With a trace shown the
+    /// prompts are traced again. Returns "" or the error (also shown in the window's error bar, naming the folder).
+    QString attachDictionary(const QString& dir);
+    /// Detaches the dictionary at `index` (attach order); the checkpoint forgets it.
+    void detachDictionary(int index);
+    /// The dictionaries attached to the open checkpoint, in attach order.
+    const std::vector<AttachedDictionary>& dictionaries() const { return dictionaries_; }
     /// Pins value `key` of the open model (as a click on its diagram part does), then reads it from the last trace's
     /// inputs at once where that is cheap (traceMultiplyAdds under kImmediateRereadBudget). False when already pinned.
     bool pinValue(const ValueKey& key);
@@ -119,6 +132,9 @@ public:
     FlowView* flowView() const { return flow_; }
     HeadsView* headsView() const { return heads_; }
     TextView* textView() const { return text_; }
+    FeaturesView* featuresView() const { return features_; }
+    /// The watcher of the attached dictionaries' run on the last trace (computeFeatureRuns, in the worker).
+    JobWatcher* featuresJob() const { return featuresJob_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
     /// or the reason it was refused (also shown in the window).
     QString addIntervention(const QString& text);
@@ -162,6 +178,7 @@ signals:
     /// Values pinned after the last trace were read from its inputs (the cards show them), or could not be.
     void pinsRead();
     void lensEnded();      ///< a logit lens a view asked for was computed, failed or was cancelled
+    void featuresEnded();  ///< the dictionaries' run on the last trace was computed, failed or was cancelled
     /// The last computation views asked for (the logit lens, a view's analysis) ended: none is under way now.
     void viewJobsDone();
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
@@ -196,6 +213,17 @@ private:
     /// Pins the command line's --pin values on the opened model (a refused one is shown and emitted as
     /// startOptionRefused); with `showBlock` the diagram shows the block of each.
     void pinStartValues(bool showBlock);
+    /// Runs the attached dictionaries on the shown trace in the worker (after each trace and each attach).
+    void runFeatures();
+    void onFeaturesFinished(FeatureRunsPtr runs);
+    /// Attaches the dictionaries the settings remember for the open checkpoint (a folder gone is dropped, and said so),
+    /// and those of the command line.
+    void reattachDictionaries();
+    /// Writes the open checkpoint's attached dictionaries to the settings.
+    void saveDictionaries();
+    /// The attached dictionaries' folder names, for the Features view's chooser.
+    QStringList dictionaryNames() const;
+    void openDictionaryDialog();
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
     /// A view's analysis (TraceView::requestAnalysis): the watcher of its job, the request (kept while a trace runs,
@@ -273,7 +301,9 @@ private:
     JobWatcher* rereadJob_;
     JobWatcher* openTraceJob_;
     JobWatcher* lensJob_;
+    JobWatcher* featuresJob_;
     std::vector<ViewJob> viewJobs_;
+    std::vector<AttachedDictionary> dictionaries_;  ///< attached to the open checkpoint, in attach order
     JobWatcher* panelJob_ = nullptr;  ///< the computation the trace panel's bar counts (nullptr: the trace's or none)
     std::vector<View> viewList_;
     QString openTracePath_;  ///< the trace file openTraceJob_ reads
@@ -321,6 +351,7 @@ private:
     FlowView* flow_;
     HeadsView* heads_;
     TextView* text_;
+    FeaturesView* features_;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;
@@ -331,6 +362,7 @@ private:
     QMenu* viewMenu_;
     QAction* openAct_;
     QAction* openTraceAct_;
+    QAction* openDictionaryAct_;
     QAction* exportTraceAct_;
     QAction* reloadAct_;
     QAction* quitAct_;

@@ -30,7 +30,9 @@ const std::vector<ViewSpec>& viewSpecs() {
         {"heads", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Heads"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Heads"),
          QT_TRANSLATE_NOOP("gui", "every head's pattern and scores"), 0, kTraceView},
         {"text", QT_TRANSLATE_NOOP("nnscope::MainWindow", "Te&xt"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Text"),
-         QT_TRANSLATE_NOOP("gui", "the prompts coloured by attention, a neuron or a norm"), 0, V::ShowsTrace | V::FollowsBlock},
+         QT_TRANSLATE_NOOP("gui", "the prompts coloured by attention, a neuron, a norm or a feature"), 0, V::ShowsTrace | V::FollowsBlock},
+        {"features", QT_TRANSLATE_NOOP("nnscope::MainWindow", "F&eatures"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Features"),
+         QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), 0, kTraceView},
     };
     return specs;
 }

@@ -29,6 +29,10 @@
 #include "widgets/views/generateview.h"
 #include "widgets/views/patchingview.h"
 #include "widgets/views/familyview.h"
+#include "widgets/views/featuresview.h"
+#include "core/analysis/featureeffects.h"
+#include "core/io/dictionary.h"
+#include "core/run/features.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/views/neuronview.h"
 #include "widgets/panels/palette.h"
@@ -56,6 +60,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
+#include <QStatusBar>
 #include <QContextMenuEvent>
 #include <QListWidget>
 #include <QMenu>
@@ -290,6 +295,9 @@ private slots:
     void logitLensOnDemand();
     void logitLensInView();
     void darkPalette();
+    void featuresView();
+    void featuresWrongWidth();
+    void featuresRemembered();
 
 private:
     QTemporaryDir tmp_;
@@ -2876,6 +2884,178 @@ void TestGui::darkPalette() {
                                                            PageFormat::Html, PageColours::Light)));
     QVERIFY(w->showView("family"));
     QVERIFY(commonestColour(fv->browser()->viewport()->grab().toImage()).lightness() > 200);
+}
+
+// ---- sparse dictionaries ------------------------------------------------------------------------------------
+
+namespace {
+const QString kDictionaries = kFixtures + "/../dictionaries";
+
+/// Waits for the attached dictionaries' run on the last trace (the window computes it in its worker after each trace).
+bool featuresDone(MainWindow& w) {
+    if (!w.featuresJob()->isActive()) return true;
+    QSignalSpy ended(&w, &MainWindow::featuresEnded);
+    return ended.wait(60000) && !w.featuresJob()->isActive();
+}
+}  // namespace
+
+void TestGui::featuresView() {
+    // A dictionary attached from the window: its top features per token, its quality, a feature's activation, logit
+    // effects and neighbours equal the engine's own run of the same dictionary on the same prompt.
+    const QString dictDir = kDictionaries + "/saelens-jumprelu-llama-resid-post";
+    const QString prompt = "Tom and Lily went to the park.";
+    QSettings().remove("dictionaries/attached");  // what another test attached
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(w->attachDictionary(dictDir).isEmpty());
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    QVERIFY(w->showView("features"));
+    QVERIFY(runFromPanel(*w, {prompt}));
+    QVERIFY(featuresDone(*w));
+    QVERIFY(viewJobsDone(*w));
+    FeaturesView* fv = w->featuresView();
+    QVERIFY(fv->placeholderText().isEmpty());
+
+    // the engine's own run
+    const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
+    const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
+    TraceOptions options;
+    options.save = attached.neededValues();
+    const TraceResult result = trace(*model, encodeBatch(*model, {prompt.toStdString()}), options);
+    const FeatureRun ref = runDictionary(*model, result, attached, 0);
+
+    const FeatureRun* run = fv->currentRun();
+    QVERIFY(run);
+    QCOMPARE(run->mse, ref.mse);
+    QCOMPARE(run->explainedVariance, ref.explainedVariance);
+    QCOMPARE(run->meanL0, ref.meanL0);
+    QVERIFY2(fv->qualityLabel()->text().contains(featureQualityText(ref)), qPrintable(fv->qualityLabel()->text()));
+    // the warning is there exactly when the dictionary reconstructs worse than the mean (random fixture weights: it does)
+    QCOMPARE(fv->qualityLabel()->text().contains("explained variance < 0"), ref.explainedVariance < 0);
+    QCOMPARE(w->tracePanel()->statusText().contains("explained variance < 0"), ref.explainedVariance < 0);
+
+    const int64_t length = ref.features.size(0);
+    QCOMPARE(fv->tokenText()->prompts().at(0).tokens.size(), qsizetype(length));
+    for (int t = 0; t < length; ++t) {
+        // hovering token t selects it, as the cursor does
+        QTest::mouseMove(fv->tokenText(), fv->tokenText()->tokenRect(0, t).center());
+        QCOMPARE(fv->selectedToken(), t);
+        const auto expected = topFeatures(ref.features[t], 20);
+        QCOMPARE(fv->topTable()->rowCount(), static_cast<int>(expected.size()));
+        for (int i = 0; i < static_cast<int>(expected.size()); ++i) {
+            QCOMPARE(fv->topTable()->item(i, 0)->data(Qt::UserRole).toLongLong(), expected[static_cast<size_t>(i)].feature);
+            QCOMPARE(fv->topTable()->item(i, 1)->data(Qt::UserRole).toDouble(), expected[static_cast<size_t>(i)].activation);
+        }
+    }
+
+    // clicking the second feature of the last token selects it: its activation over the prompt, logit effects, neighbours
+    const int last = static_cast<int>(length - 1);
+    QTest::mouseClick(fv->tokenText(), Qt::LeftButton, {}, fv->tokenText()->tokenRect(0, last).center());
+    QCOMPARE(fv->selectedToken(), last);
+    const int64_t chosen = topFeatures(ref.features[last], 2).at(1).feature;
+    QTableWidget* top = fv->topTable();
+    QTest::mouseClick(top->viewport(), Qt::LeftButton, {}, top->visualItemRect(top->item(1, 0)).center());
+    QCOMPARE(fv->feature(), chosen);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(fv->detailsShown());
+    const torch::Tensor acts = ref.features.index({Slice(), chosen});
+    auto* bars = qobject_cast<QCPBars*>(fv->activationPlot()->plottable(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->data()->size(), static_cast<int>(length));
+    for (int t = 0; t < length; ++t) QCOMPARE(bars->data()->at(t)->value, acts[t].item<double>());
+    const FeatureLogitEffects effects = featureLogitEffects(*model, *attached.dictionary, chosen, 10);
+    QCOMPARE(fv->promotedTable()->rowCount(), 10);
+    for (int i = 0; i < 10; ++i) {
+        QCOMPARE(fv->promotedTable()->item(i, 0)->data(Qt::UserRole).toLongLong(), effects.promoted[static_cast<size_t>(i)].id);
+        QCOMPARE(fv->suppressedTable()->item(i, 0)->data(Qt::UserRole).toLongLong(), effects.suppressed[static_cast<size_t>(i)].id);
+    }
+    // the logit effect is W_U · (gain ⊙ d), computed here independently
+    const torch::Tensor d = attached.dictionary->wDec.index({chosen}).to(torch::kFloat32);
+    const torch::Tensor logits = torch::matmul(model->lmHead().to(torch::kFloat32), model->finalNormWeight().to(torch::kFloat32) * d);
+    // (the window computes in the model's dtype, bfloat16 here: a few parts in a thousand)
+    QVERIFY(std::fabs(fv->promotedTable()->item(0, 1)->data(Qt::UserRole).toDouble() - logits.max().item<double>()) < 0.02);
+    QVERIFY(std::fabs(fv->suppressedTable()->item(0, 1)->data(Qt::UserRole).toDouble() - logits.min().item<double>()) < 0.02);
+    const auto nearest = nearestFeatures(*attached.dictionary, chosen, 10);
+    QCOMPARE(fv->nearestTable()->rowCount(), 10);
+    for (int i = 0; i < 10; ++i) QCOMPARE(fv->nearestTable()->item(i, 0)->data(Qt::UserRole).toLongLong(), nearest[static_cast<size_t>(i)].feature);
+    const torch::Tensor wd = attached.dictionary->wDec;
+    const double cos = torch::cosine_similarity(wd.index({chosen}), wd.index({nearest[0].feature}), 0).item<double>();
+    QVERIFY(std::fabs(cos - nearest[0].cosine) < 1e-5);
+
+    // find a feature by number
+    fv->findSpin()->setValue(7);
+    QCOMPARE(fv->feature(), int64_t(7));
+
+    // the Text view colours the tokens by the selected feature
+    QVERIFY(w->showView("text"));
+    TextView* tv = w->textView();
+    tv->setMode(TextView::Mode::Feature);
+    QCOMPARE(tv->feature(), int64_t(7));
+    const auto& values = tv->tokenText()->prompts().at(0).values;
+    QCOMPARE(values.size(), size_t(length));
+    for (int t = 0; t < length; ++t) QCOMPARE(values[static_cast<size_t>(t)], ref.features[t][7].item<double>());
+
+    // the diagram marks the site (layers.1.layer_output) at block 1, not at block 0
+    w->diagramPanel()->setBlock(1);
+    QCoreApplication::processEvents();
+    QVERIFY(w->diagramPanel()->diagram()->dictionaryParts().contains("layer_output"));
+    w->diagramPanel()->setBlock(0);
+    QCoreApplication::processEvents();
+    QVERIFY(w->diagramPanel()->diagram()->dictionaryParts().isEmpty());
+}
+
+void TestGui::featuresWrongWidth() {
+    QSettings().remove("dictionaries/attached");  // what another test attached
+    // tiny-arcee's MLP dictionary reads 128 neurons; tiny-llama's blocks have 96: refused, with both sizes
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    const QString dir = kDictionaries + "/saelens-topk-arcee-mlp-post";
+    const QString error = w->attachDictionary(dir);
+    QVERIFY2(error.contains("128") && error.contains("96"), qPrintable(error));
+    QVERIFY2(w->errorText().contains(QFileInfo(dir).absoluteFilePath()) && w->errorText().contains("128") && w->errorText().contains("96"),
+             qPrintable(w->errorText()));
+    QVERIFY(w->dictionaries().empty());
+    const QString missing = w->attachDictionary(tmp_.filePath("no-such-dictionary"));
+    QVERIFY(!missing.isEmpty());
+    QVERIFY(w->dictionaries().empty());
+}
+
+void TestGui::featuresRemembered() {
+    // the checkpoint remembers its dictionaries; a folder gone is dropped when the checkpoint opens again
+    QSettings().remove("dictionaries/attached");  // what another test attached
+    const QString kept = kDictionaries + "/saelens-jumprelu-llama-resid-post";
+    const QString gone = tmp_.filePath("dictionary-gone");
+    QVERIFY(QDir().mkpath(gone));
+    for (const QString& f : QDir(kDictionaries + "/saelens-topk-llama-resid-post").entryList(QDir::Files))
+        QVERIFY(QFile::copy(kDictionaries + "/saelens-topk-llama-resid-post/" + f, gone + "/" + f));
+    {
+        auto w = openWindow(modelDir("tiny-llama"));
+        QVERIFY(w);
+        QVERIFY(w->attachDictionary(kept).isEmpty());
+        QVERIFY(w->attachDictionary(gone).isEmpty());
+        QCOMPARE(w->dictionaries().size(), size_t(2));
+        QCOMPARE(w->featuresView()->dictionaryCombo()->count(), 2);
+    }
+    QVERIFY(QDir(gone).removeRecursively());
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    QCOMPARE(QString::fromStdString(w->dictionaries().front().dictionary->dir), QFileInfo(kept).absoluteFilePath());
+    QVERIFY(w->statusBar()->currentMessage().contains(gone));
+    // another checkpoint has none
+    auto other = openWindow(modelDir("tiny-arcee"));
+    QVERIFY(other);
+    QVERIFY(other->dictionaries().empty());
+    // and the first is remembered without the folder gone
+    w.reset();
+    auto again = openWindow(modelDir("tiny-llama"));
+    QVERIFY(again);
+    QCOMPARE(again->dictionaries().size(), size_t(1));
+    QVERIFY(!again->statusBar()->currentMessage().contains(gone));
+    // a trace runs it at once
+    QVERIFY(runFromPanel(*again, {"Tom and Lily went to the park."}));
+    QVERIFY(featuresDone(*again));
+    QVERIFY(again->featuresView()->currentRun());
 }
 
 #include "test_gui.moc"

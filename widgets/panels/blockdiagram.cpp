@@ -37,6 +37,7 @@ void BlockDiagram::setModel(ModelPtr model) {
     hovered_.clear();
     highlighted_.clear();
     pinned_.clear();
+    dictionary_.clear();
     setMinimumHeight(heightForWidth(width()));
     updateGeometry();
     update();
@@ -120,6 +121,11 @@ void BlockDiagram::setHighlightedPart(const QString& id) {
 
 void BlockDiagram::setPinnedParts(const QSet<QString>& ids) {
     pinned_ = ids;
+    update();
+}
+
+void BlockDiagram::setDictionaryParts(const QSet<QString>& ids) {
+    dictionary_ = ids;
     update();
 }
 
@@ -255,6 +261,21 @@ void BlockDiagram::paintPart(QPainter& p, const DiagramPart& part) const {
         p.setPen(QPen(QColor(0xc0, 0x20, 0x20), 1));
         p.setBrush(QColor(0xe0, 0x40, 0x40));
         p.drawEllipse(QPointF(r.right() - 5, r.top() + 5), 4, 4);
+    }
+    if (dictionary_.contains(part.id)) {  // a badge: a sparse dictionary reads (or writes) this value
+        p.save();
+        const QColor ink(0x7a, 0x3e, 0x00);
+        QFont f = p.font();
+        f.setPointSizeF(std::max(5.0, f.pointSizeF() * 0.65));
+        f.setBold(true);
+        p.setFont(f);
+        const QString label = QStringLiteral("SAE");
+        const QRectF badge(r.left() + 2, r.top() - 6, QFontMetricsF(f).horizontalAdvance(label) + 6, QFontMetricsF(f).height());
+        p.setPen(QPen(ink, 1));
+        p.setBrush(QColor(0xff, 0xd8, 0x8a));
+        p.drawRoundedRect(badge, 3, 3);
+        p.drawText(badge, Qt::AlignCenter, label);
+        p.restore();
     }
 }
 

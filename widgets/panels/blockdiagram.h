@@ -45,6 +45,9 @@ public:
     const QString& highlightedPart() const { return highlighted_; }
     /// Marks the parts whose values are pinned (a pin on the part).
     void setPinnedParts(const QSet<QString>& ids);
+    /// Marks the parts whose values an attached sparse dictionary reads or writes (a "SAE" badge on the part).
+    void setDictionaryParts(const QSet<QString>& ids);
+    const QSet<QString>& dictionaryParts() const { return dictionary_; }
 
     bool hasHeightForWidth() const override { return true; }
     int heightForWidth(int width) const override;
@@ -71,6 +74,7 @@ private:
     int block_ = 0;
     QString hovered_, highlighted_;
     QSet<QString> pinned_;
+    QSet<QString> dictionary_;
 };
 
 }  // namespace nnscope

@@ -85,7 +85,16 @@ void TracePanel::traceFinished(const QString& summary) {
     status_->setStyleSheet(QString());
     status_->setText(summary);
     outcome_ = summary;
+    outcomeWarning_ = false;
     setRunning(false);
+}
+
+void TracePanel::addToOutcome(const QString& text, bool warning) {
+    outcome_ = outcome_.isEmpty() ? text : outcome_ + " " + text;
+    outcomeWarning_ = outcomeWarning_ || warning;
+    if (analysing_) return;  // said when the analysis under way ends
+    status_->setStyleSheet(outcomeWarning_ ? QStringLiteral("color: #8a5a00") : QString());
+    status_->setText(outcome_);
 }
 
 void TracePanel::traceCancelled(int done, int total) {
@@ -122,7 +131,7 @@ void TracePanel::analysisEnded(const QString& note) {
     analysing_ = false;
     progress_->setFormat(tr("block %v / %m"));
     if (note.isEmpty()) progress_->setValue(progress_->maximum());
-    status_->setStyleSheet(note.isEmpty() ? QString() : QStringLiteral("color: #8a5a00"));
+    status_->setStyleSheet(note.isEmpty() && !outcomeWarning_ ? QString() : QStringLiteral("color: #8a5a00"));
     status_->setText(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note);
     setRunning(running_);
 }

@@ -33,6 +33,9 @@ public:
     void traceFinished(const QString& summary);
     void traceCancelled(int done, int total);
     void traceFailed(const QString& message);
+    /// Adds `text` to the last trace's outcome (what the trace found besides its summary: a dictionary's reconstruction
+    /// quality), in the warning colour when `warning`; it stays under the prompts until the next trace.
+    void addToOutcome(const QString& text, bool warning = false);
     bool isRunning() const { return running_; }
     /// A computation a view asked for after the trace (`what`: "logit lens"): the bar counts its `total` blocks (0: it
     /// counts none, the bar shows its name), Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
@@ -56,6 +59,7 @@ private:
     QLabel* status_;
     bool running_ = false, ready_ = false, analysing_ = false;
     QString outcome_;  ///< the last trace's outcome, which an analysis note is added to
+    bool outcomeWarning_ = false;  ///< the outcome holds a warning (addToOutcome)
 };
 
 }  // namespace nnscope

@@ -2,6 +2,7 @@
 #include "widgets/views/textview.h"
 
 #include "core/analysis/analysis.h"
+#include "core/model/error.h"
 
 #include <torch/types.h>
 
@@ -245,10 +246,12 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
     promptCombo_->hide();  // every prompt of the batch is shown, one under another
     modeCombo_ = new QComboBox(content);
-    modeCombo_->addItems({tr("attention from the token"), tr("attention to the token"), tr("neuron activation"), tr("norm per position")});
+    modeCombo_->addItems({tr("attention from the token"), tr("attention to the token"), tr("neuron activation"), tr("norm per position"),
+                          tr("dictionary feature")});
     modeCombo_->setToolTip(tr("What colours the tokens. Attention: the selected token's row (from) or column (to) of the "
                               "block's attention pattern; neuron: mlp_neurons (what mlp.down_proj reads); norm: the L2 norm "
-                              "of a value at each position"));
+                              "of a value at each position; dictionary feature: the activation of a feature of an attached sparse dictionary "
+                              "(File ▸ Open Dictionary; pick it in the Features view)"));
     blockSpin_ = new QSpinBox(content);
     blockSpin_->setPrefix(tr("layers."));
     headCombo_ = new QComboBox(content);
@@ -259,6 +262,9 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
     normCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     normCombo_->setToolTip(tr("The value whose norm per position colours the tokens: the block's layer_output, or a value pinned "
                               "from the diagram (pin it, then run the trace)"));
+    featureSpin_ = new QSpinBox(content);
+    featureSpin_->setToolTip(tr("The feature of the dictionary chosen in the Features view whose activation colours the tokens"));
+    featureLabel_ = new QLabel(tr("Feature"), content);
     headLabel_ = new QLabel(tr("Head"), content);
     neuronLabel_ = new QLabel(tr("Neuron"), content);
     normLabel_ = new QLabel(tr("Value"), content);
@@ -273,6 +279,8 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(neuronSpin_);
     controls->addWidget(normLabel_);
     controls->addWidget(normCombo_);
+    controls->addWidget(featureLabel_);
+    controls->addWidget(featureSpin_);
     controls->addStretch(1);
 
     legend_ = new ColourLegend(content);
@@ -307,6 +315,7 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
         refresh();
     });
     connect(normCombo_, &QComboBox::currentIndexChanged, this, &TextView::refresh);
+    connect(featureSpin_, &QSpinBox::valueChanged, this, &TextView::refresh);
     connect(text_, &TokenText::tokenHovered, this, &TextView::onHover);
     connect(text_, &TokenText::tokenClicked, this, [this](int row, int position) {
         // a click keeps this token selected while the mouse moves on; a second click lets hovering select again
@@ -358,6 +367,23 @@ int TextView::head() const { return headCombo_->currentData().toInt(); }
 int TextView::block() const { return blockSpin_->value(); }
 void TextView::setNeuron(int neuron) { neuronSpin_->setValue(neuron); }
 int TextView::neuron() const { return neuronSpin_->value(); }
+
+void TextView::setFeatureRuns(FeatureRunsPtr runs) {
+    featureRuns_ = std::move(runs);
+    setFeature(featureDictionary_, feature());
+    if (snapshot_ && mode() == Mode::Feature) refresh();
+}
+
+void TextView::setFeature(int dictionary, int64_t feature) {
+    featureDictionary_ = std::max(0, dictionary);
+    const QSignalBlocker b(featureSpin_);
+    if (featureRuns_ && featureDictionary_ < static_cast<int>(featureRuns_->dictionaries.size()))
+        featureSpin_->setRange(0, static_cast<int>(featureRuns_->dictionaries[static_cast<size_t>(featureDictionary_)].attached.dictionary->dSae) - 1);
+    featureSpin_->setValue(static_cast<int>(feature));
+    if (snapshot_ && mode() == Mode::Feature) refresh();
+}
+
+int64_t TextView::feature() const { return featureSpin_->value(); }
 
 void TextView::followNeuron(int neuron) {
     if (neuron == followed_) return;
@@ -419,6 +445,8 @@ void TextView::updateControls() {
     neuronSpin_->setVisible(m == Mode::Neuron);
     normLabel_->setVisible(m == Mode::Norm);
     normCombo_->setVisible(m == Mode::Norm);
+    featureLabel_->setVisible(m == Mode::Feature);
+    featureSpin_->setVisible(m == Mode::Feature);
 }
 
 std::vector<double> TextView::valuesOf(int row, int selected) const {
@@ -445,6 +473,15 @@ std::vector<double> TextView::valuesOf(int row, int selected) const {
             v = perPosition.reshape({perPosition.size(0), -1}).to(torch::kFloat64).norm(2, /*dim=*/1);
             break;
         }
+        case Mode::Feature: {
+            if (!featureRuns_ || featureRuns_->snapshot->serial != snapshot_->serial ||
+                featureDictionary_ >= static_cast<int>(featureRuns_->dictionaries.size()))
+                throw Error("Attach a sparse dictionary (File ▸ Open Dictionary…) and run the trace to colour the tokens by a feature.");
+            const DictionaryRun& d = featureRuns_->dictionaries[static_cast<size_t>(featureDictionary_)];
+            if (!d.error.isEmpty()) throw Error(d.error.toStdString());
+            v = d.rows.at(static_cast<size_t>(row)).features.index({torch::indexing::Slice(), feature()});
+            break;
+        }
     }
     v = v.to(torch::kFloat64).contiguous();
     return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
@@ -460,6 +497,13 @@ QString TextView::valueName() const {
         case Mode::Norm: {
             const auto key = normKey();
             return key ? tr("L2 norm per position of %1").arg(snapshot_->path(*key)) : tr("norm");
+        }
+        case Mode::Feature: {
+            if (featureRuns_ && featureDictionary_ < static_cast<int>(featureRuns_->dictionaries.size())) {
+                const DictionaryRun& d = featureRuns_->dictionaries[static_cast<size_t>(featureDictionary_)];
+                return tr("activation of feature %1 of %2 (%3)").arg(feature()).arg(d.name, d.site);
+            }
+            return tr("activation of feature %1").arg(feature());
         }
     }
     return {};
@@ -546,12 +590,13 @@ PlotSource TextView::plotSource() const {
 }
 
 QMap<QString, QString> TextView::settings() const {
-    static const char* const modes[] = {"attention_from", "attention_to", "neuron", "norm"};
+    static const char* const modes[] = {"attention_from", "attention_to", "neuron", "norm", "feature"};
     return {{"view", "text"},
             {"view.mode", modes[static_cast<int>(mode())]},
             {"view.block", QString::number(block())},
             {"view.head", head() < 0 ? QString("mean") : QString::number(head())},
-            {"view.neuron", QString::number(neuron())}};
+            {"view.neuron", QString::number(neuron())},
+            {"view.feature", QString::number(feature())}};
 }
 
 }  // namespace nnscope

@@ -5,10 +5,12 @@
 //   - the attention from the selected token to each token (attention_probabilities[head, selected, key]), or to the
 //     selected token from each token ([head, query, selected]), of one head or the mean over the block's heads;
 //   - one neuron's activation (mlp_neurons, what mlp.down_proj reads: the Neuron view's values);
-//   - the norm per position of a value (a pinned value, or the block's layer_output), over all its other axes.
+//   - the norm per position of a value (a pinned value, or the block's layer_output), over all its other axes;
+//   - one feature of an attached sparse dictionary (the Features view's feature; its runs come from the window).
 // Hovering a token selects it (attention modes colour from / to it) and shows its position, text and value; a click
 // keeps the selection while the mouse moves on (click again to let it follow the mouse). A legend gives the colour
 // scale with its minimum and maximum.
+#include "widgets/views/featuresview.h"
 #include "widgets/views/traceview.h"
 
 #include <qcustomplot.h>
@@ -99,7 +101,7 @@ private:
 class TextView : public TraceView {
     Q_OBJECT
 public:
-    enum class Mode { AttentionFrom, AttentionTo, Neuron, Norm };
+    enum class Mode { AttentionFrom, AttentionTo, Neuron, Norm, Feature };
 
     explicit TextView(QWidget* parent = nullptr);
 
@@ -123,6 +125,12 @@ public:
     /// The value whose norm is shown (Norm mode).
     std::optional<ValueKey> normKey() const;
     void setNormKey(const ValueKey& key);
+    /// The attached dictionaries' runs on the trace shown (Feature mode reads them; nullptr: none).
+    void setFeatureRuns(FeatureRunsPtr runs);
+    /// The feature whose activation colours the tokens in Feature mode: `feature` of dictionary `dictionary` (attach order).
+    void setFeature(int dictionary, int64_t feature);
+    int64_t feature() const;
+    int featureDictionary() const { return featureDictionary_; }
     /// Selects token `position` of prompt `row` (the attention modes colour from / to it).
     void selectToken(int row, int position);
     int selectedToken(int row) const;
@@ -148,6 +156,10 @@ private:
     QComboBox* headCombo_;
     QSpinBox* neuronSpin_;
     QComboBox* normCombo_;
+    QSpinBox* featureSpin_;
+    QLabel* featureLabel_;
+    FeatureRunsPtr featureRuns_;
+    int featureDictionary_ = 0;
     QLabel* headLabel_;
     QLabel* neuronLabel_;
     QLabel* normLabel_;

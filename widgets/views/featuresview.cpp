@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: MIT
+#include "widgets/views/featuresview.h"
+
+#include "core/model/error.h"
+#include "core/model/taps.h"
+#include "widgets/plots/heatmapplot.h"
+#include "widgets/views/textview.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+namespace nnscope {
+namespace {
+
+constexpr int kTopFeatures = 20;
+constexpr int kEffects = 10;
+constexpr int kNearest = 10;
+
+QString featureTokenLabel(const Model& m, int64_t id) {
+    return m.tokenizer() ? QString::fromStdString(m.tokenizer()->tokenLabel(id)) : QString("#%1").arg(id);
+}
+
+QTableWidget* makeTable(const QStringList& headers, QWidget* parent) {
+    auto* t = new QTableWidget(0, static_cast<int>(headers.size()), parent);
+    t->setHorizontalHeaderLabels(headers);
+    t->verticalHeader()->hide();
+    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->horizontalHeader()->setStretchLastSection(true);
+    return t;
+}
+
+/// A read-only cell showing `text` and holding `value` (Qt::UserRole) for whoever reads the table back.
+QTableWidgetItem* cell(const QString& text, const QVariant& value) {
+    auto* item = new QTableWidgetItem(text);
+    item->setData(Qt::UserRole, value);
+    return item;
+}
+
+}  // namespace
+
+FeatureRunsPtr computeFeatureRuns(const SnapshotPtr& snapshot, const std::vector<AttachedDictionary>& attached, const JobControl& control) {
+    auto runs = std::make_shared<FeatureRuns>();
+    runs->snapshot = snapshot;
+    const Model& model = *snapshot->model;
+    const int total = static_cast<int>(attached.size()) * snapshot->numPrompts();
+    int done = 0;
+    for (const AttachedDictionary& a : attached) {
+        DictionaryRun d;
+        d.attached = a;
+        d.name = QFileInfo(QString::fromStdString(a.dictionary->dir)).fileName();
+        d.site = snapshot->path(a.site);
+        if (a.dictionary->transcoder) d.site += QStringLiteral(" → ") + snapshot->path(a.siteOut);
+        try {
+            for (int row = 0; row < snapshot->numPrompts(); ++row) {
+                control.throwIfCancelled();
+                d.rows.push_back(runDictionary(model, snapshot->result, a, row));
+                control.progress(++done, total);
+            }
+        } catch (const std::exception& e) {  // nnscope::Error, or libtorch's on a tensor it refuses
+            d.rows.clear();
+            d.error = QString::fromStdString(e.what());
+        }
+        runs->dictionaries.push_back(std::move(d));
+    }
+    return runs;
+}
+
+QString featureQualityText(const FeatureRun& run) {
+    return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3")
+        .arg(run.mse, 0, 'g', 4)
+        .arg(run.explainedVariance, 0, 'f', 4)
+        .arg(run.meanL0, 0, 'f', 1);
+}
+
+FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
+    auto* content = new QWidget(this);
+    dictCombo_ = new QComboBox(content);
+    dictCombo_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    dictCombo_->setToolTip(tr("The attached dictionary shown (File ▸ Open Dictionary… attaches another)"));
+    find_ = new QSpinBox(content);
+    find_->setPrefix(tr("feature #"));
+    find_->setKeyboardTracking(false);  // a number typed is found when it is complete
+    find_->setToolTip(tr("Find a feature by its number"));
+    pin_ = new QToolButton(content);
+    pin_->setText(tr("Pin card"));
+    pin_->setToolTip(tr("Pin a card of the selected feature beside the value cards"));
+    quality_ = new QLabel(content);
+    quality_->setWordWrap(true);
+    quality_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    text_ = new TokenText(content);
+    auto* textScroll = new QScrollArea(content);
+    textScroll->setWidget(text_);
+    textScroll->setWidgetResizable(true);
+    textScroll->setMaximumHeight(110);
+
+    topTitle_ = new QLabel(content);
+    topTitle_->setWordWrap(true);
+    top_ = makeTable({tr("Feature"), tr("Activation")}, content);
+    top_->setToolTip(tr("The largest active features at the selected token; click one to select it"));
+
+    featureTitle_ = new QLabel(content);
+    featureTitle_->setWordWrap(true);
+    plot_ = new QCustomPlot(content);
+    plot_->setInteractions({});
+    bars_ = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars_->setWidth(0.7);
+    bars_->setPen(Qt::NoPen);
+    bars_->setBrush(QColor(0xd9, 0x5f, 0x02));
+    plot_->xAxis->grid()->setVisible(false);
+    plot_->xAxis->setTickLabelRotation(60);
+    plot_->xAxis->setSubTicks(false);
+    plot_->yAxis->setLabel(tr("activation"));
+    plot_->setMinimumHeight(180);
+    followPalette(plot_);
+
+    promoted_ = makeTable({tr("Promotes"), tr("Logit")}, content);
+    suppressed_ = makeTable({tr("Suppresses"), tr("Logit")}, content);
+    nearest_ = makeTable({tr("Nearest feature"), tr("Cosine")}, content);
+    nearest_->setToolTip(tr("Features whose decoder rows point the same way; click one to select it"));
+    detailsStatus_ = new QLabel(content);
+    detailsStatus_->setWordWrap(true);
+
+    auto* controls = new QHBoxLayout;
+    dictLabel_ = new QLabel(tr("Dictionary"), content);
+    controls->addWidget(dictLabel_);
+    controls->addWidget(dictCombo_);
+    controls->addWidget(promptCombo_);
+    controls->addWidget(find_);
+    controls->addWidget(pin_);
+    controls->addStretch(1);
+
+    auto* left = new QWidget(content);
+    left->setMinimumWidth(220);
+    auto* leftLayout = new QVBoxLayout(left);
+    leftLayout->setContentsMargins(0, 0, 0, 0);
+    leftLayout->addWidget(topTitle_);
+    leftLayout->addWidget(top_, 1);
+    auto* tables = new QHBoxLayout;
+    tables->addWidget(promoted_);
+    tables->addWidget(suppressed_);
+    tables->addWidget(nearest_);
+    auto* right = new QWidget(content);
+    auto* rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->addWidget(featureTitle_);
+    rightLayout->addWidget(plot_, 1);
+    rightLayout->addWidget(detailsStatus_);
+    rightLayout->addLayout(tables, 1);
+    auto* split = new QSplitter(Qt::Horizontal, content);
+    split->addWidget(left);
+    split->addWidget(right);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 3);
+
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(controls);
+    layout->addWidget(quality_);
+    layout->addWidget(textScroll);
+    layout->addWidget(split, 1);
+    setContent(content);
+    updatePlaceholder();
+
+    connect(dictCombo_, &QComboBox::currentIndexChanged, this, [this] {
+        feature_ = -1;
+        refresh();
+    });
+    connect(this, &TraceView::promptChanged, this, [this] {
+        token_ = -1;
+        refresh();
+    });
+    connect(find_, &QSpinBox::valueChanged, this, [this](int f) {
+        if (f != feature_) selectFeature(f);
+    });
+    connect(pin_, &QToolButton::clicked, this, [this] {
+        if (feature_ >= 0) emit pinRequested(dictionary(), feature_);
+    });
+    connect(text_, &TokenText::tokenHovered, this, [this](int, int position) {
+        if (!locked_) selectToken(position);
+    });
+    connect(text_, &TokenText::tokenClicked, this, [this](int, int position) {
+        locked_ = !(locked_ && token_ == position);  // a click keeps the token; a second click follows the mouse again
+        selectToken(position);
+    });
+    connect(top_, &QTableWidget::cellClicked, this, [this](int row, int) {
+        if (QTableWidgetItem* item = top_->item(row, 0)) selectFeature(item->data(Qt::UserRole).toLongLong());
+    });
+    connect(nearest_, &QTableWidget::cellClicked, this, [this](int row, int) {
+        if (QTableWidgetItem* item = nearest_->item(row, 0)) selectFeature(item->data(Qt::UserRole).toLongLong());
+    });
+}
+
+void FeaturesView::setSnapshot(SnapshotPtr snapshot) {
+    snapshot_ = std::move(snapshot);
+    dropAnalysis();
+    detailsFeature_ = -1;
+    if (snapshot_) fillPromptCombo(promptCombo_, *snapshot_);
+    if (runs_ && (!snapshot_ || runs_->snapshot->serial != snapshot_->serial)) runs_.reset();
+    token_ = -1;
+    locked_ = false;
+    refresh();
+}
+
+void FeaturesView::setAttached(const QStringList& names) {
+    attached_ = names;
+    if (!runs_) {
+        const QSignalBlocker b(dictCombo_);
+        const int keep = dictCombo_->currentIndex();
+        dictCombo_->clear();
+        dictCombo_->addItems(names);
+        dictCombo_->setCurrentIndex(std::max(0, std::min(keep, static_cast<int>(names.size()) - 1)));
+        dictCombo_->setVisible(dictCombo_->count() > 1);
+        dictLabel_->setVisible(dictCombo_->count() > 1);
+    }
+    updatePlaceholder();
+}
+
+void FeaturesView::setRuns(FeatureRunsPtr runs) {
+    if (runs && snapshot_ && runs->snapshot->serial != snapshot_->serial) return;  // another trace's
+    runs_ = std::move(runs);
+    {
+        const QSignalBlocker b(dictCombo_);
+        const int keep = dictCombo_->currentIndex();
+        dictCombo_->clear();
+        if (runs_)
+            for (const DictionaryRun& d : runs_->dictionaries) dictCombo_->addItem(d.name, d.site);
+        else
+            dictCombo_->addItems(attached_);
+        dictCombo_->setCurrentIndex(std::max(0, std::min(keep, dictCombo_->count() - 1)));
+    }
+    dictCombo_->setVisible(dictCombo_->count() > 1);  // a chooser when there is a choice
+    dictLabel_->setVisible(dictCombo_->count() > 1);
+    detailsFeature_ = -1;
+    refresh();
+}
+
+void FeaturesView::setDictionary(int index) { dictCombo_->setCurrentIndex(index); }
+int FeaturesView::dictionary() const { return std::max(0, dictCombo_->currentIndex()); }
+
+const DictionaryRun* FeaturesView::currentDictionary() const {
+    if (!runs_ || runs_->dictionaries.empty()) return nullptr;
+    return &runs_->dictionaries.at(static_cast<size_t>(std::min<int>(dictionary(), static_cast<int>(runs_->dictionaries.size()) - 1)));
+}
+
+const FeatureRun* FeaturesView::currentRun() const {
+    const DictionaryRun* d = currentDictionary();
+    if (!d || d->rows.empty()) return nullptr;
+    return &d->rows.at(static_cast<size_t>(std::min<int>(prompt(), static_cast<int>(d->rows.size()) - 1)));
+}
+
+void FeaturesView::updatePlaceholder() {
+    if (!snapshot_)
+        showPlaceholder(tr("Run a trace: this view shows the features a sparse dictionary (File ▸ Open Dictionary…) reads at each token."));
+    else if (attached_.isEmpty() && !runs_)
+        showPlaceholder(tr("Attach a sparse dictionary (an SAE or transcoder folder: File ▸ Open Dictionary…) to see its features on the trace."));
+    else if (!runs_)
+        showPlaceholder(tr("Computing the dictionaries' features on the trace…"));
+    else
+        showContent();
+}
+
+void FeaturesView::refresh() {
+    updatePlaceholder();
+    const DictionaryRun* d = currentDictionary();
+    if (!snapshot_ || !d) return;
+    const FeatureRun* run = currentRun();
+    const Dictionary& dict = *d->attached.dictionary;
+    {
+        const QSignalBlocker b(find_);
+        find_->setRange(0, static_cast<int>(dict.dSae) - 1);
+    }
+    if (!run) {
+        quality_->setStyleSheet("color: #a00010;");
+        quality_->setText(tr("%1 at %2: %3").arg(d->name, d->site, d->error));
+        text_->setPrompts({});
+        top_->setRowCount(0);
+        return;
+    }
+    const bool bad = run->explainedVariance < 0;
+    quality_->setStyleSheet(bad ? "color: #a00010; font-weight: bold;" : QString());
+    QString q = tr("%1 (%2) at %3 on prompt %4: %5")
+                    .arg(d->name, QString::fromStdString(dict.format + " " + dict.architecture), d->site)
+                    .arg(prompt() + 1)
+                    .arg(featureQualityText(*run));
+    if (bad) q += tr(" — warning: it explains less variance than the mean (explained variance < 0): it does not belong to this model or site.");
+    quality_->setText(q);
+    const int length = static_cast<int>(run->features.size(0));
+    if (token_ < 0 || token_ >= length) token_ = length - 1;
+    if (feature_ < 0 || feature_ >= dict.dSae) {
+        const auto top = topFeatures(run->features[token_], 1);
+        feature_ = top.empty() ? 0 : top.front().feature;
+    }
+    fillTopTable();
+    showFeature();
+}
+
+void FeaturesView::selectToken(int position) {
+    const FeatureRun* run = currentRun();
+    if (!run || position < 0 || position >= run->features.size(0) || position == token_) return;
+    token_ = position;
+    fillTopTable();
+    showFeature();  // the token outline moves
+}
+
+void FeaturesView::fillTopTable() {
+    const FeatureRun* run = currentRun();
+    if (!run) return;
+    const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(prompt()));
+    const auto top = topFeatures(run->features[token_], kTopFeatures);
+    topTitle_->setText(tr("Top features at position %1 “%2” (L0 %3)")
+                           .arg(token_)
+                           .arg(tokens.value(token_))
+                           .arg((run->features[token_] > 0).sum().item<int64_t>()));
+    top_->setRowCount(static_cast<int>(top.size()));
+    for (int i = 0; i < static_cast<int>(top.size()); ++i) {
+        top_->setItem(i, 0, cell(QString::number(top[static_cast<size_t>(i)].feature), QVariant::fromValue<qint64>(top[static_cast<size_t>(i)].feature)));
+        top_->setItem(i, 1, cell(QString::number(top[static_cast<size_t>(i)].activation, 'g', 5), top[static_cast<size_t>(i)].activation));
+    }
+    top_->resizeColumnToContents(0);
+}
+
+void FeaturesView::selectFeature(int64_t feature) {
+    const DictionaryRun* d = currentDictionary();
+    if (!d || feature < 0 || feature >= d->attached.dictionary->dSae) return;
+    if (feature == feature_ && detailsShown()) return;
+    feature_ = feature;
+    showFeature();
+}
+
+void FeaturesView::showFeature() {
+    const FeatureRun* run = currentRun();
+    if (!run || feature_ < 0) return;
+    {
+        const QSignalBlocker b(find_);
+        find_->setValue(static_cast<int>(feature_));
+    }
+    const int row = prompt();
+    const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(row));
+    const torch::Tensor acts = run->features.index({torch::indexing::Slice(), feature_}).to(torch::kFloat64).contiguous();
+    std::vector<double> values(acts.data_ptr<double>(), acts.data_ptr<double>() + acts.numel());
+    // the prompt's tokens coloured by the feature, the selected token outlined
+    TokenText::Prompt p;
+    p.title = tr("Prompt %1").arg(row + 1);
+    p.tokens = tokens;
+    p.values = values;
+    p.selected = token_;
+    double hi = 1e-12;
+    for (double v : values) hi = std::max(hi, v);
+    text_->setColours(probabilityGradient(), QCPRange(0, hi));
+    text_->setPrompts({p});
+
+    QVector<double> keys, bars;
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int t = 0; t < static_cast<int>(values.size()); ++t) {
+        keys << t;
+        bars << values[static_cast<size_t>(t)];
+        ticker->addTick(t, tokens.value(t));
+    }
+    bars_->setData(keys, bars, true);
+    plot_->xAxis->setTicker(ticker);
+    plot_->xAxis->setRange(-0.7, std::max<int>(1, static_cast<int>(values.size())) - 0.3);
+    plot_->yAxis->setRange(std::min(0.0, *std::min_element(values.begin(), values.end())), hi * 1.1);
+    plot_->replot();
+    int active = 0;
+    for (double v : values) active += v > 0;
+    featureTitle_->setText(tr("<b>Feature %1</b> of %2: active on %3 of %4 tokens, largest %5")
+                               .arg(feature_)
+                               .arg(currentDictionary()->name.toHtmlEscaped())
+                               .arg(active)
+                               .arg(values.size())
+                               .arg(hi, 0, 'g', 4));
+    refreshWhenShown([this] {  // the logit effects cost a vocab_size x hidden_size product: not for a hidden tab
+        if (detailsFeature_ != feature_) requestDetails();
+    });
+    emit featureSelected(dictionary(), feature_);
+}
+
+void FeaturesView::requestDetails() {
+    const DictionaryRun* d = currentDictionary();
+    if (!d || !snapshot_) return;
+    detailsFeature_ = -1;
+    promoted_->setRowCount(0);
+    suppressed_->setRowCount(0);
+    nearest_->setRowCount(0);
+    const ModelPtr model = snapshot_->model;
+    const std::shared_ptr<const Dictionary> dict = d->attached.dictionary;
+    const int64_t feature = feature_;
+    detailsStatus_->setStyleSheet(QString());
+    detailsStatus_->setText(tr("Computing feature %1's logit effects and nearest features…").arg(feature));
+    requestAnalysis(
+        tr("feature's logit effects"), 0,
+        [model, dict, feature](const JobControl& control) {
+            auto details = std::make_shared<FeatureDetails>();
+            try {
+                details->effects = featureLogitEffects(*model, *dict, feature, kEffects);
+            } catch (const Error& e) {
+                details->effectsError = QString::fromStdString(e.what());
+            }
+            control.throwIfCancelled();
+            details->nearest = nearestFeatures(*dict, feature, kNearest);
+            return QVariant::fromValue(FeatureDetailsPtr(std::move(details)));
+        },
+        [this, feature](JobState state, const QVariant& result, const QString& message) {
+            if (feature == feature_) detailsEnded(state, result, message);
+        });
+}
+
+void FeaturesView::detailsEnded(JobState state, const QVariant& result, const QString& message) {
+    if (state != JobState::Finished) {
+        detailsStatus_->setStyleSheet(state == JobState::Cancelled ? "color: #8a5a00;" : "color: #a00010;");
+        detailsStatus_->setText(state == JobState::Cancelled ? tr("Cancelled: select the feature again to compute its logit effects.") : message);
+        return;
+    }
+    const FeatureDetails& details = *result.value<FeatureDetailsPtr>();
+    detailsFeature_ = feature_;
+    const Model& m = *snapshot_->model;
+    auto fill = [&m](QTableWidget* t, const std::vector<TokenEffect>& effects) {
+        t->setRowCount(static_cast<int>(effects.size()));
+        for (int i = 0; i < static_cast<int>(effects.size()); ++i) {
+            const TokenEffect& e = effects[static_cast<size_t>(i)];
+            t->setItem(i, 0, cell(featureTokenLabel(m, e.id), QVariant::fromValue<qint64>(e.id)));
+            t->setItem(i, 1, cell(QString::number(e.logit, 'f', 3), e.logit));
+        }
+    };
+    fill(promoted_, details.effects.promoted);
+    fill(suppressed_, details.effects.suppressed);
+    nearest_->setRowCount(static_cast<int>(details.nearest.size()));
+    for (int i = 0; i < static_cast<int>(details.nearest.size()); ++i) {
+        const FeatureSimilarity& s = details.nearest[static_cast<size_t>(i)];
+        nearest_->setItem(i, 0, cell(QString::number(s.feature), QVariant::fromValue<qint64>(s.feature)));
+        nearest_->setItem(i, 1, cell(QString::number(s.cosine, 'f', 3), s.cosine));
+    }
+    detailsStatus_->setStyleSheet(details.effectsError.isEmpty() ? QString() : "color: #8a5a00;");
+    detailsStatus_->setText(details.effectsError.isEmpty()
+                                ? tr("Logit effects: the decoder row through the final norm's gain and the unembedding (lm_head · (gain ⊙ W_dec[%1]))."
+                                     " Nearest: cosine of decoder rows.").arg(feature_)
+                                : tr("No logit effects: %1").arg(details.effectsError));
+}
+
+PlotSource FeaturesView::plotSource() const {
+    PlotSource s;
+    s.plot = plot_;
+    s.name = "features";
+    return s;
+}
+
+QMap<QString, QString> FeaturesView::settings() const {
+    const DictionaryRun* d = currentDictionary();
+    return {{"view", "features"},
+            {"view.dictionary", d ? QString::fromStdString(d->attached.dictionary->dir) : QString()},
+            {"view.site", d ? d->site : QString()},
+            {"view.token", QString::number(token_)},
+            {"view.feature", QString::number(feature_)}};
+}
+
+}  // namespace nnscope
