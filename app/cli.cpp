@@ -134,7 +134,7 @@ std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringLi
             addIntervention(*list, m, s(line));
         } catch (const Error& e) {
             std::string message = e.what();  // "'skip 9': ..." -> "--skip 9: ..."
-            if (!message.empty() && message[0] == '\'') {
+            if (!message.empty() && message[0] == '\'' && (message.rfind("'skip", 0) == 0 || message.rfind("'steer", 0) == 0)) {
                 const auto close = message.find('\'', 1);
                 if (close != std::string::npos) message = "--" + message.substr(1, close - 1) + message.substr(close + 1);
             }

@@ -8,6 +8,7 @@
 #include "core/io/safetensors.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
+#include "core/run/edit.h"
 #include "core/run/features.h"
 #include "core/run/trace.h"
 #include "testutil.h"
@@ -85,6 +86,47 @@ private slots:
         NNSCOPE_COMPARE_TENSORS(run.reconstruction, reconstruction, 1e-4, 1e-4);
         NNSCOPE_COMPARE_TENSORS(run.error, run.target - reconstruction, 1e-4, 1e-4);
         QVERIFY(std::isfinite(run.mse) && std::isfinite(run.explainedVariance) && run.meanL0 > 0);
+    }
+
+    // Feature edits during the pass: moving a feature by d adds d times its decoder row to the site at every position,
+    // clamping it to 0 removes exactly its share (the error term stays), splicing replaces the site by the
+    // reconstruction; the rest of the pass computes from the edited value (the logits move).
+    void featureEditsChangeOnlyThatFeature() {
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32());
+        const std::string dir = dictionariesDir() + "/saelens-jumprelu-llama-resid-post";
+        const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dir));
+        const Batch batch = encodeBatch(*model, {kPrompt});
+        auto run = [&](const std::string& intervention) {
+            TraceOptions o;
+            o.save = {attached.site, {Value::Logits, -1}};
+            if (!intervention.empty()) {
+                auto list = std::make_shared<EditList>();
+                addIntervention(*list, *model, intervention);
+                o.intervention = list;
+            }
+            const TraceResult r = trace(*model, batch, o);
+            return std::make_pair(r.value(attached.site)[0], r.value({Value::Logits, -1}));
+        };
+        const auto [x, logits] = run("");
+        TraceOptions o;
+        o.save = attached.neededValues();
+        const FeatureRun plain = runDictionary(*model, trace(*model, batch, o), attached, 0);
+        const int64_t k = plain.features[-1].argmax().item<int64_t>();
+        QVERIFY(plain.features[-1][k].item<double>() > 0);
+        const torch::Tensor row = attached.dictionary->wDec[k];
+
+        const auto [moved, movedLogits] = run("feature " + dir + ":" + std::to_string(k) + " += 2.5");
+        NNSCOPE_COMPARE_TENSORS(moved - x, (2.5 * row).expand_as(x), 1e-4, 1e-4);
+        QVERIFY(!torch::allclose(movedLogits, logits));
+        const auto [zeroed, zeroedLogits] = run("feature " + dir + ":" + std::to_string(k) + " = 0");
+        NNSCOPE_COMPARE_TENSORS(zeroed - x, -plain.features.select(-1, k).unsqueeze(-1) * row, 1e-4, 1e-4);
+        const auto [spliced, splicedLogits] = run("splice " + dir);
+        NNSCOPE_COMPARE_TENSORS(spliced, plain.reconstruction, 1e-4, 1e-4);
+
+        EditList list;
+        QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":99999 = 0"));
+        QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":3 ~ 1"));
+        QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dictionariesDir() + "/saelens-transcoder-llama-l0:1 = 0"));
     }
 
     // The site is checked against the model: a dictionary for another width is refused with both sizes.

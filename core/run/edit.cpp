@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/run/edit.h"
 
+#include "core/run/features.h"
+
 #include "core/model/error.h"
 #include "core/model/model.h"
 #include "core/io/safetensors.h"
@@ -401,6 +403,8 @@ void EditList::steer(int layer, const torch::Tensor& vector, double factor, cons
 bool EditList::touches(Value v, int layer) const {
     for (const auto& e : edits_)
         if (e.key.value == v && e.key.layer == layer) return true;
+    for (const auto& o : others_)
+        if (o->touches(v, layer)) return true;
     if (v == Value::LayerInput || v == Value::LayerOutput)
         return std::find(skipped_.begin(), skipped_.end(), layer) != skipped_.end();
     return false;
@@ -412,6 +416,8 @@ void EditList::apply(Value v, int layer, torch::Tensor& t) const {
     for (const auto& e : edits_)
         if (e.key.value == v && e.key.layer == layer)
             t = applyEditAt(e, t, std::string(valueInfo(v).name) + (layer >= 0 ? " of block " + std::to_string(layer) : ""), positions_);
+    for (const auto& o : others_)
+        if (o->touches(v, layer)) o->apply(v, layer, t);
     if (skipped && v == Value::LayerOutput) t = skippedInputs_.at(layer);
 }
 
@@ -479,6 +485,10 @@ void addIntervention(EditList& list, const Model& model, const std::string& text
                         ", not one vector of hidden_size " + std::to_string(model.config().hiddenSize) + " values.");
         const std::vector<int64_t> positions = parts.size() == 4 ? intList(parts[3], "'" + text + "' positions") : std::vector<int64_t>{};
         for (int64_t l : intList(parts[0], "'" + text + "'")) list.steer(blockIndex(model, l, "'" + text + "'"), vec, factor, positions);
+        return;
+    }
+    if (text.rfind("feature ", 0) == 0 || text.rfind("splice ", 0) == 0) {
+        list.add(std::shared_ptr<const Intervention>(parseFeatureIntervention(model, text, baseDir)));
         return;
     }
     list.add(parseEdit(model, text, baseDir));

@@ -89,7 +89,10 @@ public:
     /// from the prompt as PassPositions says, so a batch steers each prompt at its own position).
     void steer(int layer, const torch::Tensor& vector, double factor, const std::vector<int64_t>& positions = {});
 
-    bool empty() const { return edits_.empty() && skipped_.empty(); }
+    /// Another intervention applied in the same pass, after the edits of the same value (a dictionary's feature edits,
+    /// core/run/features.h).
+    void add(std::shared_ptr<const Intervention> other) { others_.push_back(std::move(other)); }
+    bool empty() const { return edits_.empty() && skipped_.empty() && others_.empty(); }
     const std::vector<Edit>& edits() const { return edits_; }
     const std::vector<int>& skipped() const { return skipped_; }
 
@@ -98,11 +101,13 @@ public:
     void begin(const PassPositions& positions) const override {
         skippedInputs_.clear();
         positions_ = positions;
+        for (const auto& o : others_) o->begin(positions);
     }
 
 private:
     std::vector<Edit> edits_;
     std::vector<int> skipped_;
+    std::vector<std::shared_ptr<const Intervention>> others_;
     mutable std::map<int, torch::Tensor> skippedInputs_;
     mutable PassPositions positions_;
 };
@@ -113,6 +118,11 @@ private:
 ///   `skip LAYERS`      skip blocks (comma-separated indices, negative from the end): layer_output = layer_input
 ///   `steer LAYERS:FACTOR:FILE.npy[:POSITIONS]`  add FACTOR x the vector (hidden_size values) to layer_output of
 ///                      each block at POSITIONS (comma-separated, negative from the end; all positions without)
+///   `feature DIR:F OP VALUE`  a sparse dictionary's feature F at its site (DIR: the dictionary's folder): `= v` clamps
+///                      its activation to v (0 zeroes it), `*= s` scales it, `+= d` / `-= d` moves it (steering by d times
+///                      its decoder row); the site's value changes by decode(edited) - decode(features), so the
+///                      dictionary's error term stays and only that feature changes (FeatureIntervention)
+///   `splice DIR`       the site's value replaced by the dictionary's reconstruction (its error term dropped)
 /// Relative .npy paths are resolved against `baseDir`. Throws nnscope::Error naming the text and the problem (a
 /// block out of range, a vector of the wrong size, an unreadable file, a bad edit).
 void addIntervention(EditList& list, const Model& model, const std::string& text, const std::string& baseDir = ".");

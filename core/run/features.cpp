@@ -6,6 +6,7 @@
 #include "core/model/error.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <regex>
 
@@ -141,6 +142,85 @@ std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k)
         out.push_back({indices[i].item<int64_t>(), v});
     }
     return out;
+}
+
+FeatureIntervention::FeatureIntervention(AttachedDictionary attached) : attached_(std::move(attached)) {
+    if (attached_.dictionary->transcoder)
+        throw Error(attached_.dictionary->describe() + ": a transcoder's features edit its output site from its input, which nnscope's "
+                    "feature edits do not do yet; edit an SAE's features.");
+}
+
+void FeatureIntervention::change(Change c) {
+    if (c.feature < 0 || c.feature >= attached_.dictionary->dSae)
+        throw Error("feature " + std::to_string(c.feature) + " is outside the dictionary's " + std::to_string(attached_.dictionary->dSae) +
+                    " features (0 to " + std::to_string(attached_.dictionary->dSae - 1) + ").");
+    changes_.push_back(c);
+}
+
+void FeatureIntervention::apply(Value, int, torch::Tensor& t) const {
+    const Dictionary& d = *attached_.dictionary;
+    const auto shape = t.sizes().vec();
+    // [batch, seq, ...] with the site's own layout; the dictionary reads each position's values side by side
+    const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
+    const torch::Tensor f = d.encode(x);
+    const torch::Tensor reconstruction = d.decode(f, x);
+    torch::Tensor edited = f;
+    if (!changes_.empty()) {
+        edited = f.clone();
+        for (const Change& c : changes_) {
+            torch::Tensor col = edited.select(-1, c.feature);
+            switch (c.op) {
+                case Edit::Op::Set: col.fill_(c.value); break;
+                case Edit::Op::Mul: col.mul_(c.value); break;
+                case Edit::Op::Div: col.div_(c.value); break;
+                case Edit::Op::Add: col.add_(c.value); break;
+                case Edit::Op::Sub: col.sub_(c.value); break;
+            }
+        }
+    }
+    torch::Tensor out = splice_ ? d.decode(edited, x) : x + (d.decode(edited, x) - reconstruction);
+    t = out.reshape(shape).to(t.scalar_type());
+}
+
+std::unique_ptr<FeatureIntervention> parseFeatureIntervention(const Model& model, const std::string& text, const std::string& baseDir) {
+    auto folder = [&](const std::string& dir) {
+        std::filesystem::path p(dir);
+        if (p.is_relative()) p = std::filesystem::path(baseDir) / p;
+        return p.string();
+    };
+    auto trimmed = [](std::string s) {
+        const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+        return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    const std::string what = "'" + text + "'";
+    if (text.rfind("splice ", 0) == 0) {
+        auto fi = std::make_unique<FeatureIntervention>(AttachedDictionary::attach(model, loadDictionary(folder(trimmed(text.substr(7))))));
+        fi->setSplice(true);
+        return fi;
+    }
+    // feature DIR:F OP VALUE
+    static const std::regex re(R"(^feature\s+(.+):\s*(\d+)\s*(=|\+=|-=|\*=|/=)\s*([-+0-9.eE]+)\s*$)");
+    std::smatch m;
+    if (!std::regex_match(text, m, re))
+        throw Error(what + ": expected feature DIR:F OP VALUE (OP one of = += -= *= /=), e.g. feature saes/layer_12:1234 = 0, or splice DIR.");
+    FeatureIntervention::Change c{};
+    try {
+        c.feature = std::stoll(m[2].str());
+        size_t used = 0;
+        c.value = std::stod(m[4].str(), &used);
+        if (used != m[4].str().size()) throw std::invalid_argument(m[4].str());
+    } catch (...) {
+        throw Error(what + ": '" + m[4].str() + "' is not a number.");
+    }
+    const std::string op = m[3].str();
+    c.op = op == "=" ? Edit::Op::Set : op == "+=" ? Edit::Op::Add : op == "-=" ? Edit::Op::Sub : op == "*=" ? Edit::Op::Mul : Edit::Op::Div;
+    auto fi = std::make_unique<FeatureIntervention>(AttachedDictionary::attach(model, loadDictionary(folder(trimmed(m[1].str())))));
+    try {
+        fi->change(c);
+    } catch (const Error& e) {
+        throw Error(what + ": " + e.what());
+    }
+    return fi;
 }
 
 }  // namespace nnscope

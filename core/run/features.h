@@ -4,6 +4,7 @@
 // features, reconstruction and error on a trace.
 #include "core/io/dictionary.h"
 #include "core/model/model.h"
+#include "core/run/edit.h"
 #include "core/run/trace.h"
 
 #include <torch/types.h>
@@ -64,5 +65,37 @@ struct FeatureActivation {
 };
 /// The `k` largest activations of `features` [d_sae] that are above zero, largest first.
 std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k);
+
+/// Feature edits at an SAE's site, applied during the pass (Intervention): at every position the site's value x is
+/// encoded, the named features of f = encode(x) are changed (set, scaled or moved), and x becomes
+/// x + decode(f') - decode(f): the dictionary's error term x - decode(f) stays and only the edited features change
+/// (Templeton et al. 2024's clamping, with the error kept as SAELens' use_error_term keeps it). With `splice` the value
+/// becomes decode(f') itself: the reconstruction, the error term dropped.
+class FeatureIntervention : public Intervention {
+public:
+    struct Change {
+        int64_t feature;
+        Edit::Op op;   ///< Set (clamp), Mul (scale), Add / Sub (move by a multiple of the decoder row)
+        double value;
+    };
+    /// Throws nnscope::Error for a transcoder (its features would edit its output site from its input: not yet).
+    explicit FeatureIntervention(AttachedDictionary attached);
+    /// Throws nnscope::Error when `feature` is outside [0, d_sae).
+    void change(Change c);
+    void setSplice(bool splice) { splice_ = splice; }
+    const AttachedDictionary& attached() const { return attached_; }
+
+    bool touches(Value v, int layer) const override { return v == attached_.site.value && layer == attached_.site.layer; }
+    void apply(Value v, int layer, torch::Tensor& t) const override;
+
+private:
+    AttachedDictionary attached_;
+    std::vector<Change> changes_;
+    bool splice_ = false;
+};
+
+/// Parses `feature DIR:F OP VALUE` or `splice DIR` (addIntervention's syntax, core/run/edit.h) for `model`: reads the
+/// dictionary in DIR (relative to `baseDir`) and attaches it. Throws nnscope::Error naming the text and the problem.
+std::unique_ptr<FeatureIntervention> parseFeatureIntervention(const Model& model, const std::string& text, const std::string& baseDir);
 
 }  // namespace nnscope
