@@ -340,6 +340,13 @@ void MainWindow::createCentral() {
         showView("attention");
     });
     connect(features_, &FeaturesView::featureSelected, this, [this](int dictionary, qint64 feature) { text_->setFeature(dictionary, feature); });
+    connect(features_, &FeaturesView::pinRequested, this, [this](int dictionary, qint64 feature) {
+        const DictionaryRun* d = features_->currentDictionary();
+        if (!d || dictionary != features_->dictionary()) return;
+        pinned_->pinFeature(QString::fromStdString(d->attached.dictionary->dir), d->name, d->site, feature);
+        pinnedDock_->show();
+        pinnedDock_->raise();
+    });
     connect(generate_, &GenerateView::generateRequested, this, &MainWindow::runGeneration);
     connect(generate_, &GenerateView::cancelRequested, generateJob_, &JobWatcher::cancel);
     connect(patching_, &PatchingView::patchRequested, this, &MainWindow::runPatching);
@@ -467,6 +474,14 @@ void MainWindow::createDocks() {
     connect(pinned_, &PinnedCardsPanel::plotRequested, this, &MainWindow::plotValue);
     connect(pinned_, &PinnedCardsPanel::exportRequested, this, &MainWindow::exportValueDialog);
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::updatePinMarks);
+    connect(pinned_, &PinnedCardsPanel::featureShowRequested, this, [this](const QString& dir, qint64 feature) {
+        for (size_t i = 0; i < dictionaries_.size(); ++i)
+            if (QString::fromStdString(dictionaries_[i].dictionary->dir) == dir) {
+                features_->setDictionary(static_cast<int>(i));
+                features_->selectFeature(feature);
+                showView("features");
+            }
+    });
     connect(pinned_, &PinnedCardsPanel::pinsChanged, this, [this] { text_->setPinnedKeys(pinned_->keys()); });
     connect(pinned_, &PinnedCardsPanel::message, this, [this](const QString& text) { statusBar()->showMessage(text, 6000); });
     // a double-click on a row of the support table or the printout pins its value at the block shown
@@ -1584,6 +1599,7 @@ void MainWindow::onFeaturesFinished(FeatureRunsPtr runs) {
     panelEnd(featuresJob_, {});
     features_->setRuns(runs);
     text_->setFeatureRuns(runs);
+    pinned_->setFeatureRuns(runs);
     // each dictionary's reconstruction quality on the prompt shown, said under the trace's outcome
     const int row = features_->prompt();
     QStringList lines;
@@ -1597,7 +1613,7 @@ void MainWindow::onFeaturesFinished(FeatureRunsPtr runs) {
         const FeatureRun& run = d.rows.at(static_cast<size_t>(std::min<int>(row, static_cast<int>(d.rows.size()) - 1)));
         QString line = tr("%1 at %2: %3.").arg(d.name, d.site, featureQualityText(run));
         if (run.explainedVariance < 0) {
-            line += tr(" Warning: explained variance < 0, it reconstructs worse than the mean: this dictionary does not belong at this site of this model.");
+            line += tr(" Warning: explained variance < 0: it does not belong here.");
             warning = true;
         }
         lines << line;

@@ -2986,6 +2986,18 @@ void TestGui::featuresView() {
     fv->findSpin()->setValue(7);
     QCOMPARE(fv->feature(), int64_t(7));
 
+    // a feature card: pinned from the view, its sparkline is the feature's activation over the prompt; Show selects it
+    QTest::mouseClick(fv->pinButton(), Qt::LeftButton);
+    QCOMPARE(w->pinnedPanel()->featureCards().size(), size_t(1));
+    FeatureCard* card = w->pinnedPanel()->featureCards().front();
+    QCOMPARE(card->feature(), int64_t(7));
+    QCOMPARE(card->sparkline()->values().size(), size_t(length));
+    for (int t = 0; t < length; ++t) QCOMPARE(card->sparkline()->values()[static_cast<size_t>(t)], ref.features[t][7].item<double>());
+    fv->findSpin()->setValue(3);
+    QTest::mouseClick(card->showButton(), Qt::LeftButton);
+    QCOMPARE(fv->feature(), int64_t(7));
+    QVERIFY(viewJobsDone(*w));
+
     // the Text view colours the tokens by the selected feature
     QVERIFY(w->showView("text"));
     TextView* tv = w->textView();

@@ -304,6 +304,71 @@ void ValueCard::copy(const QString& what, const QString& text) {
     emit message(tr("Copied %1 to the clipboard.").arg(what));
 }
 
+// ---- FeatureCard ----------------------------------------------------------------------------------------------
+
+FeatureCard::FeatureCard(const QString& dir, const QString& name, const QString& site, int64_t feature, QWidget* parent)
+    : QFrame(parent), dir_(dir), feature_(feature) {
+    setFrameShape(QFrame::StyledPanel);
+    auto* title = new QLabel(tr("<b>feature %1</b> · %2").arg(feature).arg(name.toHtmlEscaped()), this);
+    title->setToolTip(dir);
+    auto* where = new QLabel(tr("sparse dictionary at <tt>%1</tt>").arg(site.toHtmlEscaped()), this);
+    where->setWordWrap(true);
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    sparkline_ = new Sparkline(this);
+    show_ = new QToolButton(this);
+    show_->setText(tr("Show"));
+    show_->setToolTip(tr("Select this feature in the Features view"));
+    unpin_ = new QToolButton(this);
+    unpin_->setText(QStringLiteral("✕"));
+    unpin_->setAutoRaise(true);
+    unpin_->setToolTip(tr("Unpin"));
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(show_);
+    buttons->addStretch(1);
+    buttons->addWidget(unpin_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addWidget(title);
+    layout->addWidget(where);
+    layout->addWidget(status_);
+    layout->addWidget(sparkline_);
+    layout->addLayout(buttons);
+    connect(show_, &QToolButton::clicked, this, [this] { emit showRequested(dir_, feature_); });
+    connect(unpin_, &QToolButton::clicked, this, [this] { emit unpinRequested(dir_, feature_); });
+    setRuns(nullptr, 0);
+}
+
+void FeatureCard::setRuns(const FeatureRuns* runs, int row) {
+    const DictionaryRun* run = nullptr;
+    if (runs)
+        for (const DictionaryRun& d : runs->dictionaries)
+            if (QString::fromStdString(d.attached.dictionary->dir) == dir_) run = &d;
+    if (!run || run->rows.empty() || row >= static_cast<int>(run->rows.size())) {
+        status_->setText(run && !run->error.isEmpty() ? run->error : tr("Run a trace with the dictionary attached to see the feature's activation."));
+        sparkline_->setValues({});
+        return;
+    }
+    const torch::Tensor acts = run->rows[static_cast<size_t>(row)].features.index({torch::indexing::Slice(), feature_}).to(torch::kFloat64).contiguous();
+    std::vector<double> values(acts.data_ptr<double>(), acts.data_ptr<double>() + acts.numel());
+    const QStringList tokens = runs->snapshot->tokens.at(static_cast<size_t>(row));
+    int best = 0, active = 0;
+    for (int t = 0; t < static_cast<int>(values.size()); ++t) {
+        if (values[static_cast<size_t>(t)] > values[static_cast<size_t>(best)]) best = t;
+        active += values[static_cast<size_t>(t)] > 0;
+    }
+    status_->setText(tr("prompt %1: active on %2 of %3 tokens; largest %4 at position %5 “%6”")
+                         .arg(row + 1)
+                         .arg(active)
+                         .arg(values.size())
+                         .arg(values.empty() ? 0.0 : values[static_cast<size_t>(best)], 0, 'g', 4)
+                         .arg(best)
+                         .arg(tokens.value(best)));
+    sparkline_->setValues(std::move(values), tokens);
+}
+
+QString FeatureCard::statusText() const { return status_->text(); }
+
 // ---- PinnedCardsPanel -----------------------------------------------------------------------------------------
 
 PinnedCardsPanel::PinnedCardsPanel(QWidget* parent) : QWidget(parent) {
@@ -352,13 +417,44 @@ void PinnedCardsPanel::unpin(const ValueKey& key) {
     if (!c) return;
     cards_.erase(std::find(cards_.begin(), cards_.end(), c));
     c->deleteLater();
-    empty_->setVisible(cards_.empty());
+    empty_->setVisible(cards_.empty() && featureCards_.empty());
     emit pinsChanged();
+}
+
+bool PinnedCardsPanel::pinFeature(const QString& dir, const QString& name, const QString& site, int64_t feature) {
+    for (FeatureCard* c : featureCards_)
+        if (c->dir() == dir && c->feature() == feature) return false;
+    auto* c = new FeatureCard(dir, name, site, feature);
+    c->setRuns(featureRuns_.get(), row_);
+    list_->insertWidget(list_->count() - 1, c);  // above the stretch
+    featureCards_.push_back(c);
+    empty_->hide();
+    connect(c, &FeatureCard::showRequested, this, &PinnedCardsPanel::featureShowRequested);
+    connect(c, &FeatureCard::unpinRequested, this, [this](const QString& d, qint64 f) { unpinFeature(d, f); });
+    return true;
+}
+
+void PinnedCardsPanel::unpinFeature(const QString& dir, int64_t feature) {
+    for (auto it = featureCards_.begin(); it != featureCards_.end(); ++it)
+        if ((*it)->dir() == dir && (*it)->feature() == feature) {
+            (*it)->deleteLater();
+            featureCards_.erase(it);
+            break;
+        }
+    empty_->setVisible(cards_.empty() && featureCards_.empty());
+}
+
+void PinnedCardsPanel::setFeatureRuns(FeatureRunsPtr runs) {
+    featureRuns_ = std::move(runs);
+    for (FeatureCard* c : featureCards_) c->setRuns(featureRuns_.get(), row_);
 }
 
 void PinnedCardsPanel::clear() {
     for (ValueCard* c : cards_) c->deleteLater();
     cards_.clear();
+    for (FeatureCard* c : featureCards_) c->deleteLater();
+    featureCards_.clear();
+    featureRuns_.reset();
     empty_->show();
     emit pinsChanged();
 }
@@ -377,6 +473,7 @@ ValueCard* PinnedCardsPanel::card(const ValueKey& key) const {
 
 void PinnedCardsPanel::refreshCards() {
     for (ValueCard* c : cards_) c->setSnapshot(snapshot_.get(), row_, unread_);
+    for (FeatureCard* c : featureCards_) c->setRuns(featureRuns_.get(), row_);
 }
 
 void PinnedCardsPanel::setSnapshot(SnapshotPtr snapshot) {

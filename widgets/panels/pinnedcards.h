@@ -8,6 +8,7 @@
 #include "widgets/panels/blockdiagram.h"
 
 #include "core/analysis/valuestats.h"
+#include "widgets/views/featuresview.h"
 
 #include <QFrame>
 
@@ -103,6 +104,35 @@ private:
     QMenu* copyMenu_;
 };
 
+/// A pinned feature of a sparse dictionary: its number, dictionary and site, and once the dictionary has run on a trace
+/// its activation over the shown prompt (a sparkline with the tokens), its largest activation and where.
+class FeatureCard : public QFrame {
+    Q_OBJECT
+public:
+    /// Feature `feature` of the dictionary read from folder `dir` (`name`: the folder's name; `site`: its value path).
+    FeatureCard(const QString& dir, const QString& name, const QString& site, int64_t feature, QWidget* parent = nullptr);
+    const QString& dir() const { return dir_; }
+    int64_t feature() const { return feature_; }
+    /// Shows the feature as `runs` computed it on prompt `row` (nullptr, or runs without its dictionary: says so).
+    void setRuns(const FeatureRuns* runs, int row);
+    Sparkline* sparkline() const { return sparkline_; }
+    QString statusText() const;
+    QToolButton* showButton() const { return show_; }
+    QToolButton* unpinButton() const { return unpin_; }
+
+signals:
+    void showRequested(const QString& dir, qint64 feature);
+    void unpinRequested(const QString& dir, qint64 feature);
+
+private:
+    QString dir_;
+    int64_t feature_;
+    QLabel* status_;
+    Sparkline* sparkline_;
+    QToolButton* show_;
+    QToolButton* unpin_;
+};
+
 class PinnedCardsPanel : public QWidget {
     Q_OBJECT
 public:
@@ -120,6 +150,12 @@ public:
     void setSnapshot(SnapshotPtr snapshot);
     /// The prompt whose norms the sparklines draw.
     void setPrompt(int row);
+    /// Pins feature `feature` of the dictionary of folder `dir` (see FeatureCard); false when pinned already.
+    bool pinFeature(const QString& dir, const QString& name, const QString& site, int64_t feature);
+    void unpinFeature(const QString& dir, int64_t feature);
+    const std::vector<FeatureCard*>& featureCards() const { return featureCards_; }
+    /// The attached dictionaries' runs on the trace shown (the feature cards read them).
+    void setFeatureRuns(FeatureRunsPtr runs);
     /// What a card whose value the snapshot lacks says (reading it now, the next run reads it, ...).
     void setUnreadText(const QString& text);
 
@@ -130,6 +166,8 @@ signals:
     void editRequested(const nnscope::ValueKey& key);
     void pinsChanged();
     void message(const QString& text);
+    /// A feature card's Show: select the feature in the Features view.
+    void featureShowRequested(const QString& dir, qint64 feature);
 
 private:
     void refreshCards();
@@ -137,6 +175,8 @@ private:
     QVBoxLayout* list_;
     QLabel* empty_;
     std::vector<ValueCard*> cards_;
+    std::vector<FeatureCard*> featureCards_;
+    FeatureRunsPtr featureRuns_;
     SnapshotPtr snapshot_;
     ModelPtr model_;
     int row_ = 0;
