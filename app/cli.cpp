@@ -38,7 +38,7 @@ namespace nnscope {
 namespace {
 
 const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph",
-                               "features"};
+                               "features", "train-demo-sae"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -67,7 +67,9 @@ void printUsage() {
               << "  nnscope print --model DIR\n"
               << "  nnscope family --model DIR [--format md|html] [--out FILE]   the family page, its notes checked\n"
               << "  nnscope train-demo --out DIR [--seed N] [--steps N] [--threads N] [--no-eval]\n"
-              << "                                           train the demo model (an induction head)\n\n"
+              << "                                           train the demo model (an induction head)\n"
+              << "  nnscope train-demo-sae --model DIR --out DIR [--layer N] [--steps N] [--seed N]\n"
+              << "                                           train the demo's sparse autoencoder (a SAELens folder)\n\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
 
@@ -796,6 +798,7 @@ int runCli(const QStringList& arguments) {
         if (command == "support") return cmdSupport(p, c, args);
         if (command == "print") return cmdPrint(p, c, args);
         if (command == "train-demo") return runTrainDemoCommand(args);
+        if (command == "train-demo-sae") return runTrainDemoSaeCommand(args);
         if (command == "family") return runFamilyCommand(args);
         if (command == "patch") return cmdPatch(p, c, args);
         if (command == "attribute") return cmdAttribute(p, c, args);

@@ -44,6 +44,8 @@ int runCli(const QStringList& arguments);
 /// `nnscope train-demo --out DIR [--seed N] ...` (app/train_demo_cmd.cpp). `arguments` as runCli passes them,
 /// with the sub-command removed.
 int runTrainDemoCommand(const QStringList& arguments);
+/// `nnscope train-demo-sae`: trains the demo's sparse autoencoder (trainDemoDictionary) and prints its figures.
+int runTrainDemoSaeCommand(const QStringList& arguments);
 /// `nnscope family --model DIR [--format md|html] [--out FILE]` (app/family_cmd.cpp).
 int runFamilyCommand(const QStringList& arguments);
 /// --edit, --skip and --steer values as intervention lines (core/run/edit.h's addIntervention syntax), in that order:

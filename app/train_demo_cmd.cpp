@@ -78,4 +78,49 @@ int runTrainDemoCommand(const QStringList& arguments) {
     return 0;
 }
 
+int runTrainDemoSaeCommand(const QStringList& arguments) {
+    QCommandLineParser p;
+    p.setApplicationDescription(
+        "nnscope train-demo-sae: train a TopK sparse autoencoder on the demo model's residual stream after a block, over\n"
+        "the demo's own training data, and write it as a SAELens folder (see docs/FEATURES.md).");
+    p.addHelpOption();
+    const DemoDictionaryOptions defaults;
+    QCommandLineOption model("model", "The demo model's folder.", "DIR");
+    QCommandLineOption out("out", "The SAELens folder to write (cfg.json + sae_weights.safetensors).", "DIR");
+    QCommandLineOption layer("layer", QString("The block whose output it reads (default %1).").arg(defaults.layer), "N",
+                             QString::number(defaults.layer));
+    QCommandLineOption steps("steps", QString("Optimizer steps (default %1).").arg(defaults.steps), "N", QString::number(defaults.steps));
+    QCommandLineOption seed("seed", QString("Random seed (default %1).").arg(defaults.seed), "N", QString::number(defaults.seed));
+    QCommandLineOption threads("threads", QString("libtorch threads (default %1; 0: every core).").arg(defaults.threads), "N",
+                               QString::number(defaults.threads));
+    p.addOptions({model, out, layer, steps, seed, threads});
+    parseCommandLine(p, arguments);
+    if (!p.positionalArguments().isEmpty())
+        throw UsageError("train-demo-sae takes no positional arguments; see nnscope train-demo-sae --help.");
+    if (!p.isSet(model) || !p.isSet(out)) throw UsageError("train-demo-sae needs --model DIR and --out DIR.");
+    DemoDictionaryOptions o;
+    o.modelDir = p.value(model).toStdString();
+    o.outDir = p.value(out).toStdString();
+    bool ok = false;
+    auto integer = [&](const QCommandLineOption& option, int minimum) {
+        const int v = p.value(option).toInt(&ok);
+        if (!ok || v < minimum)
+            throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
+                             ", not \"" + p.value(option).toStdString() + "\".");
+        return v;
+    };
+    o.layer = integer(layer, 0);
+    o.steps = integer(steps, 1);
+    o.threads = integer(threads, 0);
+    o.seed = p.value(seed).toULongLong(&ok);
+    if (!ok) throw UsageError("--seed must be a non-negative integer.");
+    std::printf("training a %lld-feature TopK (k = %lld) SAE on %s, layers.%d.layer_output, %d steps\n",
+                static_cast<long long>(o.width), static_cast<long long>(o.k), o.modelDir.c_str(), o.layer, o.steps);
+    std::fflush(stdout);
+    const DemoDictionaryResult r = trainDemoDictionary(o);
+    std::printf("held-out rows: explained variance %.3f, mean L0 %.2f, %lld features never active; wrote %s (%.1f s)\n",
+                r.explainedVariance, r.meanL0, static_cast<long long>(r.deadFeatures), r.outDir.c_str(), r.seconds);
+    return 0;
+}
+
 }  // namespace nnscope

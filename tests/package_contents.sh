@@ -44,10 +44,10 @@ dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/contents"  # ./usr/bin/nnscope (no 
 expect() { grep -qxF "./$1" "$tmp/contents" || fail "$1 is not in the package"; }
 expect usr/bin/nnscope
 demo_files=0
-for f in "$src"/resources/demo-model/*; do
-  expect "usr/share/nnscope/demo-model/$(basename "$f")"
+while IFS= read -r f; do  # every file, its sparse autoencoder's folder too
+  expect "usr/share/nnscope/demo-model/${f#"$src"/resources/demo-model/}"
   demo_files=$((demo_files + 1))
-done
+done < <(find "$src/resources/demo-model" -type f | sort)
 [ $demo_files -gt 0 ] || fail "no demo model files in $src/resources/demo-model"
 expect usr/share/applications/nnscope.desktop
 expect usr/share/icons/hicolor/scalable/apps/nnscope.svg

@@ -14,6 +14,7 @@
 
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 
 #include <nlohmann/json.hpp>
@@ -310,7 +311,7 @@ private:
 const std::set<std::string>& demoFileNames() {
     static const std::set<std::string> names = {"config.json", "model.safetensors", "tokenizer.json",
                                                 "tokenizer_config.json", "README.md", "generation_config.json",
-                                                "special_tokens_map.json"};
+                                                "special_tokens_map.json", kDemoDictionaryFolder};
     return names;
 }
 
@@ -677,6 +678,92 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     }
     result.totalSeconds = elapsedSince(t0);
     return result;
+}
+
+DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.outDir.empty()) throw Error("train-demo-sae needs an output folder (--out DIR).");
+    if (o.steps < 1 || o.width < 1 || o.k < 1 || o.k > o.width || o.rows < 1 || o.seqLen < 2)
+        throw Error("train-demo-sae: steps, width, rows and k must be positive (k at most the width), rows at least 2 tokens long.");
+    ThreadGuard threadGuard(o.threads);
+    auto model = Model::load(o.modelDir, LoadOptions().withDtype(torch::kFloat32).withTokenizer(false));
+    if (o.layer < 0 || o.layer >= model->config().numLayers)
+        throw Error("train-demo-sae: block " + std::to_string(o.layer) + " is not one of " + o.modelDir + "'s " +
+                    std::to_string(model->config().numLayers) + ".");
+    const int64_t V = model->config().vocabSize, H = model->config().hiddenSize;
+    std::vector<int64_t> words;
+    for (int64_t id = kDemoFirstWordId; id < V; ++id) words.push_back(id);
+    Rng rng(o.seed);
+    const ValueKey site{Value::LayerOutput, o.layer};
+    // Activations of rows of the demo's data at the site, BOS left out: [rows * (seqLen - 1), hidden].
+    auto activations = [&](int rows) {
+        c10::InferenceMode guard;
+        const TrainBatch b = makeBatch(rng, words, rows, o.seqLen, kGeneralMix);
+        std::vector<std::vector<int64_t>> ids;
+        for (int r = 0; r < rows; ++r) {
+            const torch::Tensor row = b.ids[r];
+            ids.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+        }
+        TraceOptions t;
+        t.save = {site};
+        const TraceResult result = trace(*model, batchFromIds(ids), t);
+        return result.value(site).index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None)}).reshape({-1, H}).clone();
+    };
+
+    c10::InferenceMode noInference(false);
+    torch::AutoGradMode gradients(true);
+    torch::manual_seed(o.seed);
+    const torch::Tensor first = activations(o.rows);
+    torch::Tensor wDec = torch::randn({o.width, H});
+    wDec = wDec / wDec.norm(2, -1, true);
+    torch::Tensor wEnc = wDec.t().clone().requires_grad_(true);
+    wDec.requires_grad_(true);
+    torch::Tensor bEnc = torch::zeros({o.width}).requires_grad_(true);
+    torch::Tensor bDec = first.mean(0).clone().requires_grad_(true);
+    torch::optim::Adam optimizer({wEnc, bEnc, wDec, bDec}, torch::optim::AdamOptions(o.learningRate));
+    auto encode = [&](const torch::Tensor& x) {
+        const torch::Tensor pre = torch::matmul(x - bDec, wEnc) + bEnc;
+        auto [values, indices] = pre.topk(o.k, -1);
+        return torch::zeros_like(pre).scatter(-1, indices, torch::relu(values));
+    };
+    for (int step = 1; step <= o.steps; ++step) {
+        const torch::Tensor x = step == 1 ? first : activations(o.rows);
+        const torch::Tensor loss = (torch::matmul(encode(x), wDec) + bDec - x).pow(2).mean();
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step();
+        torch::NoGradGuard noGrad;
+        wDec.div_(wDec.norm(2, -1, true));  // unit-norm decoder rows, as TopK SAEs are trained
+    }
+
+    DemoDictionaryResult r;
+    {
+        torch::NoGradGuard noGrad;
+        const torch::Tensor x = activations(4 * o.rows);
+        const torch::Tensor f = encode(x);
+        const torch::Tensor err = torch::matmul(f, wDec) + bDec - x;
+        r.explainedVariance = 1.0 - err.pow(2).sum().item<double>() / (x - x.mean(0)).pow(2).sum().item<double>();
+        r.meanL0 = (f > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+        r.deadFeatures = ((f > 0).sum(0) == 0).sum().item<int64_t>();
+    }
+    fs::create_directories(o.outDir);
+    const nlohmann::json cfg = {
+        {"architecture", "topk"}, {"d_in", H}, {"d_sae", o.width}, {"k", o.k}, {"dtype", "float32"}, {"device", "cpu"},
+        {"apply_b_dec_to_input", true}, {"normalize_activations", "none"}, {"reshape_activations", "none"},
+        {"rescale_acts_by_decoder_norm", false},
+        {"metadata", {{"model_name", "nnscope demo model"}, {"hook_name", "blocks." + std::to_string(o.layer) + ".hook_resid_post"},
+                      {"hook_head_index", nullptr}, {"prepend_bos", true}, {"context_size", o.seqLen},
+                      {"dataset_path", "nnscope train-demo's random word runs"},
+                      {"sae_lens_training_version", nullptr}, {"trained_by", "nnscope train-demo-sae"},
+                      {"seed", o.seed}, {"steps", o.steps}}}};
+    writeFileAtomically((fs::path(o.outDir) / "cfg.json").string(), cfg.dump(2) + "\n");
+    writeSafetensors((fs::path(o.outDir) / "sae_weights.safetensors").string(),
+                     {{"W_enc", wEnc.detach().contiguous()}, {"b_enc", bEnc.detach().contiguous()}, {"W_dec", wDec.detach().contiguous()},
+                      {"b_dec", bDec.detach().contiguous()}},
+                     {{"format", "pt"}});
+    r.outDir = o.outDir;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
 }
 
 }  // namespace nnscope

@@ -125,6 +125,38 @@ struct DemoTrainResult {
 /// written, or when an option is out of range.
 DemoTrainResult trainDemoModel(const DemoTrainOptions& options);
 
+/// How to train the demo's sparse autoencoder (trainDemoDictionary).
+struct DemoDictionaryOptions {
+    std::string modelDir;  ///< the demo model's folder (read)
+    std::string outDir;    ///< the SAELens folder to write (cfg.json + sae_weights.safetensors)
+    int layer = 0;         ///< the site: layers.<layer>.layer_output (blocks.<layer>.hook_resid_post)
+    int64_t width = 256;   ///< features
+    int64_t k = 8;         ///< TopK's k
+    int steps = 1500;
+    int rows = 16;         ///< rows of the demo's training data per step (kGeneralMix), seqLen tokens each
+    int seqLen = 64;
+    double learningRate = 2e-3;
+    uint64_t seed = 42;
+    int threads = 1;       ///< as trainDemoModel: 1 makes the weights independent of the machine's core count
+};
+/// What trainDemoDictionary measured on held-out rows of the same data: fraction of variance explained, mean L0, and
+/// the features that never fired there.
+struct DemoDictionaryResult {
+    std::string outDir;
+    double explainedVariance = 0;
+    double meanL0 = 0;
+    int64_t deadFeatures = 0;
+    double seconds = 0;
+};
+/// Trains a TopK sparse autoencoder (Gao et al. 2024: pre = (x - b_dec) W_enc + b_enc, the k largest relu'd, x̂ = f W_dec
+/// + b_dec, mean squared error, decoder rows kept at unit norm, Adam) on the demo model's residual stream after block
+/// `layer`, over the demo's own training data (random word runs that repeat; BOS positions left out), and writes it as
+/// a SAELens v6 folder (architecture topk, site blocks.<layer>.hook_resid_post) that nnscope and sae-lens both read.
+/// Reproducible for a seed and thread count. Throws nnscope::Error when the model cannot be read or the folder written.
+DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& options);
+/// The folder name of the demo's sparse autoencoder inside the demo model's folder (resources/demo-model/<name>).
+constexpr const char* kDemoDictionaryFolder = "sae-layers.0";
+
 /// The demo folder's vocabulary, in id order: <unk>, <s>, </s>, <pad>, then the words and punctuation marks.
 const std::vector<std::string>& demoVocabulary();
 /// The id of the first ordinary (non-special) token of demoVocabulary().
