@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "mainwindow.h"
 
+#include "core/run/train_demo.h"
+
 #include "defaultmodel.h"
 
 #include "core/analysis/analysis.h"
@@ -863,6 +865,7 @@ void MainWindow::onValuesRead(SnapshotPtr snapshot) {
         text_->setSnapshot(snapshot_);  // a pinned value's norm
         for (int i = fixedViews(); i < views_->count(); ++i)
             if (auto* v = qobject_cast<TraceView*>(views_->widget(i))) v->setSnapshot(snapshot_);
+        neurons_->valuesAdded(snapshot_);  // a Neurons value picked in the diagram arrives here
     }
     readMissingPins();
     emit pinsRead();
@@ -1365,12 +1368,13 @@ void MainWindow::onPartClicked(const QString& id) {
     }
     if (!info.key) return;
     pinValue(*info.key);
-    // the view that draws this value follows
-    switch (info.key->value) {
-        case Value::AttentionProbabilities: case Value::AttentionScores: showView("attention"); break;
-        case Value::MlpNeurons: case Value::MlpActivation: showView("neurons"); break;
-        case Value::LayerOutput: case Value::Logits: showView("lens"); break;
-        default: break;
+    // the view that draws this value's layout follows (ViewSpec::draws): any Neurons value in the neuron view
+    const ValueInfo& picked = valueInfo(info.key->value);
+    const int view = viewForValue(QString::fromLatin1(picked.layout), QString::fromLatin1(picked.name));
+    if (view >= 0) {
+        const QString name = QString::fromLatin1(viewSpecs()[static_cast<size_t>(view)].name);
+        if (name == "neurons") neurons_->setValue(info.key->value);
+        showView(name);
     }
 }
 
@@ -1555,6 +1559,10 @@ void MainWindow::reattachDictionaries() {
     text_->setFeatureRuns(nullptr);
     QStringList dirs;
     if (start_.useSettings) dirs = QSettings().value("dictionaries/attached").toMap().value(checkpointKey(*model_)).toStringList();
+    // The demo model comes with its own sparse autoencoder (nnscope train-demo-sae): attached unless others are remembered.
+    const QString modelDir = QString::fromStdString(model_->dir());
+    const QString demoSae = QDir(modelDir).filePath(QString::fromLatin1(kDemoDictionaryFolder));
+    if (dirs.isEmpty() && isDemoModelDir(modelDir) && QFileInfo(demoSae).isDir()) dirs << demoSae;
     QStringList dropped;
     for (const QString& dir : dirs) {
         try {

@@ -11,11 +11,11 @@ const std::vector<ViewSpec>& viewSpecs() {
     static const std::vector<ViewSpec> specs = {
         {"model", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Model"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Model"), "", Qt::Key_1, 0},
         {"attention", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Attention"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Attention"), "",
-         Qt::Key_2, kTraceView | V::FollowsBlock},
+         Qt::Key_2, kTraceView | V::FollowsBlock, "Pattern"},
         {"neurons", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Neurons"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Neurons"), "",
-         Qt::Key_3, kTraceView | V::FollowsBlock},
+         Qt::Key_3, kTraceView | V::FollowsBlock, "Neurons"},
         {"lens", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Logit Lens"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Logit lens"), "",
-         Qt::Key_4, kTraceView},
+         Qt::Key_4, kTraceView, "Logits layer_output"},
         {"family", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Family"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Family"), "", Qt::Key_5, 0},
         {"compare", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Before / After"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Before / after"),
          QT_TRANSLATE_NOOP("gui", "before / after"), Qt::Key_6, V::ShowsTrace | V::SharesPrompt},
@@ -35,6 +35,14 @@ const std::vector<ViewSpec>& viewSpecs() {
          QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), 0, kTraceView},
     };
     return specs;
+}
+
+int viewForValue(const QString& layout, const QString& name) {
+    for (size_t i = 0; i < viewSpecs().size(); ++i) {
+        const QStringList draws = QString::fromLatin1(viewSpecs()[i].draws).split(' ', Qt::SkipEmptyParts);
+        if (draws.contains(layout) || draws.contains(name)) return static_cast<int>(i);
+    }
+    return -1;
 }
 
 QStringList viewNames() {

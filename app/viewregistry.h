@@ -26,7 +26,12 @@ struct ViewSpec {
     const char* help;      ///< what --view's help says after the name ("" for nothing; translated in the "gui" context)
     int key;               ///< Ctrl+key shows it (Qt::Key_1 ... Qt::Key_0); 0: no shortcut
     int follows;           ///< Follows flags
+    /// What the view draws, so that picking a value anywhere shows the view that draws it: layouts ("Neurons": any
+    /// value laid out [batch seq neurons]) and value names, space-separated; "" for none.
+    const char* draws = "";
 };
+/// The view that draws a value of layout `layout` named `name` (ViewSpec::draws), or -1.
+int viewForValue(const QString& layout, const QString& name);
 
 /// The fixed central views, in tab order (the tabs after them are plots of single values, which the user opens and
 /// closes).

@@ -7,6 +7,7 @@
 // rejects bad combinations and writes a screenshot.
 #include "app/defaultmodel.h"
 #include "app/mainwindow.h"
+#include "app/viewregistry.h"
 #include "core/model/block.h"
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -291,6 +292,7 @@ private slots:
     void textView();
     void widgetViewsExport();
     void pinnedCardShowsTensor();
+    void neuronValuesByLayout();
     void openTraceFile();
     void logitLensOnDemand();
     void logitLensInView();
@@ -2208,6 +2210,41 @@ torch::Tensor parseCsv(const QString& text, const std::vector<int64_t>& shape, Q
 }
 
 }  // namespace
+
+void TestGui::neuronValuesByLayout() {
+    // Views choose by layout: picking act_fn's output (mlp_activation, a Neurons value the trace did not save) in the
+    // diagram pins it, and the neuron view shows that value, equal to the engine's; its list offers every Neurons value
+    // of the model (the gate's, up_proj's and the activation's native values too), and the registry sends any Neurons
+    // value there.
+    QCOMPARE(viewForValue("Neurons", "output"), viewIndex("neurons"));
+    QCOMPARE(viewForValue("Pattern", "attention_scores"), viewIndex("attention"));
+    QCOMPARE(viewForValue("Residual", "layer_output"), viewIndex("lens"));
+    QCOMPARE(viewForValue("Residual", "attention_output"), -1);
+    const QString demo = demoModelDir();
+    QVERIFY2(!demo.isEmpty(), "no demo model found");
+    auto w = openWindow(demo);
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {demoPrompt()}), qPrintable(w->errorText()));
+    const std::vector<Value> offered = NeuronView::neuronValues(*w->snapshot()->model);
+    QCOMPARE(offered, (std::vector<Value>{Value::MlpActivation, Value::MlpNeurons, Value::NativeGateProjOutput, Value::NativeUpProjOutput,
+                                          Value::NativeActFnInput}));
+    const ValueKey key{Value::MlpActivation, 1};
+    QVERIFY(!w->snapshot()->result.value(key).defined());
+    BlockDiagram* d = w->diagramPanel()->diagram();
+    w->diagramPanel()->setBlock(1);
+    QSignalSpy read(w.get(), &MainWindow::pinsRead);
+    QTest::mouseClick(d, Qt::LeftButton, {}, hoverPart(d, "act_fn"));
+    QVERIFY(read.count() > 0 || read.wait(30000));
+    QCOMPARE(w->currentView(), static_cast<TraceView*>(w->neuronView()));
+    QCOMPARE(w->neuronView()->value(), Value::MlpActivation);
+    QCOMPARE(w->neuronView()->block(), 1);
+    const auto model = Model::load(demo.toStdString());
+    TraceOptions options;
+    options.save = {key};
+    const TraceResult ref = trace(*model, encodeBatch(*model, {demoPrompt().toStdString()}), options);
+    QVERIFY(mapDifference(w->neuronView()->heatmap(), ref.value(key)[0].to(torch::kFloat32)) <= 1e-6);
+}
 
 void TestGui::pinnedCardShowsTensor() {
     // On the demo model, after a trace, clicking a diagram part the trace did not save pins it and reads it at once from

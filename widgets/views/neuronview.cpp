@@ -6,6 +6,8 @@
 
 #include <torch/types.h>
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -42,8 +44,19 @@ void setPlotTitle(QCustomPlot* plot, const QString& title) {
 
 }  // namespace
 
+std::vector<Value> NeuronView::neuronValues(const Model& model) {
+    std::vector<Value> out;
+    for (int i = 0; i < kNumValues; ++i) {
+        const Value v = static_cast<Value>(i);
+        if (std::string(valueInfo(v).layout) == "Neurons" && model.hasValue(v)) out.push_back(v);
+    }
+    return out;
+}
+
 NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
+    valueCombo_ = new QComboBox(content);
+    valueCombo_->setToolTip(tr("The value shown: any value laid out [batch seq neurons] (what down_proj reads by default)"));
     blockSpin_ = new QSpinBox(content);
     blockSpin_->setPrefix(tr("layers."));
     topKSpin_ = new QSpinBox(content);
@@ -55,6 +68,7 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompt"), content));
     controls->addWidget(promptCombo_, 1);
+    controls->addWidget(valueCombo_);
     controls->addWidget(new QLabel(tr("Block"), content));
     controls->addWidget(blockSpin_);
     controls->addWidget(new QLabel(tr("Top"), content));
@@ -91,6 +105,11 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
         token_ = -1;
         refresh();
     });
+    connect(valueCombo_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (index < 0) return;
+        value_ = static_cast<Value>(valueCombo_->itemData(index).toInt());
+        refresh();
+    });
     connect(blockSpin_, &QSpinBox::valueChanged, this, [this](int block) {
         refresh();
         emit blockChanged(block);
@@ -117,6 +136,7 @@ void NeuronView::setSnapshot(SnapshotPtr snapshot) {
         return;
     }
     fillPromptCombo(promptCombo_, *snapshot_);
+    fillValueCombo();
     {
         const QSignalBlocker b(blockSpin_), n(neuronSpin_);
         blockSpin_->setRange(0, snapshot_->numLayers() - 1);
@@ -125,6 +145,39 @@ void NeuronView::setSnapshot(SnapshotPtr snapshot) {
     token_ = -1;
     showContent();
     refresh();
+}
+
+void NeuronView::fillValueCombo() {
+    const QSignalBlocker b(valueCombo_);
+    valueCombo_->clear();
+    const std::vector<Value> values = neuronValues(*snapshot_->model);
+    if (std::find(values.begin(), values.end(), value_) == values.end()) value_ = Value::MlpNeurons;
+    for (Value v : values) {
+        // the name as a path inside the block: "mlp.mlp_neurons", "mlp.up_proj.output"
+        const QString path = snapshot_->path({v, 0});
+        valueCombo_->addItem(path.mid(path.indexOf('.', QString("layers.").size()) + 1), static_cast<int>(v));
+        if (v == value_) valueCombo_->setCurrentIndex(valueCombo_->count() - 1);
+    }
+}
+
+void NeuronView::valuesAdded(SnapshotPtr snapshot) {
+    const bool had = snapshot_ && snapshot_->result.value({value_, block()}).defined();
+    snapshot_ = std::move(snapshot);
+    if (!had) refresh();
+}
+
+bool NeuronView::setValue(Value v) {
+    if (!snapshot_) {
+        if (std::string(valueInfo(v).layout) != "Neurons") return false;
+        value_ = v;
+        return true;
+    }
+    const int index = valueCombo_->findData(static_cast<int>(v));
+    if (index < 0) return false;
+    valueCombo_->setCurrentIndex(index);
+    value_ = v;
+    refresh();
+    return true;
 }
 
 void NeuronView::setBlock(int block) {
@@ -142,13 +195,13 @@ int NeuronView::neuron() const { return neuronSpin_->value(); }
 
 void NeuronView::refresh() {
     if (!snapshot_) return;
-    if (const QString why = missingAtBlock(Value::MlpNeurons, block(), tr("The neuron view")); !why.isEmpty()) {
+    if (const QString why = missingAtBlock(value_, block(), tr("The neuron view")); !why.isEmpty()) {
         model_->setMatrix({});
         return showPlaceholder(why);
     }
     showContent();
     Matrix m;
-    m.values = neuronActivations(*snapshot_->model, snapshot_->result, block(), prompt());
+    m.values = promptValue(*snapshot_->model, snapshot_->result, {value_, block()}, prompt());
     m.rowLabels = snapshot_->tokens.at(static_cast<size_t>(prompt()));
     m.rowTitle = tr("token");
     m.columnTitle = tr("neuron");
@@ -160,7 +213,7 @@ void NeuronView::refresh() {
         if (!neuronPicked_) neuronSpin_->setValue(static_cast<int>(topNeurons(m.values, token_, 1).front().neuron));
     }
     model_->setMatrix(std::move(m));
-    heatmap_->setTitle(tr("%1 · prompt %2").arg(snapshot_->path({Value::MlpNeurons, block()})).arg(prompt() + 1));
+    heatmap_->setTitle(tr("%1 · prompt %2").arg(snapshot_->path({value_, block()})).arg(prompt() + 1));
     refreshDetails();
 }
 
@@ -222,12 +275,13 @@ PlotSource NeuronView::plotSource() const {
     s.fullView = [h](bool full) { h->setFullView(full); };
     s.size = heatmap_->fullViewSize();
     s.name = QString("neurons-layers.%1").arg(block());
+    if (value_ != Value::MlpNeurons) s.name += "-" + QString(valueInfo(value_).name);
     return s;
 }
 
 QMap<QString, QString> NeuronView::settings() const {
     return {{"view", "neurons"},
-            {"view.value", snapshot_ ? snapshot_->path({Value::MlpNeurons, block()}) : QString()},
+            {"view.value", snapshot_ ? snapshot_->path({value_, block()}) : QString()},
             {"view.block", QString::number(block())},
             {"view.prompt", QString::number(prompt() + 1)},
             {"view.token", QString::number(token_)},
@@ -241,7 +295,7 @@ QVector<InterventionOffer> NeuronView::interventionOffers() const {
     const Model& m = *snapshot_->model;
     const int b = block();
     const int n = neuron();
-    if (n >= 0 && n < m.config().intermediateSize) {
+    if (value_ == Value::MlpNeurons && n >= 0 && n < m.config().intermediateSize) {  // the edits act on mlp_neurons
         out.push_back({tr("Zero neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, false))});
         out.push_back({tr("Mean-ablate neuron %1 of block %2").arg(n).arg(b), QString::fromStdString(neuronAblationEdit(m, b, n, true))});
     }

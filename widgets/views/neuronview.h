@@ -23,6 +23,15 @@ public:
     /// Zero- and mean-ablating the selected neuron of the block, skipping the block.
     QVector<InterventionOffer> interventionOffers() const override;
 
+    /// Shows value `v` (any value whose layout is "Neurons": mlp_neurons, mlp_activation, the gate's, up_proj's and the
+    /// activation's native values) instead of mlp_neurons; false when `v` is not a Neurons value this model has.
+    bool setValue(Value v);
+    Value value() const { return value_; }
+    /// The Neurons-layout values of `model`, standard ones first: what the view can show.
+    static std::vector<Value> neuronValues(const Model& model);
+    /// The same trace with values read since (a pinned value): the view keeps its block, token and neuron and shows
+    /// its value if it just arrived.
+    void valuesAdded(SnapshotPtr snapshot);
     void setTopK(int k);
     void setToken(int position);
     void setNeuron(int neuron);
@@ -41,6 +50,9 @@ private:
     void refresh();
     void refreshDetails();
 
+    void fillValueCombo();
+    Value value_ = Value::MlpNeurons;
+    QComboBox* valueCombo_;
     QSpinBox* blockSpin_;
     QSpinBox* topKSpin_;
     QCheckBox* magnitudeCheck_;
