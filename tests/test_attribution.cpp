@@ -9,6 +9,7 @@
 #include "core/run/generate.h"
 #include "core/analysis/headscores.h"
 #include "core/model/model.h"
+#include "core/model/taps.h"
 #include "core/run/patching.h"
 #include "core/io/safetensors.h"
 #include "core/run/trace.h"
@@ -63,6 +64,35 @@ class TestAttribution : public QObject {
     Q_OBJECT
 
 private slots:
+    // The analyses the window runs in its worker report each block and stop within one when Cancel is asked for (the
+    // window's bar and Esc): direct logit attribution, the head scores and the flow importances.
+    void analysesReportBlocksAndStop() {
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32());
+        TraceOptions o;
+        o.save = attributionValueKeys(*model);
+        for (int i = 0; i < model->config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
+        const TraceResult r = trace(*model, encodeBatch(*model, {"Tom and Lily went to the park."}), o);
+        const int n = static_cast<int>(model->config().numLayers);
+        std::vector<int> seen;
+        const BlockProgress counting{[&](int done, int total) {
+                                         QCOMPARE(total, n);
+                                         seen.push_back(done);
+                                     },
+                                     nullptr};
+        const std::vector<HeadScore> scores = headScores(*model, r, 0, counting);
+        QCOMPARE(seen.size(), size_t(n));
+        QCOMPARE(seen.back(), n - 1);
+        seen.clear();
+        const LogitAttribution a = directLogitAttribution(*model, r, 0, -1, 5, std::nullopt, 10, counting);
+        QCOMPARE(seen.size(), size_t(n));
+        // the same numbers as without the callbacks
+        QCOMPARE(a.total, directLogitAttribution(*model, r, 0, -1, 5).total);
+        QCOMPARE(scores.front().previousToken, headScores(*model, r, 0).front().previousToken);
+        std::atomic<bool> stop{true};
+        const BlockProgress stopped{{}, &stop};
+        QVERIFY_THROWS_EXCEPTION(Cancelled, headScores(*model, r, 0, stopped));
+        QVERIFY_THROWS_EXCEPTION(Cancelled, directLogitAttribution(*model, r, 0, -1, 5, std::nullopt, 10, stopped));
+    }
     void initTestCase() { configureThreads(0); }
 
     // ---- direct logit attribution ----

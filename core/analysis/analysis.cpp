@@ -22,6 +22,11 @@ PromptSpan promptSpan(const Batch& batch, int64_t row) {
     return {batch.inputIds.size(1) - length, length};
 }
 
+void BlockProgress::step(int done, int total) const {
+    if (cancel && cancel->load()) throw Cancelled{};
+    if (progress) progress(done, total);
+}
+
 std::vector<ValueKey> viewValueKeys(const Model& model) {
     std::vector<ValueKey> keys;
     for (int i = 0; i < static_cast<int>(model.config().numLayers); ++i)

@@ -12,6 +12,15 @@
 
 namespace nnscope {
 
+/// Progress and Cancel for an analysis that walks the blocks (the lens has LensOptions): `progress` is called with
+/// (blocks done, num_layers) and `cancel`, when set, is checked before each block (nnscope::Cancelled is thrown).
+struct BlockProgress {
+    std::function<void(int, int)> progress;
+    const std::atomic<bool>* cancel = nullptr;
+    /// Before block `done` of `total`: throws Cancelled when Cancel was asked for, else reports progress.
+    void step(int done, int total) const;
+};
+
 /// Where one prompt's own tokens sit in a left-padded batch: positions [start, start + length).
 struct PromptSpan {
     int64_t start = 0;

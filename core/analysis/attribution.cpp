@@ -94,7 +94,7 @@ std::vector<ValueKey> attributionValueKeys(const Model& model) {
 }
 
 LogitAttribution directLogitAttribution(const Model& model, const TraceResult& result, int64_t row, int64_t positionIn, int64_t target,
-                                        std::optional<int64_t> wrong, int topNeuronCount) {
+                                        std::optional<int64_t> wrong, int topNeuronCount, const BlockProgress& progress) {
     c10::InferenceMode guard;
     const ModelConfig& c = model.config();
     const Family& fam = model.family();
@@ -146,6 +146,7 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
     if (bn.afterMlp) a.mlpBranchGain = torch::ones({n, c.hiddenSize});
     if (bn.afterAttention) a.attentionBranchGain = torch::ones({n, c.hiddenSize});
     for (int i = 0; i < n; ++i) {
+        progress.step(i, n);
         const LayerWeights& lw = model.layer(i);
         const std::string L = layerName(i);
         // attention: o_proj(z) + b_O, then the branch norm where the family has one

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include "core/analysis/analysis.h"
 // Direct logit attribution: which component wrote the next token. Every block's attention and MLP output, every head
 // (through its slice of o_proj) and every neuron (through its column of down_proj) is mapped through the final norm
 // with its scale frozen at the real pass's value, then through the unembedding (TransformerLens'
@@ -77,7 +78,8 @@ std::vector<ValueKey> attributionValueKeys(const Model& model);
 /// Throws nnscope::Error when a value was not saved, the row or position is out of range, or a token id is outside
 /// the vocabulary.
 LogitAttribution directLogitAttribution(const Model& model, const TraceResult& result, int64_t row, int64_t position, int64_t target,
-                                        std::optional<int64_t> wrong = std::nullopt, int topNeuronCount = 10);
+                                        std::optional<int64_t> wrong = std::nullopt, int topNeuronCount = 10,
+                                        const BlockProgress& progress = {});
 
 /// A token and how much a vector raises (or lowers) its logit.
 struct TokenEffect {

@@ -139,7 +139,7 @@ TokenContributions tokenContributions(const Model& model, const TraceResult& res
     const int64_t chunk = std::max<int64_t>(1, kChunkFloats / std::max<int64_t>(1, T * d));
     const torch::Tensor causal = torch::ones({T, T}).tril();
     for (int l = 0; l < n; ++l) {
-        if (options.cancel && options.cancel->load()) throw Cancelled{};
+        options.step(l, n);
         const AttentionPieces p = attentionPieces(model, result, row, l);
         // attention: each source token and the residual, in y_i
         const torch::Tensor residual = proximity(p.y, p.x);  // [T]
@@ -166,8 +166,8 @@ TokenContributions tokenContributions(const Model& model, const TraceResult& res
         const torch::Tensor safe = (mlpRaw + resRaw).clamp_min(FLT_MIN);
         out.mlp.index_put_({l}, mlpRaw / safe);
         out.mlpResidual.index_put_({l}, resRaw / safe);
-        if (options.progress) options.progress(l + 1, n);
     }
+    options.step(n, n);
     out.note = "Importances are Ferrando and Voita's proportional L1 proximity of each term to the stream it is added to";
     if (bn.afterAttention || bn.afterMlp)
         out.note += "; the branch norms after the attention and the MLP have their scale frozen at the real pass's value, so each "

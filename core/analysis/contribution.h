@@ -22,6 +22,8 @@
 // block's output y_i + m_i, which it does.
 #include "core/run/trace.h"
 
+#include "core/analysis/analysis.h"
+
 #include <torch/types.h>
 
 #include <atomic>
@@ -60,13 +62,8 @@ struct TokenContributions {
     std::string note;
 };
 
-/// Progress and Cancel for tokenContributions (as LensOptions has them for the logit lens).
-struct ContributionOptions {
-    /// Called after each block with (blocks done, num_layers).
-    std::function<void(int, int)> progress;
-    /// Checked before each block; once set, tokenContributions throws Cancelled (core/model/taps.h).
-    const std::atomic<bool>* cancel = nullptr;
-};
+/// Progress and Cancel for tokenContributions: per block (core/analysis/analysis.h).
+using ContributionOptions = BlockProgress;
 
 /// The importances of every block of prompt `row` of `result` (a trace that saved contributionValueKeys), computed
 /// in float32 from the saved values and the weights, by chunks of queries so that no more than about 16M floats of

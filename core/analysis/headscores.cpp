@@ -42,12 +42,14 @@ HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>
     return s;
 }
 
-std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row) {
+std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row, const BlockProgress& progress) {
     c10::InferenceMode guard;
     promptSpan(result.batch, row);  // throws when the batch has no such row
     const std::vector<int64_t>& ids = result.batch.ids[static_cast<size_t>(row)];
     std::vector<HeadScore> out;
-    for (int layer = 0; layer < model.config().numLayers; ++layer) {
+    const int n = static_cast<int>(model.config().numLayers);
+    for (int layer = 0; layer < n; ++layer) {
+        progress.step(layer, n);
         const torch::Tensor pattern = attentionPattern(model, result, layer, row);  // [heads, n, n]
         for (int64_t h = 0; h < pattern.size(0); ++h) {
             HeadScore s = patternScores(pattern.index({h}), ids);

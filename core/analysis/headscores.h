@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include "core/analysis/analysis.h"
 // Per-head pattern scores: which heads look at the previous token, copy after a repeated token (induction), park on
 // the first token (attention sink) or on themselves. Computed from a trace's attention_probabilities, for the
 // `nnscope heads` command and the window's heads overview.
@@ -29,7 +30,7 @@ struct HeadScore {
 /// The scores of every (block, head) of prompt `row` of `result`, a trace that saved every block's
 /// attention_probabilities (viewValueKeys does), block by block, head by head. Throws nnscope::Error when a pattern was
 /// not saved or the row does not exist.
-std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row = 0);
+std::vector<HeadScore> headScores(const Model& model, const TraceResult& result, int64_t row = 0, const BlockProgress& progress = {});
 
 /// The scores of one pattern A [query, key] (float32) of a prompt with token ids `ids` (n of each).
 HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>& ids);

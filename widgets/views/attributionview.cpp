@@ -177,7 +177,7 @@ void AttributionView::refresh() {
     status_->setStyleSheet(QString());
     status_->setText(tr("Computing the attribution (Esc cancels)…"));
     requestAnalysis(
-        tr("direct logit attribution"), 0,
+        tr("direct logit attribution"), snapshot->numLayers(),
         [snapshot, row, pos, targetText, wrongText](const JobControl& control) {
             const Model& m = *snapshot->model;
             int64_t target = -1;
@@ -192,7 +192,9 @@ void AttributionView::refresh() {
             std::optional<int64_t> wrong;
             if (!wrongText.isEmpty()) wrong = parseTokenArgument(m, wrongText.toStdString(), "minus token");
             control.throwIfCancelled();
-            return QVariant::fromValue(std::make_shared<const LogitAttribution>(directLogitAttribution(m, snapshot->result, row, pos, target, wrong, 10)));
+            const BlockProgress progress{control.progressFrom(0, snapshot->numLayers()), control.cancelFlag()};
+            return QVariant::fromValue(
+                std::make_shared<const LogitAttribution>(directLogitAttribution(m, snapshot->result, row, pos, target, wrong, 10, progress)));
         },
         [this](JobState state, const QVariant& result, const QString& message) { attributionEnded(state, result, message); });
 }

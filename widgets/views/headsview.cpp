@@ -139,9 +139,11 @@ void HeadsView::refresh() {
     status_->setStyleSheet(QString());
     status_->setText(tr("Computing the head scores (Esc cancels)…"));
     requestAnalysis(
-        tr("head scores"), 0,
-        [snapshot, row](const JobControl&) {
-            return QVariant::fromValue(std::make_shared<const std::vector<HeadScore>>(headScores(*snapshot->model, snapshot->result, row)));
+        tr("head scores"), snapshot->numLayers(),
+        [snapshot, row](const JobControl& control) {
+            const BlockProgress progress{control.progressFrom(0, snapshot->numLayers()), control.cancelFlag()};
+            return QVariant::fromValue(
+                std::make_shared<const std::vector<HeadScore>>(headScores(*snapshot->model, snapshot->result, row, progress)));
         },
         [this](JobState state, const QVariant& result, const QString& message) { scoresEnded(state, result, message); });
 }
