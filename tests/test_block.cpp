@@ -292,11 +292,12 @@ private slots:
             if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
             return torch::rsqrt(h.pow(2).mean(-1) + c.normEps);
         };
+        const std::map<ValueKey, torch::Tensor>& tapped = taps.tensors;
         auto check = [&](ValueKey scaleKey, ValueKey inputKey) {
             QVERIFY2(model->hasValue(scaleKey.value), qPrintable(QString::fromStdString(valuePath(f, scaleKey))));
-            const torch::Tensor got = taps.tensors.at(scaleKey);
+            const torch::Tensor got = tapped.at(scaleKey);
             QCOMPARE(got.scalar_type(), torch::kFloat32);
-            const torch::Tensor want = expected(taps.tensors.at(inputKey));
+            const torch::Tensor want = expected(tapped.at(inputKey));
             QCOMPARE(got.sizes().vec(), want.sizes().vec());
             const double err = ((got.to(torch::kFloat64) - want).abs() / want.abs()).max().item<double>();
             QVERIFY2(err < 1e-5, qPrintable(QString::fromStdString(valuePath(f, scaleKey)) + QString(" off by %1").arg(err)));

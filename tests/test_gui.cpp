@@ -1170,7 +1170,7 @@ void TestGui::interventionsFromViews() {
     QVERIFY(snap->baseline);
     const TraceResult edited = engineEdited(*w->model(), prompts, snap->interventions);
     const TraceResult clean = engineEdited(*w->model(), prompts, {});
-    const ValueKey lastOut{Value::LayerOutput, w->model()->config().numLayers - 1};
+    const ValueKey lastOut{Value::LayerOutput, static_cast<int>(w->model()->config().numLayers) - 1};
     QVERIFY(maxDiff(snap->result.nextTokenProbs, edited.nextTokenProbs) <= 1e-6);
     QVERIFY(maxDiff(snap->result.value(lastOut), edited.value(lastOut)) <= 1e-5);
     QVERIFY(maxDiff(snap->baseline->result.nextTokenProbs, clean.nextTokenProbs) <= 1e-6);

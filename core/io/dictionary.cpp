@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -144,13 +143,6 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
         d->notes.push_back(cfgFile + ": normalize_activations expected_average_only_in, but the folder holds no scaling factor: "
                            "run unscaled, as SAELens' load_from_disk runs it.");
     return d;
-}
-
-/// The layer number in a path component "layer_12" or "layers.12" / "layers_12", or -1.
-int64_t layerIn(const std::string& text, const char* pattern) {
-    std::smatch m;
-    const std::regex re(pattern);
-    return std::regex_search(text, m, re) ? std::stoll(m[1].str()) : -1;
 }
 
 /// Gemma Scope 2: config.json + params.safetensors (sae_lens/loading/pretrained_sae_loaders.py:gemma_3_sae_huggingface_loader).

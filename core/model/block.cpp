@@ -30,14 +30,6 @@ std::vector<std::string> moduleNames(const Family& f, Module m) {
 
 namespace {
 
-const char* hostPrefix(Host h) {
-    switch (h) {
-        case Host::Attention: return "self_attn.";
-        case Host::Mlp: return "mlp.";
-        default: return "";
-    }
-}
-
 std::string sideWord(ReadSide s) { return s == ReadSide::Input ? "input" : "output"; }
 
 }  // namespace
@@ -147,7 +139,7 @@ std::vector<ValueSpelling> valueSpellings(const Family& f, const ModelConfig& c)
                     places.push_back(hostPrefix(step.host) + name + "." + sideWord(sv.side));
             } else {
                 // the host itself: the block's "input"/"output", the attention's "self_attn.output", the MLP's "mlp.output"
-                const std::string host = step.host == Host::Attention ? "self_attn." : step.host == Host::Mlp ? "mlp." : "";
+                const std::string host = hostPrefix(step.host);
                 places.push_back(host + sideWord(sv.side));
             }
             for (const std::string& p : places) {

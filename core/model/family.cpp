@@ -94,7 +94,7 @@ std::string Family::nativeValuePath(Value v, int layer) const {
             if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
                 const ValueInfo& info = valueInfo(v);
                 if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
-                const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
+                const std::string host = hostPrefix(info.host);
                 return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
             }
     return {};

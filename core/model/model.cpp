@@ -681,7 +681,6 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
         if (taps && !taps->beforeLayer(i)) throw Cancelled{};
         const LayerWeights& lw = layers_[static_cast<size_t>(i)];
         const BlockInputs& in = config_.slides(i) ? sliding : full;
-        const int64_t H = config_.hiddenSize;
         tapValue(taps, Value::LayerInput, i, hiddenStates);
         auto residual = hiddenStates;
         torch::Tensor attnInput = bn.beforeAttention ? norm(hiddenStates, lw[Module::InputNorm], f.norm, taps, Value::NativeInputNormScale, i) : hiddenStates;

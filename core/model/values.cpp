@@ -135,6 +135,14 @@ const char* hostPath(Host h) {
     return "";
 }
 
+const char* hostPrefix(Host h) {
+    switch (h) {
+        case Host::Attention: return "self_attn.";
+        case Host::Mlp: return "mlp.";
+        default: return "";
+    }
+}
+
 std::string layoutString(const ValueInfo& info) {
     if (info.id == Value::InputSize) return "scalar";  // its description says [batch, seq]
     std::string s = std::string(info.layout) + " [";

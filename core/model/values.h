@@ -63,6 +63,9 @@ const std::vector<Value>& standardValues();
 std::optional<Value> standardValueByName(const std::string& name);
 /// Host names as the seeds print them ("model", "model.layers[i]", ...).
 const char* hostPath(Host h);
+/// The path segment of a host inside a block: "self_attn." for the attention, "mlp." for the MLP, "" for the block
+/// and the root.
+const char* hostPrefix(Host h);
 /// The layout string with axes, e.g. "Queries [batch num_heads seq qk_head_dim]" ("scalar" for input_size).
 std::string layoutString(const ValueInfo& info);
 

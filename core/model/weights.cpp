@@ -18,7 +18,7 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
                         " in its module table, and its config needs one.");
         const bool transposed = projection && f.conv1dWeights && shape.size() == 2;
         if (transposed) std::swap(shape[0], shape[1]);
-        out.push_back({{m, p}, layer, std::move(name), std::move(shape), transposed});
+        out.push_back({{m, p}, layer, std::move(name), std::move(shape), transposed, {}, 0});
     };
     // A linear map [out, in] and its bias [out] where `biased`.
     auto linear = [&](bool wanted, Module m, int layer, int64_t outDim, int64_t inDim, bool biased) {

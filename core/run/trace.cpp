@@ -25,14 +25,6 @@ void configureThreads(int threads) {
 
 namespace {
 
-const char* hostPrefix(Host h) {
-    switch (h) {
-        case Host::Attention: return "self_attn.";
-        case Host::Mlp: return "mlp.";
-        default: return "";
-    }
-}
-
 /// A native path in the family's own spelling rewritten to the standard hosts: GPT-2's "h.1.attn.c_attn.output" is
 /// "layers.1.self_attn.c_attn.output", GPT-NeoX's "layers.1.attention.dense.input" is "layers.1.self_attn.dense.input".
 std::string standardHosts(const Family& f, const std::string& path) {
@@ -180,7 +172,7 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
             if (canonical.empty()) continue;
             // compare with every alias of the module name
             const ValueInfo& info = valueInfo(val);
-            const std::string host = info.host == Host::Attention ? "self_attn." : info.host == Host::Mlp ? "mlp." : "";
+            const std::string host = hostPrefix(info.host);
             for (int m = 0; m < static_cast<int>(Module::Count); ++m)
                 for (const std::string& alias : moduleNames(fam, static_cast<Module>(m)))
                     if (rest == host + alias + "." + info.name &&
