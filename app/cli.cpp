@@ -620,11 +620,11 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
 /// The sha256 of a dictionary's weights files, for an export's provenance ("name:hex, ...").
 std::string weightsSha256(const Dictionary& d) {
     std::string out;
-    for (const auto& f : d.files) {
-        QFile file(QString::fromStdString(f->path()));
+    for (const std::string& path : d.weightFiles) {
+        QFile file(QString::fromStdString(path));
         QCryptographicHash hash(QCryptographicHash::Sha256);
-        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(f->path() + ": cannot be read to hash it: " + s(file.errorString()));
-        out += (out.empty() ? "" : ", ") + std::filesystem::path(f->path()).filename().string() + ":" + hash.result().toHex().toStdString();
+        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(path + ": cannot be read to hash it: " + s(file.errorString()));
+        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + hash.result().toHex().toStdString();
     }
     return out;
 }
@@ -634,9 +634,12 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
                                                 "(config.json + params.safetensors), sparsify (cfg.json + sae.safetensors), Llama Scope "
                                                 "(hyperparams.json + checkpoints/final.safetensors).", "DIR");
     QCommandLineOption prompt("prompt", "A prompt (repeatable: each is traced in one batch).", "TEXT");
-    QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones.", "K", "10");
+    QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones (default 10).", "K", "10");
     QCommandLineOption out("out", "Write every prompt's features, reconstruction and error (float32 [seq, d_sae] / [seq, d_out]) to this "
-                                  ".safetensors file, with the dictionary's folder and the sha256 of its weights.", "FILE");
+                                  ".safetensors file as prompt0.features, ... (counted from 0), with the dictionary's folder and the sha256 "
+                                  "of its weights.", "FILE");
+    p.setApplicationDescription("nnscope features: a sparse dictionary's (an SAE's or a transcoder's) active features at every "
+                                "position of each prompt, with the reconstruction's MSE, explained variance and mean L0 (docs/FEATURES.md).");
     p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out});
     parseCommandLine(p, args);
     rejectStray(p);
@@ -671,8 +674,8 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
             const std::string token = model->tokenizer() ? model->tokenizer()->tokenLabel(ids[static_cast<size_t>(t)]) : std::to_string(ids[static_cast<size_t>(t)]);
             positions.push_back({{"token", token}, {"l0", (run.features[t] > 0).sum().item<int64_t>()}, {"top", top}});
         }
-        j["prompts"].push_back({{"positions", positions}, {"mse", run.mse}, {"explained_variance", run.explainedVariance},
-                                {"mean_l0", run.meanL0}});
+        const nlohmann::json ev = std::isnan(run.explainedVariance) ? nlohmann::json(nullptr) : nlohmann::json(run.explainedVariance);
+        j["prompts"].push_back({{"positions", positions}, {"mse", run.mse}, {"explained_variance", ev}, {"mean_l0", run.meanL0}});
         const std::string prefix = "prompt" + std::to_string(row) + ".";
         tensors.emplace_back(prefix + "features", run.features.contiguous());
         tensors.emplace_back(prefix + "reconstruction", run.reconstruction.contiguous());
@@ -693,8 +696,11 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
     std::cout << d.describe() << (d.trainedOn.empty() ? "" : ", trained on " + d.trainedOn) << "\nsite " << site << (d.transcoder ? " → " + valuePath(model->family(), attached.siteOut) : "") << "\n";
     for (size_t row = 0; row < prompts.size(); ++row) {
         const auto& pj = j["prompts"][row];
-        std::printf("\nprompt %zu: mse %.6g, explained variance %.4f, mean L0 %.1f (positions after the first)\n", row + 1,
-                    pj["mse"].get<double>(), pj["explained_variance"].get<double>(), pj["mean_l0"].get<double>());
+        const bool evKnown = !pj["explained_variance"].is_null();
+        const std::string ev = evKnown ? std::to_string(pj["explained_variance"].get<double>()).substr(0, 7)
+                                       : std::string("undefined (the target does not vary: one position after the first)");
+        std::printf("\nprompt %zu: mse %.6g, explained variance %s, mean L0 %.1f (positions after the first)\n", row + 1,
+                    pj["mse"].get<double>(), ev.c_str(), pj["mean_l0"].get<double>());
         for (const auto& pos : pj["positions"]) {
             std::string line;
             for (const auto& f : pos["top"]) {
@@ -707,7 +713,7 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
             if (shown < 16) label += std::string(static_cast<size_t>(16 - shown), ' ');
             std::printf("  %s L0 %4lld |%s\n", label.c_str(), static_cast<long long>(pos["l0"].get<int64_t>()), line.c_str());
         }
-        if (pj["explained_variance"].get<double>() < 0)
+        if (evKnown && pj["explained_variance"].get<double>() < 0)
             std::cerr << "nnscope: warning: the dictionary explains less variance than the mean on prompt " << row + 1
                       << " (explained variance < 0): is it trained on this model and this site?" << std::endl;
     }

@@ -35,9 +35,9 @@ const nlohmann::json& manifest() {
     return m;
 }
 
-/// The formats nnscope reads (the manifest also holds Gemma Scope 1 npz files and circuit-tracer sets, read later).
+/// The formats nnscope reads (the manifest also holds circuit-tracer transcoder sets, read later).
 bool readFormat(const std::string& format) {
-    return format == "saelens" || format == "gemmascope2" || format == "sparsify" || format == "llamascope";
+    return format == "saelens" || format == "gemmascope2" || format == "gemmascope1" || format == "sparsify" || format == "llamascope";
 }
 
 const std::string kPrompt = "Tom and Lily went to the park.";
@@ -55,7 +55,7 @@ private slots:
                 QTest::newRow(e["entry"].get<std::string>().c_str()) << QString::fromStdString(e["entry"].get<std::string>());
                 ++rows;
             }
-        QVERIFY(rows >= 19);
+        QVERIFY(rows >= 21);
     }
     void matchesTheReference() {
         QFETCH(QString, entry);
@@ -127,6 +127,25 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":99999 = 0"));
         QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":3 ~ 1"));
         QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dictionariesDir() + "/saelens-transcoder-llama-l0:1 = 0"));
+    }
+
+    // A folder that is not a dictionary says what it is: missing, a file, one level too high (the dictionaries inside
+    // named), a format not read yet.
+    void foldersThatAreNotDictionaries() {
+        auto refused = [](const std::string& dir, const std::string& mentions) {
+            try {
+                loadDictionary(dir);
+                return std::string("accepted");
+            } catch (const Error& e) {
+                const std::string m = e.what();
+                return m.find(mentions) != std::string::npos && m.find(dir) != std::string::npos ? std::string() : m;
+            }
+        };
+        QCOMPARE(refused(dictionariesDir() + "/no-such-sae", "no such folder"), std::string());
+        QCOMPARE(refused(dictionariesDir() + "/manifest.json", "a file"), std::string());
+        QCOMPARE(refused(dictionariesDir() + "/sparsify-topk-llama", "layers.1"), std::string());
+        QCOMPARE(refused(NNSCOPE_DEMO_MODEL_DIR, "sae-layers.0"), std::string());
+        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "circuit-tracer"), std::string());
     }
 
     // The site is checked against the model: a dictionary for another width is refused with both sizes.

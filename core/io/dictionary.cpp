@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -124,6 +126,7 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
     }
     TensorReader r(weights.string());
     d->files.push_back(r.file());
+    d->weightFiles.push_back(r.file()->path());
     d->wEnc = r.get("W_enc", {d->dIn, d->dSae});
     d->wDec = r.get("W_dec", {d->dSae, d->dOut});
     d->bDec = r.get("b_dec", {d->dOut});
@@ -170,6 +173,7 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
     }
     TensorReader r(weights.string());
     d->files.push_back(r.file());
+    d->weightFiles.push_back(r.file()->path());
     // the sizes come from the weights, as sae-lens takes them (width is not read)
     if (!r.has("w_enc") || r.file()->entries().at("w_enc").shape.size() != 2) r.get("w_enc", {0, 0});
     const auto& enc = r.file()->entries().at("w_enc").shape;
@@ -187,6 +191,56 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
     if (!d->transcoder && d->dOut != d->dIn)
         throw Error(weights.string() + ": an SAE's decoder must give back its input's " + std::to_string(d->dIn) + " values, w_dec gives " +
                     std::to_string(d->dOut) + ".");
+    return d;
+}
+
+/// Gemma Scope 1: layer_<L>/width_<W>/average_l0_<M>/params.npz, the site in the repository's name
+/// (gemma-scope-2b-pt-res / -mlp / -att), as sae-lens' gemma_2_sae_huggingface_loader reads it: jumprelu, no b_dec off
+/// the input, the sizes from the arrays.
+std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
+    const std::string file = (dir / "params.npz").string();
+    const std::string where = fs::absolute(dir).lexically_normal().string();
+    std::smatch m;
+    static const std::regex layerRe(R"((^|/)layer_(\d+)(/|$))"), kindRe(R"(-(res|mlp|att|transcoders)([-/_]|$))");
+    if (!std::regex_search(where, m, layerRe))
+        throw Error(file + ": a Gemma Scope folder names its block (layer_<L>/width_<W>/average_l0_<M>), and " + where + " does not.");
+    const std::string layer = m[2].str();
+    if (!std::regex_search(where, m, kindRe))
+        throw Error(file + ": the site comes from the repository's name (gemma-scope-…-res, -mlp or -att), and " + where +
+                    " names none: keep the folder under its repository's name.");
+    auto d = std::make_shared<Dictionary>();
+    d->format = "gemma-scope";
+    d->architecture = "jumprelu";
+    d->activation = Dictionary::Activation::JumpReLU;
+    const std::string kind = m[1].str();
+    if (kind == "transcoders")
+        throw Error(file + ": a Gemma Scope transcoder reads the pre-MLP norm's output before its gain (ln2.hook_normalized), which "
+                    "nnscope does not compute yet.");
+    d->site = "blocks." + layer + (kind == "res" ? ".hook_resid_post" : kind == "mlp" ? ".hook_mlp_out" : ".attn.hook_z");
+    d->hookZ = kind == "att";
+    std::map<std::string, torch::Tensor> arrays = readNpz(file);
+    d->weightFiles.push_back(file);
+    auto array = [&](const std::string& name) -> torch::Tensor {
+        for (const std::string& n : {name, "w" + name.substr(1)})  // W_enc or w_enc
+            if (arrays.count(n)) return arrays.at(n).to(torch::kFloat32);
+        throw Error(file + ": no array '" + name + "'.");
+    };
+    d->wEnc = array("W_enc");
+    if (d->wEnc.dim() != 2) throw Error(file + ": W_enc must be a matrix [d_in, d_sae].");
+    d->dIn = d->dOut = d->wEnc.size(0);
+    d->dSae = d->wEnc.size(1);
+    auto shaped = [&](const std::string& name, std::vector<int64_t> shape) {
+        torch::Tensor t = array(name);
+        if (t.sizes().vec() != shape)
+            throw Error(file + ": array '" + name + "' has shape " + shapeText(t.sizes().vec()) + ", expected " + shapeText(shape) +
+                        " from W_enc's " + shapeText(d->wEnc.sizes().vec()) + ".");
+        return t;
+    };
+    d->wDec = shaped("W_dec", {d->dSae, d->dIn});
+    d->bEnc = shaped("b_enc", {d->dSae});
+    d->bDec = shaped("b_dec", {d->dIn});
+    d->threshold = shaped("threshold", {d->dSae});
+    d->notes.push_back(file + ": Gemma Scope arrays are read into memory (a .npz is not mapped).");
     return d;
 }
 
@@ -218,6 +272,7 @@ std::shared_ptr<Dictionary> readSparsify(const fs::path& dir) {
     }
     TensorReader r(weights.string());
     d->files.push_back(r.file());
+    d->weightFiles.push_back(r.file()->path());
     d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
     d->bEnc = r.get("encoder.bias", {d->dSae});
     d->wDec = r.get("W_dec", {d->dSae, d->dIn});
@@ -259,6 +314,7 @@ std::shared_ptr<Dictionary> readLlamaScope(const fs::path& dir) {
     }
     TensorReader r(weights.string());
     d->files.push_back(r.file());
+    d->weightFiles.push_back(r.file()->path());
     d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
     d->bEnc = r.get("encoder.bias", {d->dSae});
     d->wDec = r.get("decoder.weight", {d->dIn, d->dSae}).t();
@@ -336,16 +392,37 @@ std::string Dictionary::describe() const {
 
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
     const fs::path dir(dirIn);
-    if (!fs::is_directory(dir)) throw Error(dirIn + ": not a folder (a dictionary is a folder: cfg.json and its weights).");
+    if (!fs::exists(dir)) throw Error(dirIn + ": no such folder.");
+    if (!fs::is_directory(dir)) throw Error(dirIn + ": a file; a dictionary is the folder that holds its config and weights.");
     std::shared_ptr<Dictionary> d;
     if (isFile(dir / "cfg.json") && isFile(dir / "sae.safetensors")) d = readSparsify(dir);
     else if (isFile(dir / "cfg.json")) d = readSaeLens(dir);
     else if (isFile(dir / "config.json") && (isFile(dir / "params.safetensors") || !isFile(dir / "model.safetensors"))) d = readGemmaScope2(dir);
     else if (isFile(dir / "hyperparams.json")) d = readLlamaScope(dir);
+    else if (isFile(dir / "params.npz")) d = readGemmaScope1(dir);
     else {
         refusePickle(dir, "sae_weights.safetensors");
+        // One folder too high (a sparsify run, a Gemma Scope 2 repository, a model with its SAE): name what is below.
+        std::vector<std::string> below;
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(dir, ec), end; it != end && below.size() < 6; it.increment(ec)) {
+            if (ec) break;
+            if (it.depth() > 2) it.disable_recursion_pending();
+            const fs::path p = it->path();
+            if (it->is_directory(ec) && (isFile(p / "cfg.json") || isFile(p / "params.safetensors") || isFile(p / "params.npz") ||
+                                         isFile(p / "hyperparams.json")))
+                below.push_back(fs::relative(p, dir, ec).string());
+        }
+        if (!below.empty()) {
+            std::string list;
+            for (const auto& b : below) list += (list.empty() ? "" : ", ") + b;
+            throw Error(dirIn + ": holds dictionaries in its subfolders (" + list + "): give one of them, e.g. " +
+                        (fs::path(dirIn) / below.front()).string() + ".");
+        }
+        if (isFile(dir / "config.yaml"))
+            throw Error(dirIn + ": a circuit-tracer transcoder set (config.yaml), which nnscope does not read yet.");
         throw Error(dirIn + ": no dictionary nnscope knows (SAELens: cfg.json + sae_weights.safetensors; Gemma Scope 2: config.json + "
-                    "params.safetensors; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
+                    "params.safetensors; Gemma Scope: params.npz; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
                     "checkpoints/final.safetensors).");
     }
     d->dir = dirIn;

@@ -63,6 +63,8 @@ struct Dictionary {
 
     /// What the reader chose that the user should know (one sentence each, naming the file).
     std::vector<std::string> notes;
+    /// The weights files read (for an export's provenance: their sha256).
+    std::vector<std::string> weightFiles;
     /// The files' mappings, kept alive as long as the tensors that view them.
     std::vector<std::shared_ptr<const SafetensorsFile>> files;
 

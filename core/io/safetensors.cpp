@@ -442,9 +442,10 @@ void writeNpy(const std::string& path, const torch::Tensor& tensor) {
     writeFileAtomically(path, out);
 }
 
-torch::Tensor readNpy(const std::string& path) {
-    // A steering vector is small; the limit keeps a wrong path (a huge file, /dev/zero) from eating the memory.
-    const std::string all = readRegularFile(path, /*maxBytes=*/4096 * kMiB);
+namespace {
+
+/// One .npy file's bytes `all` (named `path` in messages) as a tensor (a copy).
+torch::Tensor parseNpy(const std::string& all, const std::string& path) {
     if (all.size() < 10 || all.compare(0, 6, "\x93NUMPY") != 0) throw Error(path + ": not a .npy file (bad magic).");
     const int major = static_cast<unsigned char>(all[6]);
     size_t hlen, hstart;
@@ -503,6 +504,58 @@ torch::Tensor readNpy(const std::string& path) {
     auto t = torch::empty(shape, torch::TensorOptions().dtype(type));
     std::memcpy(t.data_ptr(), all.data() + hstart + hlen, n);
     return t;
+}
+
+uint32_t le32(const std::string& b, size_t at) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(b[at])) | static_cast<uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8 |
+           static_cast<uint32_t>(static_cast<unsigned char>(b[at + 2])) << 16 | static_cast<uint32_t>(static_cast<unsigned char>(b[at + 3])) << 24;
+}
+uint16_t le16(const std::string& b, size_t at) {
+    return static_cast<uint16_t>(static_cast<unsigned char>(b[at]) | static_cast<unsigned char>(b[at + 1]) << 8);
+}
+
+}  // namespace
+
+torch::Tensor readNpy(const std::string& path) {
+    // A steering vector is small; the limit keeps a wrong path (a huge file, /dev/zero) from eating the memory.
+    return parseNpy(readRegularFile(path, /*maxBytes=*/4096 * kMiB), path);
+}
+
+std::map<std::string, torch::Tensor> readNpz(const std::string& path) {
+    const std::string all = readRegularFile(path, /*maxBytes=*/16384 * kMiB);
+    std::map<std::string, torch::Tensor> out;
+    size_t at = 0;
+    // The members' local headers, one after the other (zipfile writes their sizes there when it can seek, as np.savez
+    // does); the central directory that follows them ends the walk.
+    while (at + 30 <= all.size() && le32(all, at) == 0x04034b50) {
+        const uint16_t flags = le16(all, at + 6), method = le16(all, at + 8);
+        uint64_t size = le32(all, at + 18);
+        const uint64_t stored = le32(all, at + 22);
+        const size_t nameLength = le16(all, at + 26), extraLength = le16(all, at + 28);
+        if (at + 30 + nameLength + extraLength > all.size()) throw Error(path + ": a truncated zip member header.");
+        const std::string name = all.substr(at + 30, nameLength);
+        const size_t extraAt = at + 30 + nameLength;
+        if (size == 0xFFFFFFFFu) {  // ZIP64: the sizes are in the extra field (id 1: uncompressed, then compressed)
+            for (size_t e = extraAt; e + 4 <= extraAt + extraLength;) {
+                const uint16_t id = le16(all, e), len = le16(all, e + 2);
+                if (id == 1 && len >= 16) size = le32(all, e + 4) | static_cast<uint64_t>(le32(all, e + 8)) << 32;
+                e += 4 + len;
+            }
+        }
+        if (method != 0)
+            throw Error(path + ": member " + shortText(name, 60) + " is compressed (np.savez_compressed); nnscope reads np.savez's stored "
+                        "archives: np.savez(out, **np.load(path)).");
+        if ((flags & 8) && size == 0) throw Error(path + ": member " + shortText(name, 60) + " gives its size after its data, which nnscope does not read.");
+        if (size != stored && stored != 0xFFFFFFFFu) throw Error(path + ": member " + shortText(name, 60) + " has two different sizes.");
+        const size_t dataAt = extraAt + extraLength;
+        if (size > all.size() - dataAt) throw Error(path + ": member " + shortText(name, 60) + " runs past the end of the file.");
+        const std::string member = path + "/" + name;
+        if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0) throw Error(member + ": not a .npy member.");
+        out[name.substr(0, name.size() - 4)] = parseNpy(all.substr(dataAt, static_cast<size_t>(size)), member);
+        at = dataAt + static_cast<size_t>(size);
+    }
+    if (out.empty()) throw Error(path + ": not a .npz archive (no zip member at its start).");
+    return out;
 }
 
 }  // namespace nnscope

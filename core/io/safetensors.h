@@ -123,6 +123,10 @@ void writeSafetensors(const std::string& path, const std::vector<std::pair<std::
 void writeNpy(const std::string& path, const torch::Tensor& tensor);
 /// Reads a .npy file (float32/float64/float16/int64/int32, C order) into a tensor. Throws nnscope::Error.
 torch::Tensor readNpy(const std::string& path);
+/// Reads the arrays of a NumPy .npz archive as np.savez writes it (a zip of .npy files, stored, not compressed), by
+/// name without ".npy". Throws nnscope::Error naming the file: not a zip, a compressed member (np.savez_compressed),
+/// a member that is not a .npy file.
+std::map<std::string, torch::Tensor> readNpz(const std::string& path);
 
 /// Writes `data` to `path` atomically (temporary file + rename). Throws nnscope::Error naming the path.
 void writeFileAtomically(const std::string& path, const std::string& data);

@@ -6,6 +6,7 @@
 #include "core/model/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <regex>
@@ -125,7 +126,8 @@ FeatureRun runDictionary(const Model& model, const TraceResult& result, const At
     const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
     r.mse = e.pow(2).mean().item<double>();
     const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
-    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : 0.0;
+    // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
+    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
     r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
     return r;
 }

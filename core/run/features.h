@@ -50,7 +50,8 @@ struct FeatureRun {
     torch::Tensor error;           ///< target - reconstruction
     /// Reconstruction quality over the prompt's positions after the first (the BOS, an outlier every dictionary's own
     /// evaluation leaves out; all positions when the prompt has one): mean squared error per value, explained
-    /// variance 1 - Σ‖target - reconstruction‖² / Σ‖target - mean(target)‖² (SAELens' evals), mean L0.
+    /// variance 1 - Σ‖target - reconstruction‖² / Σ‖target - mean(target)‖² (SAELens' evals; NaN where the target does
+    /// not vary, as over a single position), mean L0.
     double mse = 0, explainedVariance = 0, meanL0 = 0;
 };
 

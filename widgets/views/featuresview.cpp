@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/featuresview.h"
 
+#include <cmath>
+
 #include "core/model/error.h"
 #include "core/model/taps.h"
 #include "widgets/plots/heatmapplot.h"
@@ -79,10 +81,8 @@ FeatureRunsPtr computeFeatureRuns(const SnapshotPtr& snapshot, const std::vector
 }
 
 QString featureQualityText(const FeatureRun& run) {
-    return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3")
-        .arg(run.mse, 0, 'g', 4)
-        .arg(run.explainedVariance, 0, 'f', 4)
-        .arg(run.meanL0, 0, 'f', 1);
+    const QString ev = std::isnan(run.explainedVariance) ? QObject::tr("undefined (one position)") : QString::number(run.explainedVariance, 'f', 4);
+    return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3").arg(run.mse, 0, 'g', 4).arg(ev).arg(run.meanL0, 0, 'f', 1);
 }
 
 FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
