@@ -45,7 +45,7 @@ std::string s(const QString& q) { return q.toStdString(); }
 void printUsage() {
     std::cout << "nnscope " << version() << ": look inside transformer language models.\n\n"
               << "Usage:\n"
-              << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--screenshot FILE.png]   the explorer window\n"
+              << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--dictionary DIR]... [--screenshot FILE.png]   the explorer window\n"
               << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE]\n"
               << "                [--dtype auto|float32|bfloat16] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"

@@ -544,6 +544,16 @@ void MainWindow::createMenus() {
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
     file->addAction(openDictionaryAct_);
+    // one entry per attached dictionary, made when the menu opens
+    QMenu* detach = file->addMenu(tr("Detac&h Dictionary"));
+    detach->setObjectName("detachDictionaryMenu");
+    connect(detach, &QMenu::aboutToShow, this, [this, detach] {
+        detach->clear();
+        const QStringList names = dictionaryNames();
+        for (int i = 0; i < names.size(); ++i)
+            connect(detach->addAction(names[i]), &QAction::triggered, this, [this, i] { detachDictionary(i); });
+        if (names.isEmpty()) detach->addAction(tr("(none attached)"))->setEnabled(false);
+    });
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     file->addAction(reloadAct_);
     file->addSeparator();

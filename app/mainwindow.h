@@ -87,6 +87,8 @@ public:
     /// "dictionaries/attached") and the next traces save its site and run it in the worker. With a trace shown the
     /// prompts are traced again. Returns "" or the error (also shown in the window's error bar, naming the folder).
     QString attachDictionary(const QString& dir);
+    /// The attached dictionaries' folder names, in order (the Features view's chooser, File ▸ Detach Dictionary).
+    QStringList dictionaryNames() const;
     /// Detaches the dictionary at `index` (attach order); the checkpoint forgets it.
     void detachDictionary(int index);
     /// The dictionaries attached to the open checkpoint, in attach order.
@@ -221,8 +223,6 @@ private:
     void reattachDictionaries();
     /// Writes the open checkpoint's attached dictionaries to the settings.
     void saveDictionaries();
-    /// The attached dictionaries' folder names, for the Features view's chooser.
-    QStringList dictionaryNames() const;
     void openDictionaryDialog();
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 

@@ -3082,6 +3082,14 @@ void TestGui::featuresRemembered() {
         QVERIFY(w);
         QVERIFY(w->attachDictionary(kept).isEmpty());
         QVERIFY(w->attachDictionary(gone).isEmpty());
+        // File ▸ Detach Dictionary lists them; detaching one forgets it, attaching it again brings it back
+        auto* detach = w->findChild<QMenu*>("detachDictionaryMenu");
+        QVERIFY(detach);
+        emit detach->aboutToShow();
+        QCOMPARE(detach->actions().size(), 2);
+        detach->actions().at(1)->trigger();
+        QCOMPARE(w->dictionaryNames(), QStringList{"saelens-jumprelu-llama-resid-post"});
+        QVERIFY(w->attachDictionary(gone).isEmpty());
         QCOMPARE(w->dictionaries().size(), size_t(2));
         QCOMPARE(w->featuresView()->dictionaryCombo()->count(), 2);
     }

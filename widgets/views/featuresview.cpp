@@ -41,6 +41,9 @@ QTableWidget* makeTable(const QStringList& headers, QWidget* parent) {
     t->setSelectionBehavior(QAbstractItemView::SelectRows);
     t->setSelectionMode(QAbstractItemView::SingleSelection);
     t->horizontalHeader()->setStretchLastSection(true);
+    // the numbers stay readable in a narrow view: the first column (token or feature) gives way, not the values
+    t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    t->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
     return t;
 }
 
