@@ -24,7 +24,7 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
     if (auto q = cfg::optDouble(j, "query_pre_attn_scalar", file)) c.attentionScaling = 1.0 / std::sqrt(*q);
     c.attnLogitSoftcap = cfg::optDouble(j, "attn_logit_softcapping", file);
     c.finalLogitSoftcap = cfg::optDouble(j, "final_logit_softcapping", file);
-    c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+    c.slidingWindow = cfg::slidingWindow(j, file);
 }
 
 }  // namespace

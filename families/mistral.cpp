@@ -42,7 +42,7 @@ Family mistralFamily() {
 
 void readLlamaLikeSlidingConfig(const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
     readLlamaLikeConfig(j, file, fam, c);
-    c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+    c.slidingWindow = cfg::slidingWindow(j, file);
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), c.slidingWindow > 0);
 }
 

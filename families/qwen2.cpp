@@ -50,7 +50,7 @@ Family qwen2Family() {
         c.attentionBias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
         c.oProjBias = false;
         if (!cfg::getBool(j, "use_sliding_window", false, file)) return;
-        c.slidingWindow = cfg::optInt(j, "sliding_window", file).value_or(0);
+        c.slidingWindow = cfg::slidingWindow(j, file);
         if (c.slidingWindow <= 0) return;
         if (j.contains("layer_types") && !j["layer_types"].is_null()) {
             c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);

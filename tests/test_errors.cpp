@@ -6,12 +6,14 @@
 #include "core/io/safetensors.h"
 #include "core/run/trace.h"
 #include "testutil.h"
+#include "core/model/family.h"
 
 #include <QProcess>
 #include <QTemporaryDir>
 #include "testsuite.h"
 
 #include <QtTest>
+#include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
 
@@ -110,6 +112,28 @@ class TestErrors : public QObject {
     Q_OBJECT
 
 private slots:
+    // A sliding window of 0 or fewer keys is refused with the key named (it ran as full attention without a word); null
+    // or no key means no window, and a positive one is read as it is.
+    void slidingWindowOfNoKeys() {
+        for (const char* fixture : {"tiny-mistral", "tiny-gemma2", "tiny-qwen2"}) {
+            std::ifstream in(test::fixture(fixture) + "/config.json");
+            nlohmann::json config = nlohmann::json::parse(in);
+            config["use_sliding_window"] = true;  // Qwen2 reads the window only then
+            for (int window : {0, -3}) {
+                config["sliding_window"] = window;
+                try {
+                    resolveModelConfig(config, std::string(fixture) + "/config.json");
+                    QFAIL(qPrintable(QString("%1: sliding_window %2 was accepted").arg(fixture).arg(window)));
+                } catch (const Error& e) {
+                    QVERIFY2(std::string(e.what()).find("sliding_window") != std::string::npos, e.what());
+                }
+            }
+            config["sliding_window"] = 7;
+            QCOMPARE(resolveModelConfig(config, "ok").slidingWindow, int64_t(7));
+            config["sliding_window"] = nullptr;
+            QCOMPARE(resolveModelConfig(config, "ok").slidingWindow, int64_t(0));
+        }
+    }
     void brokenCheckpoint_data() {
         QTest::addColumn<QString>("breakage");
         QTest::addColumn<QString>("expectFile");

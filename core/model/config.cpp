@@ -30,6 +30,13 @@ static Error keyError(const std::string& file, const std::string& key, const std
     return Error(file + ": key \"" + key + "\" " + why);
 }
 
+int64_t slidingWindow(const json& j, const std::string& file) {
+    const std::optional<int64_t> w = optInt(j, "sliding_window", file);
+    if (w && *w <= 0)
+        throw keyError(file, "sliding_window", "is " + std::to_string(*w) + ": a window must hold at least one key (null or no key: no window).");
+    return w.value_or(0);
+}
+
 std::optional<int64_t> optInt(const json& j, const std::string& key, const std::string& file) {
     if (!j.contains(key) || j[key].is_null()) return std::nullopt;
     const json& v = j[key];

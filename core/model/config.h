@@ -107,6 +107,10 @@ namespace cfg {
 int64_t getInt(const nlohmann::json& j, const std::string& key, const std::string& file);
 std::optional<int64_t> optInt(const nlohmann::json& j, const std::string& key, const std::string& file);
 double getDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
+/// config.json's sliding_window: 0 when absent or null (no window), else a positive number of keys. Throws
+/// nnscope::Error naming the key for 0 or a negative window (transformers' masks fail on it; nnscope would compute full
+/// attention without a word).
+int64_t slidingWindow(const nlohmann::json& j, const std::string& file);
 std::optional<double> optDouble(const nlohmann::json& j, const std::string& key, const std::string& file);
 bool getBool(const nlohmann::json& j, const std::string& key, bool fallback, const std::string& file);
 std::string getString(const nlohmann::json& j, const std::string& key, const std::string& fallback, const std::string& file);
