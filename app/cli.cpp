@@ -90,8 +90,15 @@ void rejectStray(const QCommandLineParser& p) {
                          "' (options start with --; quote a prompt and give it with --prompt).");
 }
 
+/// The message on stderr, a very long one (a 20 kB argument echoed back) cut in its middle so that its start and its
+/// closing advice stay readable.
 int fail(const std::string& message, int status = 1) {
-    std::cerr << "nnscope: " << message << std::endl;
+    constexpr size_t kHead = 300, kTail = 200;
+    if (message.size() > kHead + kTail + 100)
+        std::cerr << "nnscope: " << message.substr(0, kHead) << " … (" << message.size() - kHead - kTail << " characters cut) … "
+                  << message.substr(message.size() - kTail) << std::endl;
+    else
+        std::cerr << "nnscope: " << message << std::endl;
     return status;
 }
 

@@ -112,6 +112,39 @@ class TestErrors : public QObject {
     Q_OBJECT
 
 private slots:
+    // A usage error does not echo a 20 kB argument back: the message is cut in its middle, its start and its advice kept.
+    void longArgumentIsCut() {
+        const QString huge(20000, QChar('x'));
+        const RunResult r = runCli({"heads", "--model", "nowhere", "--prompt", "a", "--sort", huge});
+        QCOMPARE(r.exitCode, 2);
+        QVERIFY2(r.err.size() < 1000, qPrintable(QString::number(r.err.size())));
+        QVERIFY2(r.err.contains("--sort must be") && r.err.contains("characters cut"), qPrintable(r.err.left(400)));
+    }
+    // A NUL byte inside a safetensors header (here just before its closing brace) is refused, naming where it is.
+    void safetensorsHeaderWithNul() {
+        std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+        header.insert(header.size() - 1, 1, '\0');
+        std::string file(8, '\0');
+        const uint64_t n = header.size();
+        for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+        file += header + std::string(4, '\0');
+        try {
+            parseSafetensorsHeader(reinterpret_cast<const unsigned char*>(file.data()), file.size(), "nul.safetensors");
+            QFAIL("a header with a NUL byte was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("NUL byte at byte " + std::to_string(8 + header.size() - 2)) != std::string::npos, e.what());
+        }
+        header.erase(header.size() - 2, 1);  // the same header without it reads
+        file = std::string(8, '\0');
+        for (int i = 0; i < 8; ++i) file[static_cast<size_t>(i)] = static_cast<char>((uint64_t(header.size()) >> (8 * i)) & 0xff);
+        file += header + std::string(4, '\0');
+        try {
+            QCOMPARE(parseSafetensorsHeader(reinterpret_cast<const unsigned char*>(file.data()), file.size(), "ok.safetensors").entries.size(),
+                     size_t(1));
+        } catch (const Error& e) {
+            QFAIL(e.what());
+        }
+    }
     // A sliding window of 0 or fewer keys is refused with the key named (it ran as full attention without a word); null
     // or no key means no window, and a positive one is read as it is.
     void slidingWindowOfNoKeys() {

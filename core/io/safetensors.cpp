@@ -97,6 +97,10 @@ SafetensorsHeader parseSafetensorsHeader(const unsigned char* bytes, size_t file
     if (text[jsonEnd - 1] != '}')
         throw Error(path + ": the header is not valid JSON padded with spaces: it does not end with '}' followed only by spaces "
                     "(0x20). The header length in the first 8 bytes is wrong, or the header is damaged or padded with other bytes.");
+    // JSON text holds no NUL byte (the reference's parser refuses one; a C-string reader would stop there)
+    if (const void* nul = std::memchr(text, 0, jsonEnd))
+        throw Error(path + ": the header holds a NUL byte at byte " + std::to_string(8 + (static_cast<const char*>(nul) - text)) +
+                    " of the file: the header is damaged.");
     const std::string where = path + " (its JSON header)";
     const json header = parseJson(std::string_view(text, jsonEnd), where, JsonParseOptions().withTopLevelKeyNoun("tensor"));
     if (!header.is_object()) throw Error(where + ": the header is not a JSON object.");
