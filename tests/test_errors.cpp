@@ -112,6 +112,23 @@ class TestErrors : public QObject {
     Q_OBJECT
 
 private slots:
+    // hidden_act xielu on a checkpoint without XIELU's parameters names the key and the missing tensor (it gave an
+    // internal "role 35").
+    void xieluWithoutItsParameters() {
+        std::ifstream in(test::fixture("tiny-llama") + "/config.json");
+        nlohmann::json config = nlohmann::json::parse(in);
+        config["hidden_act"] = "xielu";
+        const auto m = Model::load(test::fixture("tiny-llama"), test::float32());
+        std::map<std::string, torch::Tensor> tensors;
+        for (const std::string& name : m->weights().names()) tensors[name] = m->weights().get(name);
+        try {
+            Model::fromTensors(config, tensors, test::float32(), "tiny-llama with xielu");
+            QFAIL("xielu without its parameters was accepted");
+        } catch (const Error& e) {
+            const std::string msg = e.what();
+            QVERIFY2(msg.find("hidden_act \"xielu\"") != std::string::npos && msg.find("mlp.act_fn.alpha_p") != std::string::npos, e.what());
+        }
+    }
     // A usage error does not echo a 20 kB argument back: the message is cut in its middle, its start and its advice kept.
     void longArgumentIsCut() {
         const QString huge(20000, QChar('x'));

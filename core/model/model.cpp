@@ -276,6 +276,9 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             // are used where the file has them, else XIELUActivation's defaults.
             t = ws.contains(spec.name) ? ws.get(spec.name).reshape({})
                                        : torch::tensor(spec.key.param == Param::Beta ? 0.5 : -1e-6);
+        } else if (spec.key.module == Module::ActFn && !ws.contains(spec.name)) {
+            throw Error(configFile + ": hidden_act \"xielu\" needs its learned parameters in every block (alpha_p and alpha_n, as "
+                        "Apertus checkpoints store them), and the checkpoint has no tensor '" + spec.name + "'.");
         } else if (spec.key.module == Module::LmHead && !ws.contains(spec.name)) {
             throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
                         "' and config.json sets tie_word_embeddings false.");
