@@ -112,6 +112,27 @@ class TestErrors : public QObject {
     Q_OBJECT
 
 private slots:
+    // A rotary scaling factor of 0 or less is refused with the key named (it gave a pass of NaN and a generic warning).
+    void ropeFactorOfZero() {
+        std::ifstream in(test::fixture("tiny-llama") + "/config.json");
+        nlohmann::json config = nlohmann::json::parse(in);
+        for (const nlohmann::json& scaling : {nlohmann::json{{"rope_type", "linear"}, {"factor", 0.0}},
+                                              nlohmann::json{{"rope_type", "yarn"}, {"factor", -2.0}, {"original_max_position_embeddings", 64}},
+                                              nlohmann::json{{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 0.0},
+                                                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}}}) {
+            config["rope_scaling"] = scaling;
+            config.erase("rope_parameters");
+            try {
+                resolveModelConfig(config, "tiny-llama/config.json");
+                QFAIL(qPrintable(QString::fromStdString("accepted " + scaling.dump())));
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find("factor") != std::string::npos && std::string(e.what()).find("positive") != std::string::npos,
+                         e.what());
+            }
+        }
+        config["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+        QCOMPARE(*resolveModelConfig(config, "ok").rope.factor, 2.0);
+    }
     // hidden_act xielu on a checkpoint without XIELU's parameters names the key and the missing tensor (it gave an
     // internal "role 35").
     void xieluWithoutItsParameters() {

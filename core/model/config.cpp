@@ -136,6 +136,17 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
         throw Error(where + ": rope type \"" + type + "\" needs \"factor\".");
     if (type == "llama3" && (!r.lowFreqFactor || !r.highFreqFactor))
         throw Error(where + ": rope type llama3 needs low_freq_factor and high_freq_factor.");
+    // A scaling factor of 0 or less divides the frequencies by nothing sensible (the pass would be NaN from the first
+    // rotary): refused with the key named.
+    for (const auto& [key, value] : {std::pair<const char*, std::optional<double>>{"factor", r.factor}, {"low_freq_factor", r.lowFreqFactor},
+                                     {"high_freq_factor", r.highFreqFactor}})
+        if (value && (!std::isfinite(*value) || *value <= 0))
+            throw keyError(where, key, "is " + jsonExcerpt(nlohmann::json(*value)) + ": a rotary scaling factor must be a positive number.");
+    for (const auto* list : {&r.shortFactor, &r.longFactor})
+        for (double v : *list)
+            if (!std::isfinite(v) || v <= 0)
+                throw keyError(where, list == &r.shortFactor ? "short_factor" : "long_factor",
+                               "holds " + jsonExcerpt(nlohmann::json(v)) + ": every longrope factor must be a positive number.");
     return r;
 }
 
