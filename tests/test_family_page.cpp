@@ -23,6 +23,7 @@
 #include "testsuite.h"
 
 #include <QtTest>
+#include <QFile>
 
 #include <nlohmann/json.hpp>
 
@@ -508,6 +509,37 @@ private slots:
         const CheckResult* sink = findResult(results, "sink_norm");
         QVERIFY(sink && sink->kind == CheckKind::Figure);
         QVERIFY2(sink->figure.find("block ") == 0 && sink->figure.find("×") != std::string::npos, sink->figure.c_str());
+    }
+
+    // A GPT-NeoX checkpoint with attention_bias false computes what transformers does without the biases: the note that
+    // every projection is biased does not apply to it, and says so instead of failing.
+    void projectionBiasesOffIsNotAFailure() {
+        QTemporaryDir tmp;
+        const std::string src = nnscope::test::fixture("tiny-gpt-neox"), dir = tmp.path().toStdString();
+        for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+            QVERIFY(QFile::copy(QString::fromStdString(src + "/" + f), QString::fromStdString(dir + "/" + f)));
+        std::ifstream in(src + "/config.json");
+        nlohmann::json config = nlohmann::json::parse(in);
+        config["attention_bias"] = false;
+        std::ofstream(dir + "/config.json") << config.dump(2);
+        SafetensorsFile weights(src + "/model.safetensors");
+        std::vector<std::pair<std::string, torch::Tensor>> kept;
+        for (const auto& [name, entry] : weights.entries()) {
+            const bool attentionBias = name.find(".attention.") != std::string::npos && name.size() > 5 && name.rfind(".bias") == name.size() - 5;
+            if (!attentionBias) kept.emplace_back(name, weights.tensor(name).clone());
+        }
+        writeSafetensors(dir + "/model.safetensors", kept, {{"format", "pt"}});
+        auto model = Model::load(dir, nnscope::test::float32());
+        const auto results = runFamilyChecks(*model);
+        const CheckResult* r = findResult(results, "projection_biases:all");
+        QVERIFY(r);
+        QCOMPARE(r->kind, CheckKind::Skipped);
+        QVERIFY2(r->detail.find("attention_bias is false") != std::string::npos, r->detail.c_str());
+        // the unchanged fixture still passes it
+        auto biased = Model::load(src, nnscope::test::float32());
+        const auto biasedResults = runFamilyChecks(*biased);
+        const CheckResult* b = findResult(biasedResults, "projection_biases:all");
+        QVERIFY(b && b->kind == CheckKind::Claim && b->passed);
     }
 
     // "The block, in order" follows the checkpoint's config: GPT-NeoX's parallel residual is one line, and a checkpoint
