@@ -50,6 +50,15 @@ public:
         if (t.dim() != static_cast<int64_t>(shape.size())) t = t.reshape(shape);
         return t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
     }
+    /// The shape of the matrix `name`, for a format whose sizes come from its weights. Throws nnscope::Error naming the
+    /// file and the tensor when it is absent or not two-dimensional.
+    std::vector<int64_t> matrixShape(const std::string& name) const {
+        if (!file_->contains(name)) get(name, {});  // the error that lists what the file holds
+        const std::vector<int64_t>& shape = file_->entries().at(name).shape;
+        if (shape.size() != 2)
+            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(shape) + ", expected a matrix.");
+        return shape;
+    }
     torch::Tensor optional(const std::string& name, const std::vector<int64_t>& shape) const {
         return has(name) ? get(name, shape) : torch::Tensor();
     }
@@ -65,6 +74,21 @@ void refusePickle(const fs::path& dir, const std::string& want) {
             throw Error((dir / pickle).string() + ": a pickled weights file, which nnscope does not open (unpickling can run code). "
                         "Convert it once: python -c \"import torch, safetensors.torch as s; s.save_file({k: v.contiguous() for k, v in "
                         "torch.load('" + (dir / pickle).string() + "', map_location='cpu').items()}, '" + (dir / want).string() + "')\"");
+}
+
+/// Opens the weights file `name` of the dictionary in `dir` (`layout` says what such a folder holds) and records it in
+/// `d` (the mapping kept alive, the path for the export's sha256). A missing file is refused, a pickled one with the
+/// line that converts it.
+TensorReader openWeights(const fs::path& dir, const std::string& name, const std::string& layout, Dictionary& d) {
+    const fs::path weights = dir / name;
+    if (!isFile(weights)) {
+        refusePickle(dir, name);
+        throw Error(weights.string() + ": missing (" + layout + ").");
+    }
+    TensorReader r(weights.string());
+    d.files.push_back(r.file());
+    d.weightFiles.push_back(r.file()->path());
+    return r;
 }
 
 int64_t intKey(const nlohmann::json& j, const std::string& key, const std::string& file) {
@@ -119,14 +143,7 @@ std::shared_ptr<Dictionary> readSaeLens(const fs::path& dir) {
     if (d->hookZ && d->site.size() >= 2 && d->site.compare(d->site.size() - 2, 2, "_z") != 0)
         throw Error(cfgFile + ": reshape_activations hook_z on the site " + d->site + ", which is not a hook_z.");
 
-    const fs::path weights = dir / "sae_weights.safetensors";
-    if (!isFile(weights)) {
-        refusePickle(dir, "sae_weights.safetensors");
-        throw Error(weights.string() + ": missing (a SAELens folder holds cfg.json and sae_weights.safetensors).");
-    }
-    TensorReader r(weights.string());
-    d->files.push_back(r.file());
-    d->weightFiles.push_back(r.file()->path());
+    TensorReader r = openWeights(dir, "sae_weights.safetensors", "a SAELens folder holds cfg.json and sae_weights.safetensors", *d);
     d->wEnc = r.get("W_enc", {d->dIn, d->dSae});
     d->wDec = r.get("W_dec", {d->dSae, d->dOut});
     d->bDec = r.get("b_dec", {d->dOut});
@@ -166,21 +183,12 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
     if (d->site.empty()) throw Error(cfgFile + ": no hf_hook_point_in, so nnscope cannot tell where it reads.");
     if (d->transcoder) d->siteOut = cfg::getString(j, "hf_hook_point_out", "", cfgFile);
     if (d->transcoder && d->siteOut.empty()) throw Error(cfgFile + ": a transcoder without hf_hook_point_out.");
-    const fs::path weights = dir / "params.safetensors";
-    if (!isFile(weights)) {
-        refusePickle(dir, "params.safetensors");
-        throw Error(weights.string() + ": missing (a Gemma Scope 2 folder holds config.json and params.safetensors).");
-    }
-    TensorReader r(weights.string());
-    d->files.push_back(r.file());
-    d->weightFiles.push_back(r.file()->path());
+    TensorReader r = openWeights(dir, "params.safetensors", "a Gemma Scope 2 folder holds config.json and params.safetensors", *d);
     // the sizes come from the weights, as sae-lens takes them (width is not read)
-    if (!r.has("w_enc") || r.file()->entries().at("w_enc").shape.size() != 2) r.get("w_enc", {0, 0});
-    const auto& enc = r.file()->entries().at("w_enc").shape;
+    const std::vector<int64_t> enc = r.matrixShape("w_enc");
     d->dIn = enc[0];
     d->dSae = enc[1];
-    if (!r.has("w_dec") || r.file()->entries().at("w_dec").shape.size() != 2) r.get("w_dec", {d->dSae, 0});
-    d->dOut = r.file()->entries().at("w_dec").shape.back();
+    d->dOut = r.matrixShape("w_dec")[1];
     d->wEnc = r.get("w_enc", {d->dIn, d->dSae});
     d->wDec = r.get("w_dec", {d->dSae, d->dOut});
     d->bEnc = r.get("b_enc", {d->dSae});
@@ -189,7 +197,7 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
     if (cfg::getBool(j, "affine_connection", false, cfgFile) || r.has("affine_skip_connection"))
         d->wSkip = r.get("affine_skip_connection", {d->dIn, d->dOut});
     if (!d->transcoder && d->dOut != d->dIn)
-        throw Error(weights.string() + ": an SAE's decoder must give back its input's " + std::to_string(d->dIn) + " values, w_dec gives " +
+        throw Error(r.file()->path() + ": an SAE's decoder must give back its input's " + std::to_string(d->dIn) + " values, w_dec gives " +
                     std::to_string(d->dOut) + ".");
     return d;
 }
@@ -265,14 +273,7 @@ std::shared_ptr<Dictionary> readSparsify(const fs::path& dir) {
     // and predicts its output.
     d->site = d->siteOut = dir.filename().string();
     d->siteConvention = d->transcoder ? "hf-input" : "hf-output";
-    const fs::path weights = dir / "sae.safetensors";
-    if (!isFile(weights)) {
-        refusePickle(dir, "sae.safetensors");
-        throw Error(weights.string() + ": missing (a sparsify hookpoint folder holds cfg.json and sae.safetensors).");
-    }
-    TensorReader r(weights.string());
-    d->files.push_back(r.file());
-    d->weightFiles.push_back(r.file()->path());
+    TensorReader r = openWeights(dir, "sae.safetensors", "a sparsify hookpoint folder holds cfg.json and sae.safetensors", *d);
     d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
     d->bEnc = r.get("encoder.bias", {d->dSae});
     d->wDec = r.get("W_dec", {d->dSae, d->dIn});
@@ -307,14 +308,7 @@ std::shared_ptr<Dictionary> readLlamaScope(const fs::path& dir) {
     d->inputScale = std::sqrt(static_cast<double>(d->dIn)) / norms["in"].get<double>();
     d->inputNorm = Dictionary::InputNorm::ExpectedAverage;
     const double threshold = cfg::getDouble(j, "jump_relu_threshold", cfgFile);
-    const fs::path weights = dir / "checkpoints" / "final.safetensors";
-    if (!isFile(weights)) {
-        refusePickle(dir, "checkpoints/final.safetensors");
-        throw Error(weights.string() + ": missing (a Llama Scope folder holds hyperparams.json and checkpoints/final.safetensors).");
-    }
-    TensorReader r(weights.string());
-    d->files.push_back(r.file());
-    d->weightFiles.push_back(r.file()->path());
+    TensorReader r = openWeights(dir, "checkpoints/final.safetensors", "a Llama Scope folder holds hyperparams.json and checkpoints/final.safetensors", *d);
     d->wEnc = r.get("encoder.weight", {d->dSae, d->dIn}).t();
     d->bEnc = r.get("encoder.bias", {d->dSae});
     d->wDec = r.get("decoder.weight", {d->dIn, d->dSae}).t();
@@ -327,7 +321,6 @@ std::shared_ptr<Dictionary> readLlamaScope(const fs::path& dir) {
 
 torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
     torch::Tensor x = xIn.to(torch::kFloat32);
-    if (hookZ && x.dim() >= 2 && x.size(-1) * x.size(-2) == dIn) x = x.flatten(-2);
     if (x.size(-1) != dIn)
         throw Error(describe() + ": its input has " + std::to_string(dIn) + " values per position, the site gives " +
                     std::to_string(x.size(-1)) + ".");
@@ -366,7 +359,6 @@ torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
 
 torch::Tensor Dictionary::decode(const torch::Tensor& features, const torch::Tensor& xIn) const {
     torch::Tensor x = xIn.to(torch::kFloat32);
-    if (hookZ && x.dim() >= 2 && x.size(-1) * x.size(-2) == dIn) x = x.flatten(-2);
     torch::Tensor f = features;
     if (activation == Activation::TopK && rescaleByDecoderNorm) f = f / wDec.norm(2, -1);
     torch::Tensor out = torch::matmul(f, wDec) + bDec;

@@ -46,7 +46,7 @@ struct Dictionary {
     /// .input: Gemma Scope 2), "hf-output" / "hf-input" (an HF module path whose output or input is read: sparsify).
     std::string siteConvention = "tl";
     /// SAELens' reshape_activations "hook_z": the site is every head's output side by side ([..., heads, head_dim]
-    /// flattened to [..., heads * head_dim]).
+    /// flattened to [..., heads * head_dim]; runDictionary and the feature edits flatten a site's trailing axes).
     bool hookZ = false;
     bool applyBDecToInput = false;  ///< subtract b_dec from the input before encoding
     bool rescaleByDecoderNorm = false;  ///< SAELens topk's rescale_acts_by_decoder_norm

@@ -67,7 +67,7 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     step(Host::Attention, std::nullopt,
          {inside(Value::AttentionQueries), inside(Value::AttentionKeys), inside(Value::AttentionValues),
           inside(Value::AttentionScores), inside(Value::AttentionProbabilities), inside(Value::AttentionHeadOutputs)});
-    if (!f.moduleLabel(Module::AttentionDropout).empty()) step(Host::Attention, Module::AttentionDropout, {});
+    if (f.hasModule(Module::AttentionDropout)) step(Host::Attention, Module::AttentionDropout, {});
     StepValue premix = in(Value::AttentionPremix);
     premix.sameTensor = false;
     step(Host::Attention, Module::OProj, {premix});
@@ -94,7 +94,7 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     step(Host::Mlp, std::nullopt, {out(Value::MlpOutput)});
     if (bn.afterMlp)
         step(Host::Layer, Module::MlpOutputNorm, {inside(Value::NativeMlpOutputNormScale), out(Value::NativeMlpOutputNormOutput)});
-    if (!f.moduleLabel(Module::LayerDropout).empty()) step(Host::Layer, Module::LayerDropout, {});
+    if (f.hasModule(Module::LayerDropout)) step(Host::Layer, Module::LayerDropout, {});
     step(Host::Layer, std::nullopt, {out(Value::LayerOutput)});
 
     // The root, after the blocks.
