@@ -1556,7 +1556,8 @@ void MainWindow::saveDictionaries() {
     QVariantMap all = settings.value("dictionaries/attached").toMap();
     QStringList dirs;
     for (const AttachedDictionary& d : dictionaries_) dirs << QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath();
-    if (dirs.isEmpty())
+    // an empty list is kept for the demo model, so that its own SAE, once detached, is not attached again
+    if (dirs.isEmpty() && !isDemoModelDir(QString::fromStdString(model_->dir())))
         all.remove(checkpointKey(*model_));
     else
         all.insert(checkpointKey(*model_), dirs);
@@ -1568,11 +1569,17 @@ void MainWindow::reattachDictionaries() {
     features_->setRuns(nullptr);
     text_->setFeatureRuns(nullptr);
     QStringList dirs;
-    if (start_.useSettings) dirs = QSettings().value("dictionaries/attached").toMap().value(checkpointKey(*model_)).toStringList();
-    // The demo model comes with its own sparse autoencoder (nnscope train-demo-sae): attached unless others are remembered.
+    bool remembered = false;
+    if (start_.useSettings) {
+        const QVariantMap all = QSettings().value("dictionaries/attached").toMap();
+        remembered = all.contains(checkpointKey(*model_));
+        dirs = all.value(checkpointKey(*model_)).toStringList();
+    }
+    // The demo model comes with its own sparse autoencoder (nnscope train-demo-sae): attached unless the window remembers
+    // the demo's dictionaries (others, or none after a Detach).
     const QString modelDir = QString::fromStdString(model_->dir());
     const QString demoSae = QDir(modelDir).filePath(QString::fromLatin1(kDemoDictionaryFolder));
-    if (dirs.isEmpty() && isDemoModelDir(modelDir) && QFileInfo(demoSae).isDir()) dirs << demoSae;
+    if (!remembered && isDemoModelDir(modelDir) && QFileInfo(demoSae).isDir()) dirs << demoSae;
     QStringList dropped;
     for (const QString& dir : dirs) {
         try {
@@ -1602,6 +1609,7 @@ void MainWindow::runFeatures() {
     if (dictionaries_.empty() || !snapshot_ || !canRun() || snapshot_->model != model_) {
         features_->setRuns(nullptr);
         text_->setFeatureRuns(nullptr);
+        if (dictionaries_.empty()) tracePanel_->setOutcomeNote({});  // the last detached: its quality goes too
         return;
     }
     const SnapshotPtr snapshot = snapshot_;
@@ -1636,7 +1644,7 @@ void MainWindow::onFeaturesFinished(FeatureRunsPtr runs) {
         }
         lines << line;
     }
-    tracePanel_->addToOutcome(lines.join(QStringLiteral(" ")), warning);
+    tracePanel_->setOutcomeNote(lines.join(QStringLiteral(" ")), warning);
 }
 
 // ---- views and exports --------------------------------------------------------------------------------------

@@ -3051,6 +3051,18 @@ void TestGui::featuresView() {
     w->diagramPanel()->setBlock(0);
     QCoreApplication::processEvents();
     QVERIFY(w->diagramPanel()->diagram()->dictionaryParts().isEmpty());
+
+    // detaching it (File ▸ Detach Dictionary) takes its quality off the trace's line, and a second features run does
+    // not repeat it
+    const QString name = QFileInfo(dictDir).fileName();
+    QVERIFY(w->tracePanel()->statusText().contains(name));
+    w->detachDictionary(0);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(!w->tracePanel()->statusText().contains(name), qPrintable(w->tracePanel()->statusText()));
+    QVERIFY(w->attachDictionary(dictDir).isEmpty());  // attached again: traced again, said once
+    QTRY_COMPARE_WITH_TIMEOUT(w->tracePanel()->statusText().count(name + " at "), 1, 30000);
+    QVERIFY(viewJobsDone(*w));
+    QCOMPARE(w->tracePanel()->statusText().count(name + " at "), 1);
 }
 
 void TestGui::featuresWrongWidth() {

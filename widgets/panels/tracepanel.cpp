@@ -84,14 +84,14 @@ void TracePanel::traceFinished(const QString& summary) {
     progress_->setValue(progress_->maximum());
     status_->setStyleSheet(QString());
     status_->setText(summary);
-    outcome_ = summary;
+    outcome_ = traceSummary_ = summary;
     outcomeWarning_ = false;
     setRunning(false);
 }
 
-void TracePanel::addToOutcome(const QString& text, bool warning) {
-    outcome_ = outcome_.isEmpty() ? text : outcome_ + " " + text;
-    outcomeWarning_ = outcomeWarning_ || warning;
+void TracePanel::setOutcomeNote(const QString& text, bool warning) {
+    outcome_ = text.isEmpty() ? traceSummary_ : traceSummary_.isEmpty() ? text : traceSummary_ + " " + text;
+    outcomeWarning_ = warning;
     if (analysing_) return;  // said when the analysis under way ends
     status_->setStyleSheet(outcomeWarning_ ? QStringLiteral("color: #8a5a00") : QString());
     status_->setText(outcome_);

@@ -33,9 +33,10 @@ public:
     void traceFinished(const QString& summary);
     void traceCancelled(int done, int total);
     void traceFailed(const QString& message);
-    /// Adds `text` to the last trace's outcome (what the trace found besides its summary: a dictionary's reconstruction
-    /// quality), in the warning colour when `warning`; it stays under the prompts until the next trace.
-    void addToOutcome(const QString& text, bool warning = false);
+    /// Sets what the last trace found besides its summary (the attached dictionaries' reconstruction quality), shown
+    /// after it, in the warning colour when `warning`; a later call replaces it (empty: the summary alone), a new trace
+    /// clears it.
+    void setOutcomeNote(const QString& text, bool warning = false);
     bool isRunning() const { return running_; }
     /// A computation a view asked for after the trace (`what`: "logit lens"): the bar counts its `total` blocks (0: it
     /// counts none, the bar shows its name), Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
@@ -59,7 +60,8 @@ private:
     QLabel* status_;
     bool running_ = false, ready_ = false, analysing_ = false;
     QString outcome_;  ///< the last trace's outcome, which an analysis note is added to
-    bool outcomeWarning_ = false;  ///< the outcome holds a warning (addToOutcome)
+    QString traceSummary_;         ///< the last trace's summary, before any note
+    bool outcomeWarning_ = false;  ///< the outcome holds a warning (setOutcomeNote)
 };
 
 }  // namespace nnscope
