@@ -9,4 +9,12 @@ namespace nnscope {
 /// Reads a Llama-like config whose sliding_window, when set, applies to every layer (Mistral, Phi-3: transformers picks
 /// the sliding mask for the whole model from config.sliding_window). Throws nnscope::Error naming the key.
 void readLlamaLikeSlidingConfig(const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c);
+
+/// Reads the sliding window of Qwen2 and Qwen3 (Qwen2Config / Qwen3Config.__post_init__ in transformers 5.23): off
+/// unless use_sliding_window is true; then sliding_window keys for the layers layer_types marks "sliding_attention",
+/// or, without layer_types, for the layers from max_window_layers (default 28) on. Sets c.slidingWindow and
+/// c.layerSliding [num_hidden_layers]. Throws nnscope::Error naming config.json and the key: a bad layer_types, a
+/// sliding_window of 0 or less, or a layer typed "sliding_attention" while use_sliding_window is false (transformers
+/// fails on that checkpoint at its first forward pass).
+void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, ModelConfig& c);
 }  // namespace nnscope

@@ -49,17 +49,36 @@ Family qwen2Family() {
         readLlamaLikeConfig(j, file, fam, c);
         c.attentionBias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
         c.oProjBias = false;
-        if (!cfg::getBool(j, "use_sliding_window", false, file)) return;
-        c.slidingWindow = cfg::slidingWindow(j, file);
-        if (c.slidingWindow <= 0) return;
-        if (j.contains("layer_types") && !j["layer_types"].is_null()) {
-            c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
-        } else {
-            const int64_t from = cfg::optInt(j, "max_window_layers", file).value_or(28);
-            for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = i >= from;
-        }
+        readQwenSlidingWindow(j, file, c);
     };
     return f;
+}
+
+void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, ModelConfig& c) {
+    const bool on = cfg::getBool(j, "use_sliding_window", false, file);
+    const bool typed = j.contains("layer_types") && !j["layer_types"].is_null();
+    if (!on) {
+        // Qwen2Config / Qwen3Config.__post_init__ set sliding_window to None; a layer typed "sliding_attention" then
+        // fails in create_sliding_window_causal_mask ("Could not find a `sliding_window` argument in the config").
+        if (typed) {
+            const std::vector<bool> sliding = cfg::readLayerTypes(j, file, c.numLayers);
+            for (size_t i = 0; i < sliding.size(); ++i)
+                if (sliding[i])
+                    throw Error(file + ": key \"layer_types\" marks layer " + std::to_string(i) +
+                                " \"sliding_attention\" but use_sliding_window is false, so there is no window to apply "
+                                "(transformers fails on this checkpoint); set use_sliding_window: true or make the layer "
+                                "\"full_attention\".");
+        }
+        return;
+    }
+    c.slidingWindow = cfg::slidingWindow(j, file);
+    if (c.slidingWindow <= 0) return;
+    if (typed) {
+        c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
+    } else {
+        const int64_t from = cfg::optInt(j, "max_window_layers", file).value_or(28);
+        for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = i >= from;
+    }
 }
 
 }  // namespace nnscope

@@ -4,7 +4,8 @@
 //
 // Llama's tree and block plus a per-head RMSNorm of the queries and of the keys (q_norm, k_norm, one gain over
 // head_dim shared by every head) before the rotary, like Apertus. No biases unless attention_bias says so; head_dim is
-// explicit in the config and need not be hidden_size / num_attention_heads.
+// explicit in the config and need not be hidden_size / num_attention_heads. The sliding window is read as Qwen2's: off
+// unless use_sliding_window is set, then on the layers from max_window_layers on (or as layer_types says).
 #include "families/families.h"
 
 namespace nnscope {
@@ -20,7 +21,8 @@ Family qwen3Family() {
     f.description =
         "Qwen3 (Qwen3ForCausalLM).\n\nLlama's tree: model.{embed_tokens, layers[i].{input_layernorm, self_attn, "
         "post_attention_layernorm, mlp}, norm} and lm_head. self_attn norms each query and key head with q_norm and k_norm "
-        "(RMSNorm over head_dim) before the rotary; num_attention_heads × head_dim may differ from hidden_size.";
+        "(RMSNorm over head_dim) before the rotary; num_attention_heads × head_dim may differ from hidden_size. Under "
+        "use_sliding_window, the layers from max_window_layers on attend only to the last sliding_window keys.";
     f.qkNorm = true;
     f.qkNormKind = NormKind::RMSNorm;
     f.notes = {
@@ -32,6 +34,11 @@ Family qwen3Family() {
          "q_norm and k_norm are RMSNorms over head_dim, one gain shared by every head, applied to the projected queries and "
          "keys before the rotary. attention_queries and attention_keys are read after both.",
          {"gqa_scores", "pattern_softmax"}},
+        {"Sliding window, when it is on",
+         "sliding_window is in every Qwen3 config (4096), but it applies only under use_sliding_window: true, and then only "
+         "to the layers from max_window_layers on (layer_types says which, when given). A sliding layer's query i sees keys "
+         "j with i − window < j ≤ i.",
+         {"pattern_softmax"}},
         {"The readout", "logits is lm_head's output with nothing applied; the small checkpoints tie it to embed_tokens.",
          {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "Qwen3ForCausalLM checkpoints (model_type qwen3) load as qwen3.", {"loads_as"}},
@@ -40,7 +47,12 @@ Family qwen3Family() {
     f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
-                             {"head_dim", 128}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}});
+                             {"head_dim", 128}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6},
+                             {"use_sliding_window", false}, {"sliding_window", 4096}, {"max_window_layers", 28}});
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        readLlamaLikeConfig(j, file, fam, c);
+        readQwenSlidingWindow(j, file, c);
+    };
     return f;
 }
 

@@ -186,7 +186,7 @@ private slots:
     // A sliding window of 0 or fewer keys is refused with the key named (it ran as full attention without a word); null
     // or no key means no window, and a positive one is read as it is.
     void slidingWindowOfNoKeys() {
-        for (const char* fixture : {"tiny-mistral", "tiny-gemma2", "tiny-qwen2"}) {
+        for (const char* fixture : {"tiny-mistral", "tiny-gemma2", "tiny-qwen2", "tiny-qwen3"}) {
             std::ifstream in(test::fixture(fixture) + "/config.json");
             nlohmann::json config = nlohmann::json::parse(in);
             config["use_sliding_window"] = true;  // Qwen2 reads the window only then
@@ -203,6 +203,35 @@ private slots:
             QCOMPARE(resolveModelConfig(config, "ok").slidingWindow, int64_t(7));
             config["sliding_window"] = nullptr;
             QCOMPARE(resolveModelConfig(config, "ok").slidingWindow, int64_t(0));
+        }
+    }
+    // Qwen2 and Qwen3 apply no window unless use_sliding_window is true (their configs' __post_init__ sets
+    // sliding_window to None); a layer typed "sliding_attention" then has no window and transformers fails at the first
+    // pass, so nnscope refuses it with the key named instead of running full attention. Without layer_types,
+    // max_window_layers says which layers slide.
+    void qwenSlidingLayersWithoutWindow() {
+        for (const char* fixture : {"tiny-qwen2", "tiny-qwen3"}) {
+            std::ifstream in(test::fixture(fixture) + "/config.json");
+            nlohmann::json config = nlohmann::json::parse(in);
+            config["sliding_window"] = 4;
+            config["use_sliding_window"] = false;
+            config["layer_types"] = {"full_attention", "sliding_attention"};
+            try {
+                resolveModelConfig(config, std::string(fixture) + "/config.json");
+                QFAIL(qPrintable(QString("%1: a sliding layer without use_sliding_window was accepted").arg(fixture)));
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                QVERIFY2(what.find("layer_types") != std::string::npos && what.find("use_sliding_window") != std::string::npos &&
+                             what.find("layer 1") != std::string::npos, e.what());
+            }
+            config["layer_types"] = {"full_attention", "full_attention"};
+            QCOMPARE(resolveModelConfig(config, "ok").slidingWindow, int64_t(0));
+            config.erase("layer_types");
+            config["use_sliding_window"] = true;
+            config["max_window_layers"] = 1;
+            const ModelConfig c = resolveModelConfig(config, "ok");
+            QCOMPARE(c.slidingWindow, int64_t(4));
+            QCOMPARE(c.layerSliding, (std::vector<bool>{false, true}));
         }
     }
     void brokenCheckpoint_data() {
