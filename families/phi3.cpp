@@ -39,7 +39,9 @@ Family phi3Family() {
          "With rope type longrope, the rotary frequencies are divided by short_factor while the pass covers at most "
          "original_max_position_embeddings positions and by long_factor past that (the whole batch switches together, by its "
          "largest position); cos and sin are scaled by sqrt(1 + ln(max / original) / ln(original)). The check turns the pre-rotary "
-         "queries and keys with frequencies and scale recomputed in float64 from config.json.",
+         "queries and keys with frequencies and scale recomputed in float64 from config.json. In generation, the step whose "
+         "sequence first passes original_max_position_embeddings drops the key/value cache and recomputes every position "
+         "with the long factor, as Phi3ForCausalLM.prepare_inputs_for_generation does.",
          {"rope_kind:default|longrope"}},
         {"The readout", "logits is lm_head's output with nothing applied.", {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "Phi3ForCausalLM checkpoints (model_type phi3: Phi-3, Phi-3.5, Phi-4-mini) load as phi3.",
@@ -54,6 +56,7 @@ Family phi3Family() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
                              {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 1},
                              {"eos_token_id", 32000}, {"pad_token_id", 32000}});
+    f.longRopeRecomputesCache = true;
     f.readConfig = readLlamaLikeSlidingConfig;  // Mistral's rule: sliding_window, when set, on every layer
     return f;
 }

@@ -157,6 +157,16 @@ private slots:
         const auto got = generateGreedy(*c.model, ids, newTokens);
         std::vector<int64_t> expected(want.data_ptr<int64_t>(), want.data_ptr<int64_t>() + want.numel());
         QCOMPARE(got, expected);
+        // From a short prompt (Phi-3's longrope fixture: 3 ids, original_max_position_embeddings 4), generation crosses
+        // the short/long switch; transformers then drops the cache and recomputes every position with the long factor.
+        if (c.golden->contains("greedy_short.ids")) {
+            const torch::Tensor wantShort = c.golden->tensor("greedy_short.ids").flatten();
+            const int64_t n = wantShort.numel() - newTokens;
+            QVERIFY(n > 0 && n < static_cast<int64_t>(ids.size()));
+            const std::vector<int64_t> shortPrompt(ids.begin(), ids.begin() + n);
+            const std::vector<int64_t> expectedShort(wantShort.data_ptr<int64_t>(), wantShort.data_ptr<int64_t>() + wantShort.numel());
+            QCOMPARE(generateGreedy(*c.model, shortPrompt, newTokens), expectedShort);
+        }
     }
 
     void logitLensEqualsTransformers_data() {

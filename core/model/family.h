@@ -118,6 +118,10 @@ struct Family {
     BlockNorms blockNorms;
     /// The projections are stored [in, out] (GPT-2's Conv1D) rather than nn.Linear's [out, in].
     bool conv1dWeights = false;
+    /// Generation drops the key/value cache once, when the sequence first grows past a longrope checkpoint's
+    /// original_max_position_embeddings, and recomputes every position with the long factor (Phi-3:
+    /// Phi3ForCausalLM.prepare_inputs_for_generation); other families keep the keys rotated with the short factor.
+    bool longRopeRecomputesCache = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
     /// The base model's attribute in the ForCausalLM wrapper, as the tensor names' prefix ("model.", GPT-2's
     /// "transformer.", GPT-NeoX's "gpt_neox."): every module but lm_head sits under it. A checkpoint saved from the base

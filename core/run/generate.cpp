@@ -105,8 +105,17 @@ Generation generate(const Model& model, const std::vector<int64_t>& prompt, cons
     // The prompt once, then one token per step against the key/value cache (transformers' generate with use_cache).
     KvCache cache;
     torch::Tensor input = ids(out.ids);
+    // Phi-3's longrope: the step whose sequence first reaches original_max_position_embeddings + 1 tokens starts over
+    // without the cache (prepare_inputs_for_generation), so every key is rotated with the long factor from then on.
+    const RopeTables& rope = model.rope();
+    const bool longRopeSwitch = model.family().longRopeRecomputesCache && rope.invFreqLong.defined();
     for (int step = 0; step < o.maxNewTokens; ++step) {
         if (o.cancel && o.cancel->load()) throw Cancelled{};
+        if (longRopeSwitch && cache.length > 0 && cache.length <= rope.longFrom &&
+            static_cast<int64_t>(out.ids.size()) >= rope.longFrom + 1) {
+            cache = KvCache{};
+            input = ids(out.ids);
+        }
         const torch::Tensor logits = model.forwardCached(input, cache, /*lastOnly=*/true);
         const int64_t next = chooseNextToken(logits.index({0, -1}), o, generator);
         out.ids.push_back(next);
