@@ -2,6 +2,7 @@
 // One binary: the explorer window (no sub-command, or `gui`) and the command-line tool.
 #include "cli.h"
 
+#include "core/io/tempfiles.h"
 #include "core/run/openblas.h"
 
 #include <QCoreApplication>
@@ -20,6 +21,7 @@ int runGui(int& argc, char** argv);
 
 int main(int argc, char** argv) {
     nnscope::restartWithOpenBlasCoreType(argv);  // OpenBLAS's generic kernels on CPUs newer than it: restart with the right ones
+    nnscope::installTempFileCleanupOnSignals();  // Ctrl-C or SIGTERM while --out is written leaves no partial file
     const bool cli = argc > 1 && nnscope::isCliCommand(QString::fromLocal8Bit(argv[1]));
     const bool help = argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
                                    std::strcmp(argv[1], "--version") == 0);

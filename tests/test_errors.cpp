@@ -4,6 +4,7 @@
 #include "core/model/error.h"
 #include "core/model/model.h"
 #include "core/io/safetensors.h"
+#include "core/io/tempfiles.h"
 #include "core/run/trace.h"
 #include "testutil.h"
 #include "core/model/family.h"
@@ -16,6 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <csignal>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -233,6 +238,29 @@ private slots:
             QCOMPARE(c.slidingWindow, int64_t(4));
             QCOMPARE(c.layerSliding, (std::vector<bool>{false, true}));
         }
+    }
+    // A signal that stops the program while it writes a file (writeFileAtomically's hidden `.OUT.XXXXXX` beside OUT)
+    // removes that partial file and still ends the process by the signal: a child registers a file it is writing,
+    // SIGTERMs itself, and the parent finds it killed by SIGTERM and the file gone. A finished file is not touched.
+    void signalRemovesPartialFile() {
+        QTemporaryDir dir;
+        const std::string partial = (dir.path() + "/.out.safetensors.abc123").toStdString();
+        const std::string kept = (dir.path() + "/kept.safetensors").toStdString();
+        for (const std::string& p : {partial, kept}) std::ofstream(p) << "partial";
+        const pid_t child = fork();
+        QVERIFY(child >= 0);
+        if (child == 0) {  // only async-signal-safe work and the registration (no allocation) here
+            signal(SIGTERM, SIG_DFL);  // as in a fresh program (Qt Test installs its own handler)
+            installTempFileCleanupOnSignals();
+            TempFileRegistration writing(partial.c_str());
+            raise(SIGTERM);
+            _exit(0);  // not reached: SIGTERM's default action ends the child
+        }
+        int status = 0;
+        QCOMPARE(waitpid(child, &status, 0), child);
+        QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child did not end by SIGTERM");
+        QVERIFY2(!fs::exists(partial), "the partial file was left behind");
+        QVERIFY(fs::exists(kept));
     }
     void brokenCheckpoint_data() {
         QTest::addColumn<QString>("breakage");

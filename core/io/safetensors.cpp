@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/safetensors.h"
+#include "core/io/tempfiles.h"
 
 #include "core/model/error.h"
 #include "core/io/jsonfile.h"
@@ -354,6 +355,7 @@ void writeFileAtomically(const std::string& path, const std::string& data) {
     std::string tmp = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
     const int fd = mkostemp(tmp.data(), O_CLOEXEC);
     if (fd < 0) throw Error(path + ": cannot create a temporary file beside it in " + folder.string() + " (" + std::strerror(errno) + ").");
+    const TempFileRegistration removedOnSignal(tmp.c_str());  // Ctrl-C or SIGTERM mid-write leaves no partial file
     auto failWith = [&](const std::string& why) {
         const int err = errno;
         ::close(fd);
