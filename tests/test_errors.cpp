@@ -262,6 +262,20 @@ private slots:
         QVERIFY2(!fs::exists(partial), "the partial file was left behind");
         QVERIFY(fs::exists(kept));
     }
+    // A prompt that is not UTF-8 (here Latin-1's "café") is read with U+FFFD for the bad byte, as before, but now with a
+    // warning that names the option, the byte and its offset (it was silent). The argument reaches the program through
+    // the shell: QProcess would encode it as UTF-8.
+    void promptNotUtf8IsWarned() {
+        QProcess p;
+        p.start("/bin/sh", {"-c", QString("\"$0\" trace --model \"$1\" --prompt \"$(printf 'caf\\351 au lait')\""),
+                            NNSCOPE_BINARY, NNSCOPE_DEMO_MODEL_DIR});
+        QVERIFY(p.waitForFinished(60000));
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY2(err.contains("warning: the value of --prompt is not valid UTF-8 (byte 0xe9 at offset 3)"), qPrintable(err));
+        QVERIFY2(QString::fromUtf8(p.readAllStandardOutput()).contains(QString::fromUtf8("caf\xEF\xBF\xBD au lait")),
+                 "the prompt did not read the bad byte as U+FFFD");
+    }
     void brokenCheckpoint_data() {
         QTest::addColumn<QString>("breakage");
         QTest::addColumn<QString>("expectFile");

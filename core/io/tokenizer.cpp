@@ -239,14 +239,20 @@ std::optional<int64_t> resolveSpecialId(
     return idFromConfig;
 }
 
-void checkUtf8(const std::string& text) {
+size_t firstInvalidUtf8(const std::string& text) {
     for (size_t i = 0; i < text.size();) {
         const size_t n = utf8SequenceLength(text, i);
-        if (n == 0)
-            throw Error("The text to encode is not valid UTF-8 (invalid byte 0x" +
-                        hexBytes(text.substr(i, 1)).substr(3, 2) + " at offset " + std::to_string(i) + ").");
+        if (n == 0) return i;
         i += n;
     }
+    return std::string::npos;
+}
+
+void checkUtf8(const std::string& text) {
+    const size_t i = firstInvalidUtf8(text);
+    if (i != std::string::npos)
+        throw Error("The text to encode is not valid UTF-8 (invalid byte 0x" +
+                    hexBytes(text.substr(i, 1)).substr(3, 2) + " at offset " + std::to_string(i) + ").");
 }
 
 bool decodeCleansUp(const SpecialTokenSettings& settings, bool bpeModel) {

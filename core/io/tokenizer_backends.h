@@ -54,6 +54,9 @@ std::unique_ptr<Tokenizer> loadSentencePieceTokenizer(const std::filesystem::pat
 
 /// Throws nnscope::Error when `text` is not valid UTF-8, saying at which byte.
 void checkUtf8(const std::string& text);
+/// The byte offset of the first byte of `text` that does not begin a valid UTF-8 sequence, or npos when it is all
+/// valid (what checkUtf8 reports).
+size_t firstInvalidUtf8(const std::string& text);
 
 /// Whether decode() applies clean_up_tokenization, as transformers 5 decides: when the config asks for
 /// it, except for a BPE model (where it would remove real spaces) unless the config insists.
