@@ -190,25 +190,41 @@ public:
         for (const auto& id : {bosId_, eosId_, unkId, padId})
             if (id && *id < vocabSize())
                 specialIds_.insert(*id);
+        // transformers reads these tokens' strings typed in the text as the tokens themselves (added tokens, matched
+        // anywhere, longest first).
+        for (int64_t id : specialIds_)
+            if (!pieces_[static_cast<size_t>(id)].empty()) specialStrings_.emplace_back(pieces_[static_cast<size_t>(id)], id);
+        std::sort(specialStrings_.begin(), specialStrings_.end(),
+                  [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
         // LlamaTokenizer's defaults: add_bos_token true, add_eos_token false.
         addBos_ = settings.addBosToken.value_or(true) && bosId_.has_value();
         addEos_ = settings.addEosToken.value_or(false) && eosId_.has_value();
     }
 
+    /// The ids of `text`: the special tokens' strings in it ("<s>", "</s>", "<unk>") become those tokens and every
+    /// piece between them is encoded by SentencePiece, as transformers' LlamaTokenizer does (slow, legacy=True: the
+    /// added-token trie splits the text first; transformers 5's converted tokenizer gives the same ids except for
+    /// whitespace right before a special token, which SentencePiece's normalizer drops, as it collapses runs of
+    /// spaces). BOS first and EOS last as the config says.
     std::vector<int64_t> encode(const std::string& text, bool addSpecialTokens) const override {
         checkUtf8(text);
-        uint32_t* pieces = nullptr;
-        size_t count = 0;
-        char* error = nullptr;
-        if (nns_sp_encode(model_.get(), text.data(), text.size(), &pieces, &count, &error) != 0)
-            throw Error(takeError(error, "SentencePiece could not encode the text.") +
-                        " The tokenizer file is " + file_ + ".");
         std::vector<int64_t> ids;
-        ids.reserve(count + 2);
         if (addSpecialTokens && addBos_)
             ids.push_back(*bosId_);
-        ids.insert(ids.end(), pieces, pieces + count);
-        nns_hf_ids_free(pieces, count);
+        size_t start = 0;
+        for (size_t i = 0; i < text.size();) {
+            const auto hit = std::find_if(specialStrings_.begin(), specialStrings_.end(),
+                                          [&](const auto& s) { return text.compare(i, s.first.size(), s.first) == 0; });
+            if (hit == specialStrings_.end()) {
+                ++i;
+                continue;
+            }
+            encodePiece(text.substr(start, i - start), ids);
+            ids.push_back(hit->second);
+            i += hit->first.size();
+            start = i;
+        }
+        encodePiece(text.substr(start), ids);
         if (addSpecialTokens && addEos_)
             ids.push_back(*eosId_);
         return ids;
@@ -231,6 +247,18 @@ protected:
     std::string tokenText(int64_t id) const override { return rawDecode({id}, false); }
 
 private:
+    /// Appends SentencePiece's ids of `text` (no special-token strings in it) to `ids`.
+    void encodePiece(const std::string& text, std::vector<int64_t>& ids) const {
+        if (text.empty()) return;
+        uint32_t* pieces = nullptr;
+        size_t count = 0;
+        char* error = nullptr;
+        if (nns_sp_encode(model_.get(), text.data(), text.size(), &pieces, &count, &error) != 0)
+            throw Error(takeError(error, "SentencePiece could not encode the text.") +
+                        " The tokenizer file is " + file_ + ".");
+        ids.insert(ids.end(), pieces, pieces + count);
+        nns_hf_ids_free(pieces, count);
+    }
     void checkId(int64_t id) const {
         if (id < 0 || id >= vocabSize())
             throw Error("Token id " + std::to_string(id) + " is outside the vocabulary of " + file_ +
@@ -287,6 +315,7 @@ private:
     std::vector<std::string> pieces_;                  ///< piece string of each id
     std::unordered_map<std::string, int64_t> pieceIds_;
     std::set<int64_t> specialIds_;  ///< bos, eos, unk, pad: transformers' all_special_ids
+    std::vector<std::pair<std::string, int64_t>> specialStrings_;  ///< their pieces, longest first, read in the text as them
     bool cleanUp_ = false;          ///< apply transformers' clean_up_tokenization in decode()
 };
 
