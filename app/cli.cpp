@@ -794,6 +794,7 @@ int runCli(const QStringList& arguments) {
         // The demo model the window opens by default, as this program finds it (installed: ../share/nnscope/demo-model).
         const QString demo = demoModelDir();
         std::cout << "Demo model: " << (demo.isEmpty() ? std::string("none found") : s(demo)) << std::endl;
+        std::cout << "BLAS: " << blasSummary() << std::endl;
         if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
         return 0;
     }

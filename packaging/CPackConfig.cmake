@@ -52,7 +52,10 @@ set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # nnscope_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Without OpenBLAS, Debian's libtorch multiplies float32 matrices with the reference BLAS, ~28 times slower.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS libopenblas0-pthread)
+# Without OpenBLAS, Debian's libtorch multiplies float32 matrices with the reference BLAS, ~28 times slower. The OpenMP
+# build shares libgomp's thread pool with libtorch; the pthreads one runs its own beside it and the two fight over the
+# cores (docs/PERFORMANCE.md). Where both are installed Debian prefers the pthreads one: `nnscope --version` says which
+# runs, and packaging/install-deps.sh shows the update-alternatives lines that choose the OpenMP one.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS libopenblas0-openmp)
 set(CPACK_SOURCE_GENERATOR "")
 include(CPack)

@@ -8,7 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config ccache git curl
   ca-certificates   # cargo fetches the tokenizer crates over HTTPS (a bare Debian has no CA certificates)
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-openmp   # OpenBLAS on libgomp: one thread pool with libtorch's (see below)
   libqcustomplot-dev nlohmann-json3-dev binutils
   xvfb xauth
   help2man desktop-file-utils file   # the man page made from --help; the menu entry's check; cpack's Depends (file)
@@ -21,6 +21,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# Debian's libtorch loads OpenBLAS as libblas.so.3 and as libopenblas.so.0, each a Debian alternative chosen on its own.
+# The pthreads build (libopenblas0-pthread, preferred when installed) runs a thread pool of its own beside libtorch's
+# OpenMP pool and the two fight over the cores (docs/PERFORMANCE.md); point every OpenBLAS alternative at the OpenMP
+# build, which shares libgomp's pool. Nothing is removed: `update-alternatives --auto NAME` goes back.
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
+for alt in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+  name="$alt-$arch"
+  choice=$(update-alternatives --list "$name" 2>/dev/null | grep '/openblas-openmp/' | head -n1 || true)
+  [ -n "$choice" ] || continue
+  current=$(readlink -f "/etc/alternatives/$name" 2>/dev/null || true)
+  if [ "$current" != "$(readlink -f "$choice")" ]; then
+    $SUDO update-alternatives --set "$name" "$choice"
+  fi
+done
 # Rust (cargo) builds core/hf_tokenizers: HuggingFace tokenizers and SentencePiece (from the source in the
 # sentencepiece-sys crate; Debian's libsentencepiece embeds a protobuf that clashes with libtorch's). The crates need
 # Rust >= 1.75. Used in this order: a cargo on PATH that is new enough, rustup's ~/.cargo/bin/cargo, else Debian's

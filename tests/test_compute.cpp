@@ -7,11 +7,13 @@
 #include "core/model/gemv.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
+#include "core/run/openblas.h"
 #include "testutil.h"
 
 #include "testsuite.h"
 
 #include <QProcess>
+#include <QRegularExpression>
 #include <QtTest>
 
 using namespace nnscope;
@@ -65,6 +67,28 @@ private slots:
         QVERIFY(keep.waitForFinished(30000));
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             QVERIFY(QString::fromUtf8(keep.readAllStandardOutput()).contains("OpenBLAS core: Haswell"));
+    }
+
+    /// OpenBLAS and libtorch share one thread pool: every OpenBLAS this process loaded (Debian's libtorch loads it as
+    /// libblas.so.3 and as libopenblas.so.0, each a Debian alternative of its own) is the OpenMP build, never the
+    /// pthreads one whose pool fights libtorch's over the cores (#29; packaging/install-deps.sh installs
+    /// libopenblas0-openmp in place of libopenblas0-pthread). `nnscope --version` says which it runs.
+    void blasSharesLibtorchsThreadPool() {
+        torch::mm(torch::ones({64, 64}), torch::ones({64, 64}));  // the BLAS is loaded and has started its threads
+        const std::vector<BlasLibrary> libs = loadedBlasLibraries();
+        bool openBlas = false;
+        for (const auto& lib : libs) {
+            QVERIFY2(lib.threading != "pthreads",
+                     qPrintable(QString::fromStdString(lib.path) + " is the pthreads build of OpenBLAS: its own thread pool "
+                                "beside libtorch's (install libopenblas0-openmp, remove libopenblas0-pthread)"));
+            openBlas = openBlas || lib.threading == "OpenMP" || lib.threading == "sequential";
+        }
+        if (!openBlas) QSKIP("this build's BLAS is not OpenBLAS");
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(p.waitForFinished(30000));
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(out.contains(QRegularExpression("BLAS: OpenBLAS .*\\((OpenMP: one thread pool with libtorch|threading:)")), qPrintable(out));
     }
 
     /// Every branch of resolveComputeDtype, on any CPU: the CPU's answer and the memory are inputs.
