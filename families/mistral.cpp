@@ -36,6 +36,8 @@ Family mistralFamily() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
                              {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
                              {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}});
+    f.attentionBiasKey.clear();  // MistralAttention's projections have no bias: attention_bias is not read
+    f.mlpBiasKey.clear();        // nor is mlp_bias (MistralMLP)
     f.readConfig = readLlamaLikeSlidingConfig;
     return f;
 }

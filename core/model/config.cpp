@@ -197,6 +197,23 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
 }
 
+void checkPadTokenId(const ModelConfig& c, const std::string& file) {
+    if (!c.padTokenId || (*c.padTokenId < c.vocabSize && *c.padTokenId >= -c.vocabSize)) return;
+    throw keyError(file, "pad_token_id",
+                   "is " + std::to_string(*c.padTokenId) + ", outside the vocabulary of " + std::to_string(c.vocabSize) +
+                       " ids: the embedding's padding row must be one of them (transformers refuses to build this model; "
+                       "set pad_token_id to an id below vocab_size, or to null).");
+}
+
+void checkHeadDimKey(const json& j, const std::string& file, int64_t headDim) {
+    const std::optional<int64_t> key = optInt(j, "head_dim", file);
+    if (key && *key != headDim)
+        throw keyError(file, "head_dim",
+                       "is " + std::to_string(*key) + ", but this family's heads are hidden_size / num_attention_heads = " +
+                           std::to_string(headDim) + " wide whatever the config says, and transformers builds its rotary "
+                           "tables from the key: the two disagree (remove the key, or set it to " + std::to_string(headDim) + ").");
+}
+
 std::vector<int64_t> optIntList(const json& j, const std::string& key, const std::string& file) {
     std::vector<int64_t> out;
     if (!j.contains(key) || j[key].is_null()) return out;

@@ -119,6 +119,15 @@ std::string getString(const nlohmann::json& j, const std::string& key, const std
 /// for a wrong type, a size that is not positive or beyond nnscope's limits (far above any real model's: they
 /// keep products such as num_attention_heads * head_dim and the rotary tables bounded), or a negative eps.
 void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
+/// Refuses a pad_token_id outside the vocabulary (at or past vocab_size, or below -vocab_size), naming the key: the
+/// families whose embedding is nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id) cannot be built by
+/// transformers from such a config (Phi3Config's default 32000 on a smaller vocabulary is the usual way to get one).
+void checkPadTokenId(const ModelConfig& c, const std::string& file);
+/// For the families whose heads are hidden_size / num_attention_heads wide whatever config.json says (Persimmon,
+/// GPT-NeoX): refuses a `head_dim` key of another width, naming it. transformers still reads that key where it builds
+/// the rotary tables (`getattr(config, "head_dim", None)`), so such a file turns another number of dimensions than the
+/// heads have (GPT-NeoX) or fails in the first attention (Persimmon).
+void checkHeadDimKey(const nlohmann::json& j, const std::string& file, int64_t headDim);
 /// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
 /// Throws nnscope::Error naming the key when it is malformed.
 std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);
