@@ -7,7 +7,9 @@
 // refused. No weights are needed.
 #include "core/model/error.h"
 #include "core/model/family.h"
+#include "core/model/model.h"
 #include "core/model/rope.h"
+#include "core/io/safetensors.h"
 #include "testutil.h"
 #include "testsuite.h"
 
@@ -173,6 +175,33 @@ private slots:
             for (const auto& line : d.lines) msg += "\n    " + line;
             QFAIL(msg.c_str());
         }
+    }
+
+    /// tie_word_embeddings true beside a stored lm_head.weight, as transformers 5.23 loads it: a head unlike the embedding
+    /// is kept (not tied, with a warning naming the key); a file with the head and no embedding ties the other way. The
+    /// logits equal transformers' on both checkpoints.
+    void tiedHeadAsTransformers_data() {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<bool>("tied");
+        QTest::newRow("head differs: not tied") << "tied-head-differs" << false;
+        QTest::newRow("embedding missing: tied to the head") << "tied-embedding-missing" << true;
+    }
+    void tiedHeadAsTransformers() {
+        QFETCH(QString, folder);
+        QFETCH(bool, tied);
+        const std::string dir = nnscope::test::fixturesDir() + "/config_defaults/" + folder.toStdString();
+        SafetensorsFile golden(dir + "/golden_float32.safetensors");
+        QCOMPARE(golden.metadata().at("tied"), std::string(tied ? "true" : "false"));  // what transformers did
+        auto m = Model::load(dir, nnscope::test::float32());
+        QVERIFY(m->config().tieWordEmbeddings);
+        QCOMPARE(m->headTied(), tied);
+        QCOMPARE(m->lmHead().data_ptr() == m->embedTokens().data_ptr(), tied);
+        bool warned = false;
+        for (const std::string& w : m->warnings()) warned |= w.find("tie_word_embeddings true") != std::string::npos;
+        QCOMPARE(warned, !tied);
+        QVERIFY(m->unusedTensors().empty());
+        const torch::Tensor logits = m->forward(golden.tensor("input_ids"), {}, nullptr);
+        NNSCOPE_COMPARE_TENSORS(logits, golden.tensor("logits"), 1e-4, 1e-5);
     }
 
     /// The goldens cover every family nnscope registers, each with the smallest config and the class defaults.
