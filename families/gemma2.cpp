@@ -88,6 +88,7 @@ Family gemma2Family() {
         } else {  // Gemma2Config: even layers (0, 2, ...) slide
             for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = (i + 1) % 2 != 0;
         }
+        cfg::checkSlidingLayersHaveWindow(c, file);
     };
     return f;
 }
@@ -132,7 +133,10 @@ Family gemma3Family() {
     f.configDefaults.update({{"vocab_size", 262208}, {"max_position_embeddings", 131072}, {"final_logit_softcapping", nullptr},
                              {"attn_logit_softcapping", nullptr}, {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0}});
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        readGemmaCommon(j, file, fam, c);
+        // The rotary keys are read below, per layer type (a flat rope_parameters is not Gemma 3's and is not read).
+        nlohmann::json common = j;
+        for (const char* key : {"rope_parameters", "rope_scaling"}) common.erase(key);
+        readGemmaCommon(common, file, fam, c);
         // EmbeddingGemma's layout: every layer attends both ways (and the window is halved), which nnscope's causal pass
         // does not compute.
         if (cfg::getBool(j, "use_bidirectional_attention", false, file))
@@ -145,6 +149,7 @@ Family gemma3Family() {
             for (int64_t i = 0; i < c.numLayers; ++i)
                 c.layerSliding[static_cast<size_t>(i)] = pattern <= 0 || (i + 1) % pattern != 0;
         }
+        cfg::checkSlidingLayersHaveWindow(c, file);
         // Gemma3TextConfig.convert_rope_params_to_dict: rope_parameters keyed by layer type ({"rope_type": "default"} for
         // both when the key is absent; a flat dict is not read); a legacy rope_scaling is merged into the full-attention
         // one (so its "type" does not override a "rope_type" already there); rope_theta / rope_local_base_freq fill in
@@ -178,6 +183,8 @@ Family gemma3Family() {
         };
         c.rope = rope(full);
         c.ropeLocal = rope(local);
+        cfg::wholeHeadRotary(c.rope, file);
+        cfg::wholeHeadRotary(*c.ropeLocal, file);
     };
     return f;
 }

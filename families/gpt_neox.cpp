@@ -46,6 +46,7 @@ Family gptNeoxFamily() {
     };
     f.norm = NormKind::LayerNorm;
     f.qkv = QkvLayout::FusedPerHead;
+    f.partialRotary = true;
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";
     f.basePrefix = "gpt_neox.";

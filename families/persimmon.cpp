@@ -74,6 +74,7 @@ Family persimmonFamily() {
     };
     f.norm = NormKind::LayerNorm;
     f.qkv = QkvLayout::FusedPerHead;
+    f.partialRotary = true;
     f.qkNorm = true;  // under qk_layernorm (the config decides; see readConfig)
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";

@@ -50,6 +50,7 @@ Family phi3Family() {
          {"loads_as"}},
     };
     f.qkv = QkvLayout::FusedContiguous;
+    f.partialRotary = true;  // Phi-4-mini's partial_rotary_factor 0.75
     f.mlp = MlpKind::GatedFused;
     f.dropModule(Module::QProj).dropModule(Module::KProj).dropModule(Module::VProj).dropModule(Module::GateProj).dropModule(Module::UpProj);
     f.setModule(Module::QkvProj, "qkv_proj");

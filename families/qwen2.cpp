@@ -75,10 +75,10 @@ void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, Mod
         return;
     }
     c.slidingWindow = cfg::slidingWindow(j, file);
-    if (c.slidingWindow <= 0) return;
     if (typed) {
         c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
-    } else {
+        cfg::checkSlidingLayersHaveWindow(c, file);  // sliding_window null: the sliding layers' mask fails in transformers
+    } else if (c.slidingWindow > 0) {
         const int64_t from = cfg::optInt(j, "max_window_layers", file).value_or(28);
         for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = i >= from;
     }

@@ -197,6 +197,28 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
 }
 
+void wholeHeadRotary(RopeConfig& r, const std::string& file) {
+    if (r.partialRotaryFactor >= 1.0) return;
+    if (r.type == "default") {
+        r.partialRotaryFactor = 1.0;
+        return;
+    }
+    throw keyError(file + " (" + r.sourceStyle + ")", "partial_rotary_factor",
+                   "is " + jsonExcerpt(json(r.partialRotaryFactor)) + " with rope type \"" + r.type +
+                       "\": this family's attention rotates whole heads, and its scaled rotary would build tables for only "
+                       "part of each head (transformers fails on this file). Remove the key.");
+}
+
+void checkSlidingLayersHaveWindow(const ModelConfig& c, const std::string& file) {
+    if (c.slidingWindow > 0) return;
+    for (size_t i = 0; i < c.layerSliding.size(); ++i)
+        if (c.layerSliding[i])
+            throw keyError(file, "layer_types",
+                           "marks layer " + std::to_string(i) + " \"sliding_attention\", but the config gives no sliding_window "
+                           "(null, absent, or use_sliding_window false): transformers' sliding-window mask fails on it. Set "
+                           "sliding_window, or mark the layer \"full_attention\".");
+}
+
 void checkPadTokenId(const ModelConfig& c, const std::string& file) {
     if (!c.padTokenId || (*c.padTokenId < c.vocabSize && *c.padTokenId >= -c.vocabSize)) return;
     throw keyError(file, "pad_token_id",

@@ -154,6 +154,7 @@ void readLlamaLikeConfig(const nlohmann::json& j, const std::string& file, const
     c.oProjBias = c.attentionBias;
     c.mlpBias = !family.mlpBiasKey.empty() && cfg::getBool(j, family.mlpBiasKey, false, file);
     c.qkNorm = family.qkNorm;
+    if (!family.partialRotary) cfg::wholeHeadRotary(c.rope, file);
     cfg::checkPadTokenId(c, file);
 }
 

@@ -111,6 +111,10 @@ struct Family {
     bool qkNorm = false;                 ///< per-head norms of q and k before the rotary (kind: qkNormKind)
     NormKind qkNormKind = NormKind::RMSNorm;
     RotaryStyle rotary = RotaryStyle::RotateHalf;
+    /// The attention rotates the first int(head_dim * partial_rotary_factor) dimensions of each head and passes the rest
+    /// (Persimmon, GPT-NeoX, Phi-3). Elsewhere the rotary is built for whole heads: partial_rotary_factor is not read by
+    /// the default rotary, and a scaled one that reads it fails in transformers (cfg::wholeHeadRotary).
+    bool partialRotary = false;
     QkvLayout qkv = QkvLayout::Separate;
     MlpKind mlp = MlpKind::Gated;
     QkNormScope qkNormScope = QkNormScope::PerHead;
