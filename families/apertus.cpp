@@ -99,9 +99,17 @@ Family apertusFamily() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"hidden_act", "xielu"},
                              {"max_position_embeddings", 65536}, {"rms_norm_eps", 1e-5}, {"rope_theta", 12000000.0},
                              {"pad_token_id", 3}, {"bos_token_id", 1}, {"eos_token_id", 2}});
+    f.mlpBiasKey.clear();  // ApertusMLP builds its projections with bias=False whatever the config says
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        readLlamaLikeConfig(j, file, fam, c);
-        c.mlpBias = false;  // ApertusMLP builds its projections with bias=False whatever the config says
+        // ApertusConfig.__post_init__: a config without rope_parameters gets Apertus-8B's llama3 scaling (factor 8 over 8192
+        // original positions, theta 12e6), and a top-level rope_theta does not change it; a legacy rope_scaling still
+        // replaces it.
+        nlohmann::json k = j;
+        if (!k.contains("rope_parameters") || k["rope_parameters"].is_null())
+            k["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 12000000.0}, {"factor", 8.0},
+                                    {"original_max_position_embeddings", 8192}, {"low_freq_factor", 1.0},
+                                    {"high_freq_factor", 4.0}};
+        readLlamaLikeConfig(k, file, fam, c);
     };
     return f;
 }

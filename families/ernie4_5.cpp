@@ -61,6 +61,8 @@ Family ernie4_5Family() {
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         cfg::readCommon(j, file, fam.epsKey, c);
         c.attentionBias = c.oProjBias = c.mlpBias = cfg::getBool(j, "use_bias", false, file);  // one key for every projection
+        cfg::wholeHeadRotary(c.rope, file);
+        cfg::checkPadTokenId(c, file);
     };
     return f;
 }

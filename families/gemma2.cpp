@@ -10,6 +10,8 @@
 // (final_logit_softcapping); alternate layers attend through a sliding window (layer_types).
 #include "families/families.h"
 
+#include "core/model/error.h"
+
 #include <cmath>
 
 namespace nnscope {
@@ -78,6 +80,7 @@ Family gemma2Family() {
                              {"rms_norm_eps", 1e-6}, {"pad_token_id", 0}, {"eos_token_id", 1}, {"bos_token_id", 2},
                              {"tie_word_embeddings", true}, {"query_pre_attn_scalar", 256}, {"sliding_window", 4096},
                              {"final_logit_softcapping", 30.0}, {"attn_logit_softcapping", 50.0}});
+    f.mlpBiasKey.clear();  // Gemma's MLP is built with bias=False; attention_bias biases q/k/v/o
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         readGemmaCommon(j, file, fam, c);
         if (j.contains("layer_types") && !j["layer_types"].is_null()) {
@@ -85,6 +88,7 @@ Family gemma2Family() {
         } else {  // Gemma2Config: even layers (0, 2, ...) slide
             for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = (i + 1) % 2 != 0;
         }
+        cfg::checkSlidingLayersHaveWindow(c, file);
     };
     return f;
 }
@@ -129,7 +133,15 @@ Family gemma3Family() {
     f.configDefaults.update({{"vocab_size", 262208}, {"max_position_embeddings", 131072}, {"final_logit_softcapping", nullptr},
                              {"attn_logit_softcapping", nullptr}, {"rope_theta", 1000000.0}, {"rope_local_base_freq", 10000.0}});
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        readGemmaCommon(j, file, fam, c);
+        // The rotary keys are read below, per layer type (a flat rope_parameters is not Gemma 3's and is not read).
+        nlohmann::json common = j;
+        for (const char* key : {"rope_parameters", "rope_scaling"}) common.erase(key);
+        readGemmaCommon(common, file, fam, c);
+        // EmbeddingGemma's layout: every layer attends both ways (and the window is halved), which nnscope's causal pass
+        // does not compute.
+        if (cfg::getBool(j, "use_bidirectional_attention", false, file))
+            throw Error(file + ": key \"use_bidirectional_attention\" is true: this Gemma 3 checkpoint attends to later tokens "
+                        "too (an embedding model), and nnscope computes causal language models only.");
         if (j.contains("layer_types") && !j["layer_types"].is_null()) {
             c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
         } else {  // Gemma3TextConfig: sliding_window_pattern (6): every sixth layer is full
@@ -137,20 +149,32 @@ Family gemma3Family() {
             for (int64_t i = 0; i < c.numLayers; ++i)
                 c.layerSliding[static_cast<size_t>(i)] = pattern <= 0 || (i + 1) % pattern != 0;
         }
-        // Gemma3TextConfig.convert_rope_params_to_dict: rope_parameters keyed by layer type; a legacy rope_scaling
-        // updates the full-attention one; rope_theta / rope_local_base_freq fill in the thetas.
-        nlohmann::json full = nlohmann::json::object(), local = nlohmann::json::object();
-        if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+        cfg::checkSlidingLayersHaveWindow(c, file);
+        // Gemma3TextConfig.convert_rope_params_to_dict: rope_parameters keyed by layer type ({"rope_type": "default"} for
+        // both when the key is absent; a flat dict is not read); a legacy rope_scaling is merged into the full-attention
+        // one (so its "type" does not override a "rope_type" already there); rope_theta / rope_local_base_freq fill in
+        // the thetas (1e6 and 1e4 by default).
+        const nlohmann::json defaultParams = {{"rope_type", "default"}};
+        nlohmann::json full, local;
+        const bool keyed = j.contains("rope_parameters") && j["rope_parameters"].is_object();
+        if (!keyed) {
+            full = local = defaultParams;
+        } else {
             const auto& rp = j["rope_parameters"];
             if (rp.contains("full_attention") && rp["full_attention"].is_object()) full = rp["full_attention"];
             if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object()) local = rp["sliding_attention"];
         }
-        if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
+        if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+            if (keyed && full.is_null())
+                throw Error(file + ": has a legacy \"rope_scaling\" beside a \"rope_parameters\" without a \"full_attention\" "
+                            "entry: Gemma3TextConfig has nothing to merge it into (transformers fails on this file). Key "
+                            "rope_parameters by layer type (full_attention, sliding_attention), or remove one of the two.");
             for (auto it = j["rope_scaling"].begin(); it != j["rope_scaling"].end(); ++it) full[it.key()] = *it;
-        if (!full.contains("rope_theta")) full["rope_theta"] = j.value("rope_theta", 1000000.0);
-        if (!local.contains("rope_theta")) local["rope_theta"] = j.value("rope_local_base_freq", 10000.0);
-        if (!full.contains("rope_type") && !full.contains("type")) full["rope_type"] = "default";
-        if (!local.contains("rope_type") && !local.contains("type")) local["rope_type"] = "default";
+        }
+        if (full.is_null()) full = defaultParams;
+        if (local.is_null()) local = defaultParams;
+        if (!full.contains("rope_theta")) full["rope_theta"] = cfg::optDouble(j, "rope_theta", file).value_or(1000000.0);
+        if (!local.contains("rope_theta")) local["rope_theta"] = cfg::optDouble(j, "rope_local_base_freq", file).value_or(10000.0);
         auto rope = [&](const nlohmann::json& params) {
             nlohmann::json k = j;
             k.erase("rope_scaling");
@@ -159,6 +183,8 @@ Family gemma3Family() {
         };
         c.rope = rope(full);
         c.ropeLocal = rope(local);
+        cfg::wholeHeadRotary(c.rope, file);
+        cfg::wholeHeadRotary(*c.ropeLocal, file);
     };
     return f;
 }

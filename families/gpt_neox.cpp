@@ -46,6 +46,7 @@ Family gptNeoxFamily() {
     };
     f.norm = NormKind::LayerNorm;
     f.qkv = QkvLayout::FusedPerHead;
+    f.partialRotary = true;
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";
     f.basePrefix = "gpt_neox.";
@@ -76,9 +77,10 @@ Family gptNeoxFamily() {
         k.erase("head_dim");
         k.erase("partial_rotary_factor");
         k.erase("rope_theta");
-        k["partial_rotary_factor"] = j.value("rotary_pct", 0.25);
-        k["rope_theta"] = j.value("rotary_emb_base", 10000.0);
+        k["partial_rotary_factor"] = cfg::optDouble(j, "rotary_pct", file).value_or(0.25);
+        k["rope_theta"] = cfg::optDouble(j, "rotary_emb_base", file).value_or(10000.0);
         cfg::readCommon(k, file, fam.epsKey, c);
+        cfg::checkHeadDimKey(j, file, c.headDim);
         c.attentionBias = c.oProjBias = cfg::getBool(j, "attention_bias", true, file);
         c.mlpBias = true;  // GPTNeoXMLP's nn.Linear defaults
         c.parallelResidual = cfg::getBool(j, "use_parallel_residual", true, file);

@@ -64,7 +64,7 @@ Family llamaFamily() {
     f.configDefaults = {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
                         {"num_attention_heads", 32}, {"hidden_act", "silu"}, {"max_position_embeddings", 2048},
                         {"rms_norm_eps", 1e-6}, {"tie_word_embeddings", false}, {"rope_theta", 10000.0},
-                        {"attention_bias", false}, {"mlp_bias", false}};
+                        {"attention_bias", false}, {"mlp_bias", false}, {"bos_token_id", 1}, {"eos_token_id", 2}};
     f.readConfig = readLlamaLikeConfig;
     return f;
 }

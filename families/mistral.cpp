@@ -6,6 +6,8 @@
 // one (transformers picks the sliding mask for the whole model from config.sliding_window, whatever layer_types says).
 #include "families/families.h"
 
+#include "core/model/error.h"
+
 namespace nnscope {
 
 Family mistralFamily() {
@@ -36,7 +38,21 @@ Family mistralFamily() {
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
                              {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6},
                              {"sliding_window", 4096}, {"bos_token_id", 1}, {"eos_token_id", 2}});
-    f.readConfig = readLlamaLikeSlidingConfig;
+    f.attentionBiasKey.clear();  // MistralAttention's projections have no bias: attention_bias is not read
+    f.mlpBiasKey.clear();        // nor is mlp_bias (MistralMLP)
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        readLlamaLikeSlidingConfig(j, file, fam, c);
+        // transformers' AutoConfig reads a mistral config.json that has a "layer_types" key (even null) as ministral:
+        // the same model with the window on the layers layer_types marks sliding (all of them when it is null), and an
+        // attention that takes its width from head_dim alone (MinistralConfig has no default for it).
+        if (!j.contains("layer_types")) return;
+        if (!j.contains("head_dim") || j["head_dim"].is_null())
+            throw Error(file + ": has \"layer_types\", so transformers loads it as Ministral, whose attention needs \"head_dim\" "
+                        "(it has no default there, and transformers fails on this file). Add head_dim (hidden_size / "
+                        "num_attention_heads = " + std::to_string(c.hiddenSize / c.numHeads) + " for Mistral's layout).");
+        if (!j["layer_types"].is_null()) c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
+        cfg::checkSlidingLayersHaveWindow(c, file);
+    };
     return f;
 }
 

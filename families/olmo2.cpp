@@ -50,7 +50,8 @@ Family olmo2Family() {
     f.setModule(Module::KNorm, "k_norm");
     f.configDefaults.update({{"vocab_size", 50304}, {"hidden_size", 4096}, {"intermediate_size", 11008},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"rms_norm_eps", 1e-5},
-                             {"pad_token_id", 1}, {"eos_token_id", 50279}});
+                             {"pad_token_id", 1}, {"bos_token_id", nullptr}, {"eos_token_id", 50279}});
+    f.mlpBiasKey.clear();  // the MLP is built with bias=False; attention_bias biases q/k/v/o
     return f;
 }
 

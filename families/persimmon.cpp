@@ -74,6 +74,7 @@ Family persimmonFamily() {
     };
     f.norm = NormKind::LayerNorm;
     f.qkv = QkvLayout::FusedPerHead;
+    f.partialRotary = true;
     f.qkNorm = true;  // under qk_layernorm (the config decides; see readConfig)
     f.mlp = MlpKind::Plain;
     f.epsKey = "layer_norm_eps";
@@ -92,7 +93,10 @@ Family persimmonFamily() {
     f.configDefaults = {{"vocab_size", 262144}, {"hidden_size", 4096}, {"intermediate_size", 16384},
                         {"num_hidden_layers", 36}, {"num_attention_heads", 64}, {"hidden_act", "relu2"},
                         {"max_position_embeddings", 16384}, {"layer_norm_eps", 1e-5}, {"tie_word_embeddings", false},
-                        {"rope_theta", 25000.0}, {"qk_layernorm", true}, {"partial_rotary_factor", 0.5},
+                        {"qk_layernorm", true}, {"partial_rotary_factor", 0.5},
+                        // PersimmonConfig has no rope_theta of its own: a config without one gets the mixin's 10000
+                        // (persimmon-8b states its 25000)
+                        {"rope_theta", 10000.0},
                         {"bos_token_id", 1}, {"eos_token_id", 2}};
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         nlohmann::json k = j;
@@ -104,6 +108,8 @@ Family persimmonFamily() {
         if (c.headDim * c.numHeads != c.hiddenSize)
             throw Error(file + ": hidden_size (" + std::to_string(c.hiddenSize) + ") must be divisible by num_attention_heads (" +
                         std::to_string(c.numHeads) + ") for Persimmon.");
+        cfg::checkHeadDimKey(j, file, c.headDim);
+        cfg::checkPadTokenId(c, file);
     };
     return f;
 }

@@ -9,6 +9,8 @@
 // A sliding window applies to every layer when the config sets one.
 #include "families/families.h"
 
+#include "core/model/error.h"
+
 namespace nnscope {
 
 Family phi3Family() {
@@ -48,6 +50,7 @@ Family phi3Family() {
          {"loads_as"}},
     };
     f.qkv = QkvLayout::FusedContiguous;
+    f.partialRotary = true;  // Phi-4-mini's partial_rotary_factor 0.75
     f.mlp = MlpKind::GatedFused;
     f.dropModule(Module::QProj).dropModule(Module::KProj).dropModule(Module::VProj).dropModule(Module::GateProj).dropModule(Module::UpProj);
     f.setModule(Module::QkvProj, "qkv_proj");
@@ -57,7 +60,21 @@ Family phi3Family() {
                              {"original_max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5}, {"bos_token_id", 1},
                              {"eos_token_id", 32000}, {"pad_token_id", 32000}});
     f.longRopeRecomputesCache = true;
-    f.readConfig = readLlamaLikeSlidingConfig;  // Mistral's rule: sliding_window, when set, on every layer
+    f.attentionBiasKey.clear();  // qkv_proj, o_proj, gate_up_proj and down_proj are built with bias=False
+    f.mlpBiasKey.clear();
+    f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
+        readLlamaLikeSlidingConfig(j, file, fam, c);  // Mistral's rule: sliding_window, when set, on every layer
+        // Phi3Config.convert_rope_params_to_dict renames the rope types "yarn" and "su" longrope, and validate_rope accepts
+        // only default and longrope. ("su" fails before the rename in 5.23: standardize_rope_params gives only llama3,
+        // yarn and longrope their original_max_position_embeddings, so validation finds it missing.)
+        const std::string where = file + " (" + c.rope.sourceStyle + ")";
+        if (c.rope.type == "yarn") c.rope.type = "longrope";
+        if (c.rope.type != "default" && c.rope.type != "longrope")
+            throw Error(where + ": rope type \"" + c.rope.type + "\" is not one Phi-3 runs (Phi3Config accepts default and longrope, "
+                        "and renames yarn longrope).");
+        if (c.rope.type == "longrope" && (c.rope.shortFactor.empty() || c.rope.longFactor.empty()))
+            throw Error(where + ": rope type longrope needs short_factor and long_factor.");
+    };
     return f;
 }
 

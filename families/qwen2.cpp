@@ -44,7 +44,10 @@ Family qwen2Family() {
     f.configDefaults.update({{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
                              {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"use_sliding_window", false},
-                             {"sliding_window", 4096}, {"max_window_layers", 28}});
+                             {"sliding_window", 4096}, {"max_window_layers", 28},
+                             {"bos_token_id", nullptr}, {"eos_token_id", nullptr}});  // Qwen2Config: no token ids
+    f.attentionBiasKey.clear();  // Qwen2Attention: q/k/v always biased, o_proj never (set below)
+    f.mlpBiasKey.clear();        // Qwen2MLP has no bias
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         readLlamaLikeConfig(j, file, fam, c);
         c.attentionBias = true;  // Qwen2Attention: q/k/v always biased, o_proj never
@@ -72,10 +75,10 @@ void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, Mod
         return;
     }
     c.slidingWindow = cfg::slidingWindow(j, file);
-    if (c.slidingWindow <= 0) return;
     if (typed) {
         c.layerSliding = cfg::readLayerTypes(j, file, c.numLayers);
-    } else {
+        cfg::checkSlidingLayersHaveWindow(c, file);  // sliding_window null: the sliding layers' mask fails in transformers
+    } else if (c.slidingWindow > 0) {
         const int64_t from = cfg::optInt(j, "max_window_layers", file).value_or(28);
         for (int64_t i = 0; i < c.numLayers; ++i) c.layerSliding[static_cast<size_t>(i)] = i >= from;
     }

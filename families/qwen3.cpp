@@ -48,7 +48,9 @@ Family qwen3Family() {
     f.configDefaults.update({{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
                              {"head_dim", 128}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6},
-                             {"use_sliding_window", false}, {"sliding_window", 4096}, {"max_window_layers", 28}});
+                             {"use_sliding_window", false}, {"sliding_window", 4096}, {"max_window_layers", 28},
+                             {"bos_token_id", nullptr}, {"eos_token_id", nullptr}});  // Qwen3Config: no token ids
+    f.mlpBiasKey.clear();  // the MLP is built with bias=False; attention_bias biases q/k/v/o
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         readLlamaLikeConfig(j, file, fam, c);
         readQwenSlidingWindow(j, file, c);

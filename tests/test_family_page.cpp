@@ -393,7 +393,8 @@ private slots:
         if (c == "arcee-silu") {  // the note: hidden_act is relu2 on every checkpoint
             dir = brokenCopy(tmp, "tiny-arcee", [](auto& j) { j["hidden_act"] = "silu"; }, {});
             expectFail = "relu2_zeros";
-        } else if (c == "arcee-yarn-tied") {  // the config ties, but the file stores a different head
+        } else if (c == "arcee-yarn-tied") {  // the config ties, but the file stores a different head (used untied, as
+                                              // transformers does; the check still marks the disagreement)
             dir = brokenCopy(tmp, "tiny-arcee-yarn", [](auto& j) { j["tie_word_embeddings"] = true; }, {});
             expectFail = "tied_head";
         } else if (c == "arcee-no-bos") {  // a tokenizer.json whose post-processor adds nothing

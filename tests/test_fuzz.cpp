@@ -8,6 +8,8 @@
 #include "core/model/error.h"
 #include "core/io/jsonfile.h"
 #include "core/model/model.h"
+#include "core/model/family.h"
+#include "core/model/rope.h"
 #include "core/io/safetensors.h"
 #include "core/io/tokenizer.h"
 #include "testutil.h"
@@ -352,6 +354,77 @@ private slots:
             if (!o.loaded) QVERIFY2(cleanMessage(o.error, why), (label + ": " + why + ": " + o.error.substr(0, 300)).c_str());
             fs::remove_all(dir);
         }
+    }
+
+    /// Legal JSON, absurd for the family: every config of the config-default goldens (all 14 families, every rotary
+    /// style) with one key it reads, at the top or inside its rotary dict, set to a value of the wrong kind or range
+    /// (0, negative, huge, fractional, a string, a list, an object, null, a boolean). Resolving the config and building
+    /// its rotary tables either works or throws nnscope::Error with a clean message; nothing else, never a hang.
+    void configAbsurdValues() {
+        std::ifstream in(test::fixturesDir() + "/config_defaults/goldens.json");
+        const nlohmann::json cases = nlohmann::json::parse(in)["cases"];
+        const std::vector<nlohmann::json> absurd = {0, -1, -4096, 1e300, -1e-300, 0.5, 3.7, 9223372036854775807LL,
+                                                    "", "sliding_attention", nlohmann::json::array(), nlohmann::json::array({1, -2}),
+                                                    nlohmann::json::object(), nullptr, true, false};
+        const std::vector<std::string> keys = {
+            "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "max_position_embeddings", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "hidden_act",
+            "hidden_activation", "activation_function", "tie_word_embeddings", "bos_token_id", "eos_token_id", "pad_token_id",
+            "attention_bias", "mlp_bias", "use_bias", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor",
+            "original_max_position_embeddings", "sliding_window", "use_sliding_window", "max_window_layers", "layer_types",
+            "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping", "sliding_window_pattern",
+            "rope_local_base_freq", "use_bidirectional_attention", "qk_layernorm", "rotary_pct", "rotary_emb_base",
+            "use_parallel_residual", "n_embd", "n_layer", "n_head", "n_positions", "n_inner", "scale_attn_weights",
+            "scale_attn_by_inverse_layer_idx", "torch_dtype"};
+        const std::vector<std::string> ropeKeys = {"rope_type", "type", "rope_theta", "factor", "attention_factor", "beta_fast",
+                                                   "beta_slow", "mscale", "mscale_all_dim", "truncate", "low_freq_factor",
+                                                   "high_freq_factor", "short_factor", "long_factor", "partial_rotary_factor",
+                                                   "original_max_position_embeddings", "full_attention", "sliding_attention"};
+        std::mt19937 rng(2027);
+        int accepted = 0, refusedHere = 0;
+        for (int i = 0; i < 1500; ++i) {
+            nlohmann::json config = cases[rng() % cases.size()]["config"];
+            const nlohmann::json value = absurd[rng() % absurd.size()];
+            std::string where;
+            const bool inRope = rng() % 3 == 0;
+            if (inRope) {  // inside the rotary dict the config has, or a new one
+                const std::string dict = config.contains("rope_scaling") && config["rope_scaling"].is_object() ? "rope_scaling" : "rope_parameters";
+                if (!config.contains(dict) || !config[dict].is_object()) config[dict] = {{"rope_type", "linear"}, {"factor", 2.0}};
+                const std::string key = ropeKeys[rng() % ropeKeys.size()];
+                config[dict][key] = value;
+                where = dict + "." + key;
+            } else {
+                const std::string key = keys[rng() % keys.size()];
+                config[key] = value;
+                where = key;
+            }
+            const std::string label = "config " + std::to_string(i) + " (" + config.value("model_type", "?") + ", " + where + " = " +
+                                      value.dump() + ")";
+            const Outcome o = withBudget(label, [config](Outcome& out) {
+                const Family* fam = nullptr;
+                const ModelConfig c = resolveModelConfig(config, "fuzz/config.json", &fam);
+                if (fam->positions == PositionKind::Rotary) {
+                    if (c.rotaryDim() <= 0 || c.rotaryDim() % 2) throw Error("rotary width refused at load");  // Model::build's check
+                    computeRope(c.rope, c.rotaryDim(), c.maxPositionEmbeddings);
+                    if (c.ropeLocal) computeRope(*c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings);
+                }
+                out.loaded = true;
+            });
+            ++cases_;
+            QVERIFY2(o.foreignError.empty(), (label + ": " + o.foreignError).c_str());
+            if (o.loaded) {
+                ++accepted;
+                continue;
+            }
+            ++refusedHere;
+            std::string why;
+            QVERIFY2(cleanMessage(o.error, why), (label + ": " + why + ": " + o.error.substr(0, 300)).c_str());
+            QVERIFY2(o.error.find("fuzz/config.json") != std::string::npos || o.error == "rotary width refused at load",
+                     (label + ": the message does not name the file: " + o.error).c_str());
+        }
+        refused_ += refusedHere;
+        loaded_ += accepted;
+        QVERIFY(accepted > 100 && refusedHere > 100);  // both kinds happen: the mutations reach the readers
     }
 
     void cleanupTestCase() {

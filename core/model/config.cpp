@@ -197,6 +197,45 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     c.layerSliding.assign(static_cast<size_t>(c.numLayers), false);
 }
 
+void wholeHeadRotary(RopeConfig& r, const std::string& file) {
+    if (r.partialRotaryFactor >= 1.0) return;
+    if (r.type == "default") {
+        r.partialRotaryFactor = 1.0;
+        return;
+    }
+    throw keyError(file + " (" + r.sourceStyle + ")", "partial_rotary_factor",
+                   "is " + jsonExcerpt(json(r.partialRotaryFactor)) + " with rope type \"" + r.type +
+                       "\": this family's attention rotates whole heads, and its scaled rotary would build tables for only "
+                       "part of each head (transformers fails on this file). Remove the key.");
+}
+
+void checkSlidingLayersHaveWindow(const ModelConfig& c, const std::string& file) {
+    if (c.slidingWindow > 0) return;
+    for (size_t i = 0; i < c.layerSliding.size(); ++i)
+        if (c.layerSliding[i])
+            throw keyError(file, "layer_types",
+                           "marks layer " + std::to_string(i) + " \"sliding_attention\", but the config gives no sliding_window "
+                           "(null, absent, or use_sliding_window false): transformers' sliding-window mask fails on it. Set "
+                           "sliding_window, or mark the layer \"full_attention\".");
+}
+
+void checkPadTokenId(const ModelConfig& c, const std::string& file) {
+    if (!c.padTokenId || (*c.padTokenId < c.vocabSize && *c.padTokenId >= -c.vocabSize)) return;
+    throw keyError(file, "pad_token_id",
+                   "is " + std::to_string(*c.padTokenId) + ", outside the vocabulary of " + std::to_string(c.vocabSize) +
+                       " ids: the embedding's padding row must be one of them (transformers refuses to build this model; "
+                       "set pad_token_id to an id below vocab_size, or to null).");
+}
+
+void checkHeadDimKey(const json& j, const std::string& file, int64_t headDim) {
+    const std::optional<int64_t> key = optInt(j, "head_dim", file);
+    if (key && *key != headDim)
+        throw keyError(file, "head_dim",
+                       "is " + std::to_string(*key) + ", but this family's heads are hidden_size / num_attention_heads = " +
+                           std::to_string(headDim) + " wide whatever the config says, and transformers builds its rotary "
+                           "tables from the key: the two disagree (remove the key, or set it to " + std::to_string(headDim) + ").");
+}
+
 std::vector<int64_t> optIntList(const json& j, const std::string& key, const std::string& file) {
     std::vector<int64_t> out;
     if (!j.contains(key) || j[key].is_null()) return out;

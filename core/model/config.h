@@ -119,6 +119,23 @@ std::string getString(const nlohmann::json& j, const std::string& key, const std
 /// for a wrong type, a size that is not positive or beyond nnscope's limits (far above any real model's: they
 /// keep products such as num_attention_heads * head_dim and the rotary tables bounded), or a negative eps.
 void readCommon(const nlohmann::json& j, const std::string& file, const std::string& epsKey, ModelConfig& c);
+/// Refuses a pad_token_id outside the vocabulary (at or past vocab_size, or below -vocab_size), naming the key: the
+/// families whose embedding is nn.Embedding(vocab_size, hidden_size, padding_idx=pad_token_id) cannot be built by
+/// transformers from such a config (Phi3Config's default 32000 on a smaller vocabulary is the usual way to get one).
+void checkPadTokenId(const ModelConfig& c, const std::string& file);
+/// For the families whose heads are hidden_size / num_attention_heads wide whatever config.json says (Persimmon,
+/// GPT-NeoX): refuses a `head_dim` key of another width, naming it. transformers still reads that key where it builds
+/// the rotary tables (`getattr(config, "head_dim", None)`), so such a file turns another number of dimensions than the
+/// heads have (GPT-NeoX) or fails in the first attention (Persimmon).
+void checkHeadDimKey(const nlohmann::json& j, const std::string& file, int64_t headDim);
+/// For a family whose attention rotates whole heads: its default rotary ignores partial_rotary_factor (the frequencies
+/// are built for head_dim, as the family's compute_default_rope_parameters does), so the factor is reset to 1; a scaled
+/// rotary (linear, yarn, ...) with a factor below 1 is refused, naming the key, as transformers fails on it (the tables
+/// are narrower than the heads).
+void wholeHeadRotary(RopeConfig& rope, const std::string& file);
+/// Refuses a layer marked "sliding_attention" without a window (sliding_window null or absent, or switched off by
+/// use_sliding_window false), naming the keys: transformers' sliding-window mask fails on it.
+void checkSlidingLayersHaveWindow(const ModelConfig& c, const std::string& file);
 /// config.json's layer_types: per layer, whether it is "sliding_attention" (all false when the key is absent).
 /// Throws nnscope::Error naming the key when it is malformed.
 std::vector<bool> readLayerTypes(const nlohmann::json& j, const std::string& file, int64_t numLayers);

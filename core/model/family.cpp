@@ -150,10 +150,12 @@ bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const 
 
 void readLlamaLikeConfig(const nlohmann::json& j, const std::string& file, const Family& family, ModelConfig& c) {
     cfg::readCommon(j, file, family.epsKey, c);
-    c.attentionBias = cfg::getBool(j, "attention_bias", false, file);
+    c.attentionBias = !family.attentionBiasKey.empty() && cfg::getBool(j, family.attentionBiasKey, false, file);
     c.oProjBias = c.attentionBias;
-    c.mlpBias = cfg::getBool(j, "mlp_bias", false, file);
+    c.mlpBias = !family.mlpBiasKey.empty() && cfg::getBool(j, family.mlpBiasKey, false, file);
     c.qkNorm = family.qkNorm;
+    if (!family.partialRotary) cfg::wholeHeadRotary(c.rope, file);
+    cfg::checkPadTokenId(c, file);
 }
 
 ModelConfig resolveModelConfig(const nlohmann::json& raw, const std::string& file, const Family** familyOut) {

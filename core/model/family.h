@@ -111,6 +111,10 @@ struct Family {
     bool qkNorm = false;                 ///< per-head norms of q and k before the rotary (kind: qkNormKind)
     NormKind qkNormKind = NormKind::RMSNorm;
     RotaryStyle rotary = RotaryStyle::RotateHalf;
+    /// The attention rotates the first int(head_dim * partial_rotary_factor) dimensions of each head and passes the rest
+    /// (Persimmon, GPT-NeoX, Phi-3). Elsewhere the rotary is built for whole heads: partial_rotary_factor is not read by
+    /// the default rotary, and a scaled one that reads it fails in transformers (cfg::wholeHeadRotary).
+    bool partialRotary = false;
     QkvLayout qkv = QkvLayout::Separate;
     MlpKind mlp = MlpKind::Gated;
     QkNormScope qkNormScope = QkNormScope::PerHead;
@@ -123,6 +127,11 @@ struct Family {
     /// Phi3ForCausalLM.prepare_inputs_for_generation); other families keep the keys rotated with the short factor.
     bool longRopeRecomputesCache = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
+    /// Config keys that switch the projections' biases on, as the family's modeling code reads them: attention_bias
+    /// (q/k/v/o) and mlp_bias (the MLP's projections). Empty: the family's modules are built without that bias whatever
+    /// config.json says (Mistral and Phi-3 read neither, Qwen 3, OLMo 2 and Gemma no mlp_bias), so the key is not read.
+    std::string attentionBiasKey = "attention_bias";
+    std::string mlpBiasKey = "mlp_bias";
     /// The base model's attribute in the ForCausalLM wrapper, as the tensor names' prefix ("model.", GPT-2's
     /// "transformer.", GPT-NeoX's "gpt_neox."): every module but lm_head sits under it. A checkpoint saved from the base
     /// model alone (openai-community/gpt2's own file) stores the names without it, and loads all the same.
@@ -170,7 +179,8 @@ struct Family {
     bool hasValue(Value v, const ModelConfig& c, std::string* whyNot = nullptr) const;
 };
 
-/// Llama's config reading (sizes, eps from family.epsKey, rope, attention_bias, mlp_bias).
+/// Llama's config reading (sizes, eps from family.epsKey, rope, the biases under family.attentionBiasKey and
+/// family.mlpBiasKey, pad_token_id inside the vocabulary).
 void readLlamaLikeConfig(const nlohmann::json& merged, const std::string& file, const Family& family, ModelConfig& out);
 
 /// Step two of reading config.json: finds the family of `raw` (familyForConfig) and resolves its keys, merged over

@@ -268,6 +268,9 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         ws.contains(schema.front().name.substr(prefix.size())))
         for (WeightSpec& spec : schema)
             if (spec.name.rfind(prefix, 0) == 0) spec.name = spec.name.substr(prefix.size());
+    // The head's name outside the base prefix, as the file may store it beside tie_word_embeddings true.
+    const std::string headName = fam.tensorName({Module::LmHead});
+    bool embeddingFromHead = false;
     for (const WeightSpec& spec : schema) {
         torch::Tensor t;
         const bool xieluBuffer = spec.key.module == Module::ActFn && (spec.key.param == Param::Beta || spec.key.param == Param::Eps);
@@ -279,6 +282,15 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         } else if (spec.key.module == Module::ActFn && !ws.contains(spec.name)) {
             throw Error(configFile + ": hidden_act \"xielu\" needs its learned parameters in every block (alpha_p and alpha_n, as "
                         "Apertus checkpoints store them), and the checkpoint has no tensor '" + spec.name + "'.");
+        } else if (spec.key.module == Module::EmbedTokens && c.tieWordEmbeddings && !ws.contains(spec.name) &&
+                   ws.contains(headName)) {
+            // transformers ties symmetrically while loading (PreTrainedModel.tie_weights): when the file has the head but
+            // not the embedding, the head's matrix becomes the embedding too.
+            WeightSpec head = spec;
+            head.name = headName;
+            t = readWeight(ws, head);
+            read.insert(headName);
+            embeddingFromHead = true;
         } else if (spec.key.module == Module::LmHead && !ws.contains(spec.name)) {
             throw Error(m->dir_ + ": the checkpoint has no tensor '" + spec.name +
                         "' and config.json sets tie_word_embeddings false.");
@@ -293,10 +305,28 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         LayerWeights& owner = spec.layer >= 0 ? m->layers_[static_cast<size_t>(spec.layer)] : m->root_;
         owner[spec.key.module][spec.key.param] = t;
     }
+    std::string untiedWarning;
     if (!m->root_[Module::LmHead].weight.defined()) {
-        m->root_[Module::LmHead].weight = m->root_[Module::EmbedTokens].weight;
-        m->tied_ = true;
-        read.insert(fam.tensorName({Module::LmHead}));  // transformers ties it too, whatever the file holds
+        const torch::Tensor& embedding = m->root_[Module::EmbedTokens].weight;
+        // tie_word_embeddings true and the file stores a head of its own: transformers 5.23 compares the two in the
+        // model's dtype (torch.equal) and ties them only when equal; a different head is kept, with a warning that the
+        // config does not reflect the checkpoint.
+        torch::Tensor stored;
+        if (!embeddingFromHead && ws.contains(headName)) {
+            stored = ws.get(headName, {c.vocabSize, c.hiddenSize});
+            if (stored.scalar_type() != dt || stored.device() != options.device) stored = stored.to(options.device, dt);
+        }
+        if (stored.defined() && !torch::equal(stored, embedding)) {
+            m->root_[Module::LmHead].weight = stored;
+            untiedWarning = m->dir_ + ": config.json sets tie_word_embeddings true, but the file stores its own " + headName +
+                            " with other values than " + fam.tensorName({Module::EmbedTokens}) +
+                            ": as transformers does, the stored head is used and the two are not tied (set tie_word_embeddings "
+                            "false to say so).";
+        } else {
+            m->root_[Module::LmHead].weight = embedding;
+            m->tied_ = true;
+        }
+        read.insert(headName);
     }
     for (const auto& name : ws.names()) {
         if (read.count(name)) continue;
@@ -306,6 +336,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         if (!ignored) m->unused_.push_back(name);
     }
     m->warnings_ = unreadWeightWarnings(ws, c, m->unused_);
+    if (!untiedWarning.empty()) m->warnings_.push_back(untiedWarning);
     // After the weights: their shapes have confirmed head_dim, so the tables' size comes from the files, not from a
     // config that could ask for terabytes.
     if (fam.positions == PositionKind::Rotary) {

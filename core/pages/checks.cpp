@@ -472,19 +472,28 @@ CheckResult checkTiedHead(Ctx& x, const std::string&) {
     const bool sameStorage = x.m.lmHead().data_ptr() == x.m.embedTokens().data_ptr();
     const std::string key = "tie_word_embeddings " + std::string(configTies ? "true" : "false");
     double headDiff = -1;
-    if (storedHead) {
+    if (storedHead && x.m.weights().contains(embedName)) {
         T h = x.stored(ParamKey{Module::LmHead}), e = x.stored(ParamKey{Module::EmbedTokens});
         if (h.sizes() == e.sizes()) headDiff = maxAbsDiff(h, e);
     }
+    if (configTies && !x.m.headTied()) {
+        // transformers 5.23 ties only when the file's two matrices are equal in the model's dtype; a different stored head
+        // is kept (and it warns that the config does not reflect the checkpoint). nnscope loads it the same way; the check
+        // still fails, because the config and the file disagree.
+        return claim(false, key + ", but the file stores its own " + headName + " that differs from " + embedName +
+                                " (max |diff| " + num(headDiff) + "): not tied, the config and the file disagree",
+                     "transformers ties lm_head to embed_tokens only when the file stores no head or an equal one; a different "
+                     "stored head is used as it is, with a warning that config.json does not reflect the checkpoint. nnscope "
+                     "does the same (the logits are the stored head's), so an edit to embed_tokens does not reach the head. "
+                     "Set tie_word_embeddings false to match the file.");
+    }
     if (configTies) {
-        const bool ok = x.m.headTied() && sameStorage && (!storedHead || headDiff == 0);
-        std::string fig = ok ? "tied: lm_head is embed_tokens' matrix (one storage), " + key
-                             : key + ", but the file stores its own " + headName + " that differs from " + embedName +
-                                   " (max |diff| " + num(headDiff) + ")";
-        std::string det = ok ? (storedHead ? "The file also stores " + headName + ", equal to " + embedName + "."
-                                           : "The file stores no " + headName + ".")
-                             : "With tie_word_embeddings true, transformers (and nnscope) use " + embedName +
-                                   " as the head and ignore the stored " + headName + ": the config and the file disagree.";
+        const bool ok = sameStorage;
+        std::string fig = "tied: lm_head is embed_tokens' matrix (one storage), " + key;
+        std::string det = !storedHead ? "The file stores no " + headName + "."
+                          : headDiff < 0 ? "The file stores " + headName + " and no " + embedName + ": transformers ties the other way, "
+                                           "the head's matrix is the embedding too."
+                                         : "The file also stores " + headName + ", equal to " + embedName + " in the model's dtype.";
         return claim(ok, fig, det);
     }
     const bool ok = !x.m.headTied() && storedHead && !sameStorage;
@@ -1210,7 +1219,8 @@ const std::vector<CheckDef>& checkTable() {
          [](const Ctx& x) { return std::vector<Value>{Value::LayerOutput}; }, true, checkLens},
         {"tied_head", "lm_head and embed_tokens are one matrix exactly when tie_word_embeddings says so",
          "Whether lm_head shares embed_tokens' storage (Model::headTied, data pointers), against config.json's tie_word_embeddings and whether the file "
-         "stores its own lm_head.weight (a stored head that differs while the config ties is a failure: it is ignored).",
+         "stores its own lm_head.weight (a stored head that differs while the config ties is a failure: as transformers does, it is used "
+         "and the two are not tied).",
          none, false, checkTiedHead},
         {"bos_prepended", "the tokenizer prepends its BOS token",
          "encode(prompt) starts with the tokenizer's BOS id and is one id longer than without special tokens; \"\" encodes to [BOS]; the traced input_ids "

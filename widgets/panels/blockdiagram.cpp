@@ -32,7 +32,14 @@ BlockDiagram::BlockDiagram(QWidget* parent) : QWidget(parent) {
 
 void BlockDiagram::setModel(ModelPtr model) {
     model_ = std::move(model);
-    layout_ = model_ ? layoutDiagram(model_->family(), model_->config()) : DiagramLayout();
+    if (model_) {
+        // The head as loaded: tie_word_embeddings true over a file whose own lm_head differs is not tied (as in transformers).
+        ModelConfig drawn = model_->config();
+        if (model_->hasWeights()) drawn.tieWordEmbeddings = model_->headTied();
+        layout_ = layoutDiagram(model_->family(), drawn);
+    } else {
+        layout_ = DiagramLayout();
+    }
     block_ = 0;
     hovered_.clear();
     highlighted_.clear();
