@@ -410,19 +410,19 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     const Generation g = generate(*model, batch.ids[0], o);
     std::optional<Generation> baseline;
     if (p.isSet(compare) && o.intervention) baseline = generate(*model, batch.ids[0], plain);
-    const std::string text = model->tokenizer()->decode(g.ids, true);
+    const std::string text = model->tokenizer()->decodeShowingUnknown(g.ids, true);
     if (p.isSet(c.json)) {
         nlohmann::json j{{"ids", g.ids}, {"text", text}, {"prompt_tokens", g.promptLength}, {"stop", g.stopReason},
                          {"sampled", o.sample}, {"eos_token_ids", o.eosTokenIds}};
         if (o.sample) j.update({{"seed", o.seed}, {"temperature", o.temperature}, {"top_k", o.topK}, {"top_p", o.topP}});
         j["interventions"] = nlohmann::json::array();
         for (const auto& line : lines) j["interventions"].push_back(s(line));
-        if (baseline) j["unedited"] = {{"ids", baseline->ids}, {"text", model->tokenizer()->decode(baseline->ids, true)}, {"stop", baseline->stopReason}};
+        if (baseline) j["unedited"] = {{"ids", baseline->ids}, {"text", model->tokenizer()->decodeShowingUnknown(baseline->ids, true)}, {"stop", baseline->stopReason}};
         std::cout << j.dump() << std::endl;
         return 0;
     }
     if (baseline) {
-        std::cout << "unedited: " << model->tokenizer()->decode(baseline->ids, true) << "\nedited:   " << text << std::endl;
+        std::cout << "unedited: " << model->tokenizer()->decodeShowingUnknown(baseline->ids, true) << "\nedited:   " << text << std::endl;
     } else {
         std::cout << text << std::endl;
     }

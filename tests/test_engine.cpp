@@ -6,11 +6,15 @@
 #include "core/io/safetensors.h"
 #include "core/model/weights.h"
 #include "core/run/trace.h"
+#include "checkpointcopy.h"
+#include "core/analysis/analysis.h"
+#include "core/run/generate.h"
 #include "manifest.h"
 #include "testutil.h"
 
 #include "testsuite.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <fstream>
@@ -249,6 +253,76 @@ private slots:
         auto top = topK(*llama_, r.nextTokenProbs, 3);
         QCOMPARE(top[0][0].text, std::string(","));
         QVERIFY(top[0][0].prob > top[0][1].prob);
+    }
+
+    // A checkpoint whose vocabulary is padded past its tokenizer's (Qwen2, Phi-3, Pythia) makes ids the tokenizer lacks
+    // the top token: the trace, the logit lens and generation compute them as transformers does and show them with
+    // Tokenizer::unknownIdLabel (decoding them gave "Token id 305 is outside the vocabulary" and exit 1); only ids at or
+    // above config.json's vocab_size are refused.
+    void paddedVocabularyIdsAreShown() {
+        const std::string prompt = "hello world";
+        const auto plain = Model::load(test::fixture("tiny-llama"), test::float32());
+        const TraceResult before = trace(*plain, encodeBatch(*plain, {prompt}), {});
+        const int64_t like = before.nextTokenProbs[0].argmax().item<int64_t>();
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        test::copyCheckpoint(test::fixture("tiny-llama"), dir);
+        const int64_t padded = 305;
+        test::padVocabulary(dir, 310, padded, like);
+        const auto m = Model::load(dir, test::float32());
+        QCOMPARE(m->config().vocabSize, int64_t(310));
+        QCOMPARE(m->tokenizer()->vocabSize(), int64_t(300));
+        const std::string label = Tokenizer::unknownIdLabel(padded);
+        QCOMPARE(label, std::string("<id 305: not in tokenizer>"));
+
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::LayerOutput, i});
+        const TraceResult r = trace(*m, encodeBatch(*m, {prompt}), o);
+        QCOMPARE(r.nextTokenProbs.size(-1), int64_t(310));
+        const auto top = topK(*m, r.nextTokenProbs, 3);
+        QCOMPARE(top[0][0].id, padded);
+        QCOMPARE(top[0][0].text, label);
+        QCOMPARE(top[0][1].id, like);  // the real tokens keep their labels
+        QCOMPARE(top[0][1].text, m->tokenizer()->tokenLabel(like));
+
+        const LogitLens lens = logitLens(*m, r, 3);
+        QCOMPARE(lens.topIds[0][m->config().numLayers - 1][-1][0].item<int64_t>(), padded);
+
+        const std::vector<int64_t> ids = encodeBatch(*m, {prompt}).ids[0];
+        const std::vector<int64_t> out = generateGreedy(*m, ids, 3, /*stopAtEos=*/false);
+        QCOMPARE(out.size(), ids.size() + 3);
+        QCOMPARE(out[ids.size()], padded);
+        // decode skips the ids it lacks, as transformers' does; what nnscope shows marks where they stand
+        std::vector<int64_t> known;
+        for (int64_t id : out)
+            if (id < 300) known.push_back(id);
+        QCOMPARE(m->tokenizer()->decode(out, true), m->tokenizer()->decode(known, true));
+        const std::string shown = m->tokenizer()->decodeShowingUnknown(out, true);
+        QVERIFY2(shown.rfind(m->tokenizer()->decode(ids, true) + label, 0) == 0, shown.c_str());
+
+        // the model's own ids are accepted as targets; ids at or above vocab_size, or below 0, are refused
+        QCOMPARE(parseTokenArgument(*m, "#305", "--answer"), padded);
+        for (const char* bad : {"#310", "#-1"}) {
+            try {
+                parseTokenArgument(*m, bad, "--answer");
+                QFAIL(bad);
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find("not a token id of this model (0 to 309)") != std::string::npos, e.what());
+            }
+        }
+        try {
+            lensTokenProbs(*m, lens, 0, 310);
+            QFAIL("lensTokenProbs took id 310");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("outside the vocabulary (0 to 309)") != std::string::npos, e.what());
+        }
+        try {
+            m->tokenizer()->tokenLabel(-1);
+            QFAIL("tokenLabel took id -1");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("outside the vocabulary") != std::string::npos, e.what());
+        }
     }
 };
 
