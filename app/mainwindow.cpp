@@ -4,6 +4,7 @@
 #include "core/run/train_demo.h"
 
 #include "defaultmodel.h"
+#include "guardedapplication.h"
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -96,6 +97,11 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     initResources();
     setWindowIcon(QIcon(":/icons/nnscope.svg"));
     worker_ = new TraceWorker(this);
+    // An exception that escaped a slot or an event handler (caught by GuardedApplication, the last net) is shown here.
+    if (auto* app = qobject_cast<GuardedApplication*>(QCoreApplication::instance()))
+        connect(app, &GuardedApplication::exceptionCaught, this, [this](const QString& message) {
+            showError(tr("Something failed inside the window, which goes on: %1").arg(message));
+        });
     createJobs();
     createActions();
     createCentral();
@@ -1874,7 +1880,7 @@ void MainWindow::updateRecentMenu() {
 }
 
 void MainWindow::showError(const QString& message) {
-    messageLabel_->setText(message);
+    messageLabel_->setText(elidedText(message, 2000));  // a message may quote a file's text: word-wrapped, a megabyte takes minutes
     messageBar_->show();
 }
 

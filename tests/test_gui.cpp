@@ -6,6 +6,7 @@
 // checkpoint folder shows an error and leaves the window usable; settings survive a restart; the command line
 // rejects bad combinations and writes a screenshot.
 #include "app/defaultmodel.h"
+#include "app/guardedapplication.h"
 #include "app/mainwindow.h"
 #include "app/viewregistry.h"
 #include "core/model/block.h"
@@ -42,6 +43,8 @@
 #include "widgets/panels/supporttablemodel.h"
 #include "widgets/panels/tracepanel.h"
 #include "widgets/views/valueplotview.h"
+
+#include "checkpointcopy.h"
 
 #include <torch/types.h>
 
@@ -300,6 +303,8 @@ private slots:
     void featuresView();
     void featuresWrongWidth();
     void featuresRemembered();
+    void exceptionsNeverLeaveASlot();
+    void paddedVocabularyInWindow();
 
 private:
     QTemporaryDir tmp_;
@@ -1343,7 +1348,7 @@ void TestGui::patchingView() {
 int main(int argc, char** argv) {
     nnscope::restartWithOpenBlasCoreType(argv);  // as nnscope does; the nnscope processes started below inherit it
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    GuardedApplication app(argc, argv);  // as nnscope's window: no exception leaves a slot
     TestGui test;
     return QTest::qExec(&test, argc, argv);
 }
@@ -3128,3 +3133,104 @@ void TestGui::featuresRemembered() {
 }
 
 #include "test_gui.moc"
+
+namespace {
+/// A widget whose click throws, as a slot or an event handler that calls into the engine may.
+class ThrowingWidget : public QWidget {
+public:
+    using QWidget::QWidget;
+
+protected:
+    void mousePressEvent(QMouseEvent*) override { throw Error("thrown by a click"); }
+};
+}  // namespace
+
+void TestGui::exceptionsNeverLeaveASlot() {
+    // No exception may leave a Qt slot: one did (a token label the tokenizer could not make, in the trace's result) and
+    // the window aborted, exit 134. A slot of a job's result that throws makes the job fail with its message; any
+    // other slot or event handler that throws is caught by GuardedApplication and said in the error bar; the window
+    // goes on and traces again.
+    auto* app = qobject_cast<GuardedApplication*>(QCoreApplication::instance());
+    QVERIFY(app);
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const int reported = app->reported();
+
+    // a worker result whose handling throws: the trace fails, saying why
+    QMetaObject::Connection c = w->traceJob()->onFinished<SnapshotPtr>(w.get(), [](SnapshotPtr) { throw Error("no label for id 310"); });
+    w->tracePanel()->setPrompts({"hello world"});
+    QSignalSpy ended(w.get(), &MainWindow::traceEnded);
+    QTest::mouseClick(w->tracePanel()->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(w->errorText().contains("showing the result failed: no label for id 310"), qPrintable(w->errorText()));
+    QVERIFY2(w->tracePanel()->statusText().contains("no label for id 310"), qPrintable(w->tracePanel()->statusText()));
+    QCOMPARE(w->traceJob()->state(), JobState::Failed);
+    QObject::disconnect(c);
+
+    // a job that throws something that is not a std::exception fails with a sentence; the worker goes on
+    QSignalSpy failed(w->worker(), &TraceWorker::jobFailed);
+    const quint64 id = w->worker()->analyse([](const JobControl&) -> QVariant { throw 42; });
+    QVERIFY(failed.wait(10000));
+    QCOMPARE(failed.front().at(0).value<quint64>(), id);
+    QCOMPARE(failed.front().at(1).toString(), QString("an exception of an unknown type"));
+
+    // a queued slot that throws
+    QTimer::singleShot(0, w.get(), [] { throw std::runtime_error("thrown by a slot"); });
+    QTRY_VERIFY2(w->errorText().contains("thrown by a slot"), qPrintable(w->errorText()));
+    QVERIFY(w->errorText().contains("Something failed inside the window"));
+    // an event handler that throws (a click: through QApplication's own delivery)
+    auto* thrower = new ThrowingWidget(w.get());
+    thrower->setGeometry(0, 0, 20, 20);
+    thrower->show();
+    QTest::mouseClick(thrower, Qt::LeftButton);
+    QTRY_VERIFY2(w->errorText().contains("thrown by a click"), qPrintable(w->errorText()));
+    QVERIFY(app->reported() >= reported + 3);  // the result's slot, the queued slot, the click
+    delete thrower;
+
+    // the window goes on
+    QVERIFY2(runFromPanel(*w, {"hello again"}), qPrintable(w->errorText()));
+    QCOMPARE(w->snapshot()->prompt(0), QString("hello again"));
+    QVERIFY(w->tracePanel()->statusText().startsWith("Traced 1 prompt"));
+}
+
+void TestGui::paddedVocabularyInWindow() {
+    // A checkpoint whose vocabulary is padded past its tokenizer's (Qwen2, Phi-3, Pythia) with a padded id as the top
+    // token: the window aborted (the label thrown out of the trace's result). Now the trace line, the logit lens and a
+    // generation show '<id 305: not in tokenizer>'.
+    const auto plain = Model::load(modelDir("tiny-llama").toStdString());
+    const int64_t like = trace(*plain, encodeBatch(*plain, {"hello world"}), {}).nextTokenProbs[0].argmax().item<int64_t>();
+    QTemporaryDir dir;
+    test::copyCheckpoint(modelDir("tiny-llama").toStdString(), dir.path().toStdString());
+    test::padVocabulary(dir.path().toStdString(), 310, 305, like);
+    const QString label = "<id 305: not in tokenizer>";
+    auto w = openWindow(dir.path());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QVERIFY2(w->tracePanel()->statusText().contains("“" + label + "”"), qPrintable(w->tracePanel()->statusText()));
+    QVERIFY(w->errorText().isEmpty());
+
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    LogitLensView* lv = w->lensView();
+    QVERIFY(lv->hasLens());
+    QCOMPARE(lv->targetId(), int64_t(305));  // the trace's top token, the lens's default target
+    MatrixModel* m = lv->heatmap()->model();
+    const QModelIndex last = m->index(m->rowCount() - 1, m->columnCount() - 1);
+    QCOMPARE(m->data(last, MatrixModel::CellTextRole).toString(), label);
+    QVERIFY(m->data(last, Qt::ToolTipRole).toString().contains("1. " + label));
+
+    QVERIFY(w->showView("generate"));
+    GenerateView* gv = w->generateView();
+    gv->setPrompt("hello world");
+    gv->setMaxNewTokens(2);
+    QSignalSpy generated(w.get(), &MainWindow::generateEnded);
+    QTest::mouseClick(gv->runButton(), Qt::LeftButton);
+    QVERIFY(generated.wait(60000));
+    QVERIFY2(gv->result(), qPrintable(gv->statusLabel()->text()));
+    const auto& ids = gv->result()->edited.ids;
+    QCOMPARE(ids.at(static_cast<size_t>(gv->result()->edited.promptLength)), int64_t(305));
+    QVERIFY2(gv->editedText()->toPlainText().contains(label), qPrintable(gv->editedText()->toPlainText()));
+    QVERIFY(w->errorText().isEmpty());
+}
