@@ -5,6 +5,7 @@
 #include "core/run/edit.h"
 #include "core/run/features.h"
 #include "core/analysis/attribution.h"
+#include "core/analysis/valuestats.h"
 #include "core/analysis/contribution.h"
 #include "core/io/export.h"
 #include "core/run/generate.h"
@@ -287,7 +288,10 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
-    if (!torch::isfinite(result.nextTokenProbs).all().item<bool>())
+    if (const auto origin = firstNonFinite(*model, result))  // a saved value says where they start
+        std::cerr << "nnscope: warning: the pass produced values that are not finite: " << describeNonFinite(*model, *origin)
+                  << (edits->empty() ? "" : " Check the interventions (a division by zero, an overflow).") << std::endl;
+    else if (!torch::isfinite(result.nextTokenProbs).all().item<bool>())
         std::cerr << "nnscope: warning: the pass produced non-finite values (NaN or infinity)"
                   << (edits->empty() ? "" : "; check the interventions (a division by zero, an overflow)") << "." << std::endl;
     if (p.isSet(out)) {
@@ -322,6 +326,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     for (size_t i = 0; i < prompts.size(); ++i) {
         const size_t n = batch.ids[i].size();
         std::cout << "prompt " << i << ": \"" << prompts[i] << "\" (" << n << (n == 1 ? " token)\n" : " tokens)\n");
+        if (top[i].empty()) std::cout << "  no next token: the model's output is not finite (NaN)\n";
         for (size_t r = 0; r < top[i].size(); ++r) {
             std::string label = "\"" + top[i][r].text + "\"";
             size_t chars = 0;  // pad by characters, not bytes ("␣" is 3 bytes)

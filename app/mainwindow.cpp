@@ -391,10 +391,19 @@ void MainWindow::createCentral() {
     barLayout->addWidget(close, 0, Qt::AlignTop);
     messageBar_->hide();
 
+    nonFiniteBanner_ = new QLabel(this);
+    nonFiniteBanner_->setObjectName("nonFiniteBanner");
+    nonFiniteBanner_->setWordWrap(true);
+    nonFiniteBanner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    nonFiniteBanner_->setStyleSheet("QLabel#nonFiniteBanner { background: #fff4d6; border: 1px solid #e0b252; border-radius: 4px;"
+                                    " color: #5c3c00; padding: 4px 8px; }");
+    nonFiniteBanner_->hide();
+
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(messageBar_);
+    layout->addWidget(nonFiniteBanner_);
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
@@ -667,6 +676,7 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     model_ = std::move(model);
     stopLens();
     snapshot_.reset();
+    updateNonFiniteBanner(nullptr);
     traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
     rereadJob_->forget();
     pinned_->setUnreadText({});
@@ -876,6 +886,7 @@ void MainWindow::onValuesRead(SnapshotPtr snapshot) {
         for (LensRequest& r : lensRequests_)
             if (r.snapshot == snapshot_) r.snapshot = snapshot;
         snapshot_ = std::move(snapshot);
+        updateNonFiniteBanner(snapshot_);  // a value read again may be where they first appear
         pinned_->setSnapshot(snapshot_);
         text_->setPinnedKeys(pinned_->keys());
         text_->setSnapshot(snapshot_);  // a pinned value's norm
@@ -1291,22 +1302,22 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
     pinned_->setUnreadText({});
     for (ViewJob& job : viewJobs_) job.waiting = false;  // the views ask again for the new snapshot's
-    const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
+    // the most probable next token, or none where the output is not finite (topK names no token there)
+    const auto next = [this](const TraceSnapshot& s) {
+        const auto top = topK(*s.model, s.result.nextTokenProbs, 1);
+        if (top.empty() || top.front().empty()) return tr("none, the output is not finite (NaN)");
+        return tr("“%1” (%2)").arg(QString::fromStdString(top.front().front().text)).arg(top.front().front().prob, 0, 'f', 3);
+    };
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
-    QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: “%3” (%4).", nullptr,
+    QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: %3.", nullptr,
                          snapshot_->numPrompts())
                           .arg(tokens)
                           .arg(QDateTime::currentMSecsSinceEpoch() - traceStartedMs_)
-                          .arg(QString::fromStdString(top.front().front().text))
-                          .arg(top.front().front().prob, 0, 'f', 3);
+                          .arg(next(*snapshot_));
     if (!snapshot_->interventions.isEmpty()) {
         summary += " " + tr("With %n intervention(s)", nullptr, static_cast<int>(snapshot_->interventions.size()));
-        if (snapshot_->baseline) {
-            const auto before = topK(*snapshot_->model, snapshot_->baseline->result.nextTokenProbs, 1);
-            summary += tr("; unedited: “%1” (%2) — see Before / after").arg(QString::fromStdString(before.front().front().text))
-                           .arg(before.front().front().prob, 0, 'f', 3);
-        }
+        if (snapshot_->baseline) summary += tr("; unedited: %1 — see Before / after").arg(next(*snapshot_->baseline));
         summary += ".";
     }
     tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
@@ -1326,6 +1337,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
 
 // Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
+    updateNonFiniteBanner(snapshot);
     text_->setPinnedKeys(pinned_->keys());  // before its snapshot: it colours by a pinned value's norm
     for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(snapshot);
     for (int i = fixedViews(); i < views_->count(); ++i)
@@ -1335,6 +1347,23 @@ void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     attention_->setBlock(block);
     neurons_->setBlock(block);
     text_->setBlock(block);
+}
+
+void MainWindow::updateNonFiniteBanner(const SnapshotPtr& snapshot) {
+    if (!snapshot || !snapshot->nonFinite) {
+        nonFiniteBanner_->hide();
+        nonFiniteBanner_->clear();
+        return;
+    }
+    const NonFiniteOrigin& o = *snapshot->nonFinite;
+    QString where = QString::fromStdString(describeNonFinite(*snapshot->model, o));
+    if (o.position >= 0 && o.row < snapshot->numPrompts())
+        where.replace(QString(", position %1 ").arg(o.position),
+                      QString(", position %1 “%2” ").arg(o.position).arg(elidedText(snapshot->tokens.at(static_cast<size_t>(o.row)).value(static_cast<int>(o.position)), 40)));
+    nonFiniteBanner_->setText(tr("⚠ %1 Every value computed from it is not finite either; the heatmaps draw NaN in magenta, "
+                                 "+Inf in amber and −Inf in green, and the logit lens names no token where its logits are "
+                                 "not finite.").arg(where));
+    nonFiniteBanner_->show();
 }
 
 void MainWindow::onTraceCancelled() {

@@ -118,6 +118,9 @@ public:
     SnapshotPtr snapshot() const { return snapshot_; }
     /// The error the window shows (the message bar), or "".
     QString errorText() const;
+    /// The banner over the views that says where the shown trace's values first hold a NaN or an infinity
+    /// (TraceSnapshot::nonFinite); hidden when they are all finite.
+    QLabel* nonFiniteBanner() const { return nonFiniteBanner_; }
     TraceWorker* worker() const { return worker_; }
     DiagramPanel* diagramPanel() const { return diagram_; }
     PinnedCardsPanel* pinnedPanel() const { return pinned_; }
@@ -272,6 +275,8 @@ private:
     void onTraceFileOpened(SnapshotPtr snapshot);
     /// Every trace view shows `snapshot` (nullptr: none).
     void showSnapshot(const SnapshotPtr& snapshot);
+    /// Shows the banner of the first NaN or infinity of `snapshot`'s values, or hides it.
+    void updateNonFiniteBanner(const SnapshotPtr& snapshot);
     /// The open model can run traces (a checkpoint, not a trace file).
     bool canRun() const { return model_ && traceFile_.isEmpty(); }
     void openDialog();
@@ -356,6 +361,7 @@ private:
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;
     QLabel* messageLabel_;
+    QLabel* nonFiniteBanner_;
     QLabel* modelLabel_;
 
     QMenu* recentMenu_;

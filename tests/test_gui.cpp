@@ -305,6 +305,7 @@ private slots:
     void featuresRemembered();
     void exceptionsNeverLeaveASlot();
     void paddedVocabularyInWindow();
+    void nonFiniteValuesShown();
 
 private:
     QTemporaryDir tmp_;
@@ -3233,4 +3234,67 @@ void TestGui::paddedVocabularyInWindow() {
     QCOMPARE(ids.at(static_cast<size_t>(gv->result()->edited.promptLength)), int64_t(305));
     QVERIFY2(gv->editedText()->toPlainText().contains(label), qPrintable(gv->editedText()->toPlainText()));
     QVERIFY(w->errorText().isEmpty());
+}
+
+void TestGui::nonFiniteValuesShown() {
+    // NaN and Inf in values were drawn as an empty heatmap with a 0..1 colour bar, the logit lens named a top token for
+    // NaN rows, and only the trace line said "(nan)". Now each has a colour of its own with a count under the plot, a
+    // banner names the first value and position where they appear, and the lens names no token there.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const ValueKey out{Value::MlpOutput, 0};
+    w->pinValue(out);
+    QCOMPARE(w->addIntervention("layers.0.mlp.mlp_output[:, 3] = nan"), QString());
+    QCOMPARE(w->addIntervention("layers.0.mlp.mlp_output[:, 1] = inf"), QString());
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QLabel* banner = w->nonFiniteBanner();
+    QVERIFY(banner->isVisibleTo(w.get()));
+    QVERIFY2(banner->text().contains("+Inf first appears at layers.0.mlp.mlp_output, position 1 “"), qPrintable(banner->text()));
+    QVERIFY2(banner->text().contains("of prompt 1 (128 of its values are not finite)"), qPrintable(banner->text()));
+    QVERIFY2(w->tracePanel()->statusText().contains("Next token after prompt 1: none, the output is not finite"),
+             qPrintable(w->tracePanel()->statusText()));
+    const int hidden = static_cast<int>(w->model()->config().hiddenSize);
+
+    // the value's heatmap: NaN and +Inf in their colours, counted under the matrix
+    w->plotValue(out);
+    auto* view = qobject_cast<ValuePlotView*>(w->views()->currentWidget());
+    QVERIFY(view);
+    HeatmapPlot* hm = view->heatmap();
+    QCOMPARE(hm->nanCount(), hidden);
+    QCOMPARE(hm->posInfCount(), hidden);
+    QCOMPARE(hm->negInfCount(), 0);
+    QVERIFY2(hm->nonFiniteText().contains(QString("%1 NaN (magenta) · %1 +Inf (amber) of").arg(hidden)), qPrintable(hm->nonFiniteText()));
+    // drawn once the new tab is laid out: a pixel row per position (10 of them fit)
+    QTRY_VERIFY((hm->plot()->replot(QCustomPlot::rpImmediateRefresh), hm->colorMap()->lastImageCells().height() == 10));
+    const QImage image = hm->colorMap()->lastImage();
+    const QRect cells = hm->colorMap()->lastImageCells();
+    QCOMPARE(image.height(), cells.height());
+    QCOMPARE(image.pixel(0, 3 - cells.y()), kNanColor);
+    QCOMPARE(image.pixel(image.width() - 1, 1 - cells.y()), kPosInfColor);
+    for (int row : {0, 2})
+        QVERIFY(image.pixel(0, row - cells.y()) != kNanColor && image.pixel(0, row - cells.y()) != kPosInfColor);
+
+    // block 1's neurons are NaN everywhere (the attention mixes the NaN into every position): no colour scale
+    QVERIFY(w->showView("neurons"));
+    w->neuronView()->setBlock(1);
+    HeatmapPlot* neurons = w->neuronView()->heatmap();
+    QCOMPARE(neurons->nanCount(), neurons->model()->rowCount() * neurons->model()->columnCount());
+    QVERIFY2(neurons->nonFiniteText().endsWith("no colour scale"), qPrintable(neurons->nonFiniteText()));
+
+    // the logit lens names no token where a block's logits are not finite
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    MatrixModel* lens = w->lensView()->heatmap()->model();
+    QCOMPARE(lens->data(lens->index(0, 3), MatrixModel::CellTextRole).toString(), QString("NaN"));
+    QVERIFY(lens->data(lens->index(0, 3), Qt::ToolTipRole).toString().contains("no top token"));
+    QCOMPARE(lens->data(lens->index(1, 9), MatrixModel::CellTextRole).toString(), QString("NaN"));
+    QVERIFY(lens->data(lens->index(0, 2), MatrixModel::CellTextRole).toString() != "NaN");
+    QVERIFY(w->lensView()->heatmap()->nanCount() > 0);
+
+    // a finite trace takes the banner away
+    w->interventionPanel()->clear();
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QVERIFY(!banner->isVisibleTo(w.get()));
+    QCOMPARE(w->lensView()->heatmap()->nanCount(), 0);
 }

@@ -61,6 +61,7 @@ SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     if (s->lensMissing.isEmpty() && !s->model->hasWeights())
         s->lensMissing = QObject::tr("%1 needs the model's weights, which a trace file does not hold: %2 Put the file in the "
                                      "checkpoint's folder to read the lens.").arg(need, QString::fromStdString(file.noWeights));
+    s->nonFinite = firstNonFinite(*s->model, s->result);
     return s;
 }
 
@@ -68,6 +69,7 @@ SnapshotPtr withValues(const TraceSnapshot& base, const std::vector<std::pair<Va
     auto s = std::make_shared<TraceSnapshot>(base);
     for (const auto& [key, t] : values)
         if (!s->result.value(key).defined()) s->result.values.emplace_back(key, t);
+    s->nonFinite = firstNonFinite(*s->model, s->result);  // a value read again may come before the first one found
     return s;
 }
 
@@ -149,6 +151,7 @@ SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, con
         s->tokens.push_back(labels);
     }
     s->result = std::move(result);
+    s->nonFinite = firstNonFinite(*s->model, s->result);
     return s;
 }
 
