@@ -59,6 +59,9 @@
 #include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
+#include <QDesktopServices>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -313,7 +316,8 @@ void MainWindow::createCentral() {
     });
 
     summary_ = new QTextBrowser(this);
-    summary_->setOpenExternalLinks(true);
+    summary_->setOpenLinks(false);  // a trace file's "copy the whole prompt" link is ours; a web link opens in the browser
+    connect(summary_, &QTextBrowser::anchorClicked, this, &MainWindow::onSummaryLink);
     attention_ = new AttentionView(this);
     neurons_ = new NeuronView(this);
     lens_ = new LogitLensView(this);
@@ -789,18 +793,27 @@ void MainWindow::openTraceFile(const QString& path) {
 }
 
 namespace {
-/// The Model tab's first section for a trace file: where its parts came from.
+/// Up to this many characters of a trace file's prompt are shown in the Model tab; the whole prompt is copied on demand.
+constexpr int kPromptShown = 600;
+
+/// The Model tab's first section for a trace file: where its parts came from. What the file's metadata says is shown
+/// elided (a prompt of a megabyte held the window for minutes in text layout): a longer prompt has a link that copies it
+/// whole ("prompt:ROW", MainWindow::onSummaryLink).
 QString traceFileHtml(const TraceSnapshot& s) {
-    QString h = QObject::tr("<h2>Trace file <small>(no model)</small></h2><p><tt>%1</tt></p>").arg(s.sourceFile.toHtmlEscaped());
+    QString h = QObject::tr("<h2>Trace file <small>(no model)</small></h2><p><tt>%1</tt></p>").arg(elidedText(s.sourceFile).toHtmlEscaped());
     h += "<ul>";
-    for (const QString& note : s.fileNotes) h += "<li>" + note.toHtmlEscaped() + "</li>";
+    for (const QString& note : s.fileNotes) h += "<li>" + elidedText(note).toHtmlEscaped() + "</li>";
     h += "</ul>";
     QStringList paths;
     for (const auto& [key, t] : s.result.values) paths << s.path(key);
     h += QObject::tr("<p><b>%n value(s)</b>: ", nullptr, static_cast<int>(paths.size())) + paths.join(", ").toHtmlEscaped() + "</p>";
     h += QObject::tr("<p><b>Prompts</b></p><ol>");
-    for (int r = 0; r < s.numPrompts(); ++r)
-        h += QString("<li>%1 <small>(%2 tokens)</small></li>").arg(s.prompt(r).toHtmlEscaped()).arg(s.tokens.at(static_cast<size_t>(r)).size());
+    for (int r = 0; r < s.numPrompts(); ++r) {
+        const QString prompt = s.prompt(r);
+        h += QString("<li>%1 <small>(%2 tokens)").arg(elidedText(prompt, kPromptShown).toHtmlEscaped()).arg(s.tokens.at(static_cast<size_t>(r)).size());
+        if (prompt.size() > kPromptShown) h += QObject::tr(" · <a href='prompt:%1'>copy the whole prompt</a>").arg(r);
+        h += "</small></li>";
+    }
     h += "</ol><hr>";
     return h;
 }
@@ -864,6 +877,19 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     else if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
     updateActions();
     emit traceFileOpened(traceFile_);
+}
+
+void MainWindow::onSummaryLink(const QUrl& url) {
+    if (url.scheme() != "prompt") {
+        QDesktopServices::openUrl(url);
+        return;
+    }
+    bool ok = false;
+    const int row = url.path().toInt(&ok);
+    if (!snapshot_ || !ok || row < 0 || row >= snapshot_->numPrompts()) return;
+    const QString prompt = snapshot_->prompt(row);
+    QGuiApplication::clipboard()->setText(prompt);
+    statusBar()->showMessage(tr("Copied prompt %1 (%L2 characters) to the clipboard.").arg(row + 1).arg(prompt.size()), 10000);
 }
 
 void MainWindow::onTraceFileFailed(const QString& path, const QString& message) {
@@ -1324,7 +1350,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     statusBar()->clearMessage();
     showSnapshot(snapshot_);  // after the panel's outcome: a view's analysis of the new trace takes the bar next
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
-    qCInfo(lcWindow).noquote() << "traced" << snapshot_->prompt(0) << "|" << tokens << "tokens | view"
+    qCInfo(lcWindow).noquote() << "traced" << elidedText(snapshot_->prompt(0), 200) << "|" << tokens << "tokens | view"
                                << (views_->currentIndex() < fixedViews() ? viewList_[static_cast<size_t>(views_->currentIndex())].spec->name : "plot")
                                << "| block" << attention_->block();
     ensureLens();  // the logit lens when its view is the one shown

@@ -30,6 +30,7 @@ class QStackedWidget;
 class QTabWidget;
 class QTableView;
 class QTextBrowser;
+class QUrl;
 
 namespace nnscope {
 
@@ -213,6 +214,9 @@ private:
     void onTraceFailed(const QString& message);
     void onValuesRead(SnapshotPtr snapshot);
     void onTraceFileFailed(const QString& path, const QString& message);
+    /// A link of the Model tab: "prompt:ROW" copies that prompt of the trace shown whole (the tab shows it elided);
+    /// any other opens in the desktop's browser.
+    void onSummaryLink(const QUrl& url);
     void onLensFinished(LensResultsPtr lenses);
     void onLensStopped(JobState state, const QString& message);  ///< cancelled or failed
     /// Pins the command line's --pin values on the opened model (a refused one is shown and emitted as

@@ -46,6 +46,8 @@
 
 #include "checkpointcopy.h"
 
+#include <nlohmann/json.hpp>
+
 #include <torch/types.h>
 
 #include <QClipboard>
@@ -76,6 +78,9 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QComboBox>
+#include <QGuiApplication>
 #include <QtTest>
 
 #include <limits>
@@ -306,6 +311,7 @@ private slots:
     void exceptionsNeverLeaveASlot();
     void paddedVocabularyInWindow();
     void nonFiniteValuesShown();
+    void longPromptTraceFileIsElided();
 
 private:
     QTemporaryDir tmp_;
@@ -3297,4 +3303,59 @@ void TestGui::nonFiniteValuesShown() {
     QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
     QVERIFY(!banner->isVisibleTo(w.get()));
     QCOMPARE(w->lensView()->heatmap()->nanCount(), 0);
+}
+
+void TestGui::longPromptTraceFileIsElided() {
+    // A trace file with a prompt of a megabyte in its metadata held the window for minutes in text layout (100 kB: 10 s).
+    // What is shown of it is elided (the Model tab, the prompt lists, the token labels); the whole prompt is copied on
+    // demand.
+    const auto m = Model::load(modelDir("tiny-llama").toStdString());
+    TraceOptions o;
+    for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::LayerOutput, i});
+    TraceResult r = trace(*m, encodeBatch(*m, {"hello world"}), o);
+    const std::string longPrompt = "hello world " + std::string(1000000, 'x');
+    r.batch.prompts = {longPrompt};
+    const QString written = tmp_.filePath("long-prompt-written.safetensors"), path = tmp_.filePath("long-prompt.safetensors");
+    exportValues(written.toStdString(), *m, r);
+    {  // and a token label of a megabyte, as a damaged file may hold
+        SafetensorsFile f(written.toStdString());
+        std::map<std::string, std::string> metadata = f.metadata();
+        auto tokens = nlohmann::json::parse(metadata.at("tokens"));
+        tokens[0][1] = std::string(1000000, 'y');
+        metadata["tokens"] = tokens.dump();
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        for (const auto& [name, e] : f.entries()) tensors.emplace_back(name, f.tensor(name).clone());
+        writeSafetensors(path.toStdString(), tensors, metadata);
+    }
+    StartOptions options;
+    options.openDefault = false;
+    options.useSettings = false;
+    MainWindow w(options);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy opened(&w, &MainWindow::traceFileOpened);
+    w.openTraceFile(path);
+    QVERIFY2(opened.wait(60000), qPrintable(w.errorText()));
+    QCOMPARE(w.snapshot()->prompt(0).size(), static_cast<int>(longPrompt.size()));  // kept whole, shown elided
+    QVERIFY(w.showView("model"));
+    auto* summary = qobject_cast<QTextBrowser*>(w.views()->currentWidget());
+    QVERIFY(summary);
+    const QString shown = summary->toPlainText();
+    QVERIFY2(shown.size() < 20000, qPrintable(QString::number(shown.size())));
+    QVERIFY2(shown.contains("(1,000,012 characters in all)") && shown.contains("copy the whole prompt"), qPrintable(shown.left(3000)));
+    // the link copies it whole
+    emit summary->anchorClicked(QUrl("prompt:0"));
+    QCOMPARE(QGuiApplication::clipboard()->text().size(), static_cast<int>(longPrompt.size()));
+    // the views' prompt lists and token labels
+    for (const char* view : {"attention", "neurons", "lens", "text"}) {
+        QVERIFY(w.showView(view));
+        for (auto* combo : w.views()->currentWidget()->findChildren<QComboBox*>())
+            for (int i = 0; i < combo->count(); ++i) QVERIFY2(combo->itemText(i).size() < 400, view);
+    }
+    QVERIFY(w.showView("attention"));
+    const QStringList& labels = w.snapshot()->tokens.at(0);
+    QVERIFY2(labels.value(1).size() < 200 && labels.value(1).contains("(1,000,000 characters in all)"), qPrintable(labels.value(1).left(300)));
+    for (const QString& label : labels) QVERIFY(label.size() < 200);
+    QVERIFY(w.windowTitle().size() < 300);
+    QVERIFY(w.errorText().isEmpty());
 }

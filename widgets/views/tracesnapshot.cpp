@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/tracesnapshot.h"
+#include "widgets/views/traceview.h"
 
 #include <algorithm>
 
@@ -38,6 +39,11 @@ QString TraceSnapshot::missing(const std::vector<ValueKey>& keys, const QString&
     return QObject::tr("%1 needs %2, which %3.").arg(what, list, source);
 }
 
+namespace {
+/// The longest token label read from a trace file that is shown whole (a real token is a few characters).
+constexpr int kMaxFileLabel = 80;
+}  // namespace
+
 SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = file.model;
@@ -46,7 +52,8 @@ SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     s->result = file.result;
     for (const auto& row : file.tokens) {
         QStringList labels;
-        for (const auto& t : row) labels << QString::fromStdString(t);
+        // a file's labels are drawn on every axis: one of a megabyte (a damaged file) is elided, as its prompts are
+        for (const auto& t : row) labels << elidedText(QString::fromStdString(t), kMaxFileLabel);
         s->tokens.push_back(labels);
     }
     s->fileNotes << QObject::tr("sizes and family from %1").arg(QString::fromStdString(file.configFrom))
