@@ -5,6 +5,7 @@
 #include "core/run/edit.h"
 #include "core/run/features.h"
 #include "core/analysis/attribution.h"
+#include "core/analysis/valuestats.h"
 #include "core/analysis/contribution.h"
 #include "core/io/export.h"
 #include "core/run/generate.h"
@@ -287,7 +288,10 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
-    if (!torch::isfinite(result.nextTokenProbs).all().item<bool>())
+    if (const auto origin = firstNonFinite(*model, result))  // a saved value says where they start
+        std::cerr << "nnscope: warning: the pass produced values that are not finite: " << describeNonFinite(*model, *origin)
+                  << (edits->empty() ? "" : " Check the interventions (a division by zero, an overflow).") << std::endl;
+    else if (!torch::isfinite(result.nextTokenProbs).all().item<bool>())
         std::cerr << "nnscope: warning: the pass produced non-finite values (NaN or infinity)"
                   << (edits->empty() ? "" : "; check the interventions (a division by zero, an overflow)") << "." << std::endl;
     if (p.isSet(out)) {
@@ -322,6 +326,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     for (size_t i = 0; i < prompts.size(); ++i) {
         const size_t n = batch.ids[i].size();
         std::cout << "prompt " << i << ": \"" << prompts[i] << "\" (" << n << (n == 1 ? " token)\n" : " tokens)\n");
+        if (top[i].empty()) std::cout << "  no next token: the model's output is not finite (NaN)\n";
         for (size_t r = 0; r < top[i].size(); ++r) {
             std::string label = "\"" + top[i][r].text + "\"";
             size_t chars = 0;  // pad by characters, not bytes ("␣" is 3 bytes)
@@ -410,19 +415,19 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     const Generation g = generate(*model, batch.ids[0], o);
     std::optional<Generation> baseline;
     if (p.isSet(compare) && o.intervention) baseline = generate(*model, batch.ids[0], plain);
-    const std::string text = model->tokenizer()->decode(g.ids, true);
+    const std::string text = model->tokenizer()->decodeShowingUnknown(g.ids, true);
     if (p.isSet(c.json)) {
         nlohmann::json j{{"ids", g.ids}, {"text", text}, {"prompt_tokens", g.promptLength}, {"stop", g.stopReason},
                          {"sampled", o.sample}, {"eos_token_ids", o.eosTokenIds}};
         if (o.sample) j.update({{"seed", o.seed}, {"temperature", o.temperature}, {"top_k", o.topK}, {"top_p", o.topP}});
         j["interventions"] = nlohmann::json::array();
         for (const auto& line : lines) j["interventions"].push_back(s(line));
-        if (baseline) j["unedited"] = {{"ids", baseline->ids}, {"text", model->tokenizer()->decode(baseline->ids, true)}, {"stop", baseline->stopReason}};
+        if (baseline) j["unedited"] = {{"ids", baseline->ids}, {"text", model->tokenizer()->decodeShowingUnknown(baseline->ids, true)}, {"stop", baseline->stopReason}};
         std::cout << j.dump() << std::endl;
         return 0;
     }
     if (baseline) {
-        std::cout << "unedited: " << model->tokenizer()->decode(baseline->ids, true) << "\nedited:   " << text << std::endl;
+        std::cout << "unedited: " << model->tokenizer()->decodeShowingUnknown(baseline->ids, true) << "\nedited:   " << text << std::endl;
     } else {
         std::cout << text << std::endl;
     }

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "defaultmodel.h"
+#include "guardedapplication.h"
 
 #include <QDir>
 
@@ -189,7 +190,7 @@ int runGui(int& argc, char** argv) {
         return 2;
     }
     previousHandler = qInstallMessageHandler(quietZeroSizePlots);
-    QApplication app(argc, argv);
+    GuardedApplication app(argc, argv);  // no exception leaves a slot: the window says it and goes on
     QApplication::setOrganizationName("nnscope");
     QApplication::setApplicationName("nnscope");
     QApplication::setApplicationVersion(version());

@@ -10,6 +10,7 @@
 #include <QObject>
 #include <QVariant>
 
+#include <functional>
 #include <utility>
 
 namespace nnscope {
@@ -54,7 +55,8 @@ signals:
     void started();
     /// `done` of `total` steps of the job are computed.
     void progressed(int done, int total);
-    /// The job is done; `result` holds the type its request names.
+    /// The job is done; `result` holds the type its request names. A slot that throws turns the outcome into failed
+    /// ("showing the result failed: ..."), reported to the application (GuardedApplication::report).
     void finished(const QVariant& result);
     /// The job could not be computed: `message` says why.
     void failed(const QString& message);
@@ -73,6 +75,9 @@ private:
     bool mine(quint64 id) const { return id != 0 && id == id_; }
     /// Ends the watched job in `state` (the watcher keeps the state; the id is let go).
     void end(JobState state);
+    /// Emits a signal (`emitIt`); an exception its slots throw is reported (GuardedApplication::report), never let
+    /// out into Qt's event loop.
+    void relay(const char* signal, const std::function<void()>& emitIt);
 
     TraceWorker* worker_;
     QString name_;

@@ -4,6 +4,7 @@
 #include "core/run/train_demo.h"
 
 #include "defaultmodel.h"
+#include "guardedapplication.h"
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -58,6 +59,9 @@
 #include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
+#include <QDesktopServices>
+#include <QClipboard>
+#include <QGuiApplication>
 #include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -96,6 +100,11 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     initResources();
     setWindowIcon(QIcon(":/icons/nnscope.svg"));
     worker_ = new TraceWorker(this);
+    // An exception that escaped a slot or an event handler (caught by GuardedApplication, the last net) is shown here.
+    if (auto* app = qobject_cast<GuardedApplication*>(QCoreApplication::instance()))
+        connect(app, &GuardedApplication::exceptionCaught, this, [this](const QString& message) {
+            showError(tr("Something failed inside the window, which goes on: %1").arg(message));
+        });
     createJobs();
     createActions();
     createCentral();
@@ -307,7 +316,8 @@ void MainWindow::createCentral() {
     });
 
     summary_ = new QTextBrowser(this);
-    summary_->setOpenExternalLinks(true);
+    summary_->setOpenLinks(false);  // a trace file's "copy the whole prompt" link is ours; a web link opens in the browser
+    connect(summary_, &QTextBrowser::anchorClicked, this, &MainWindow::onSummaryLink);
     attention_ = new AttentionView(this);
     neurons_ = new NeuronView(this);
     lens_ = new LogitLensView(this);
@@ -385,10 +395,19 @@ void MainWindow::createCentral() {
     barLayout->addWidget(close, 0, Qt::AlignTop);
     messageBar_->hide();
 
+    nonFiniteBanner_ = new QLabel(this);
+    nonFiniteBanner_->setObjectName("nonFiniteBanner");
+    nonFiniteBanner_->setWordWrap(true);
+    nonFiniteBanner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    nonFiniteBanner_->setStyleSheet("QLabel#nonFiniteBanner { background: #fff4d6; border: 1px solid #e0b252; border-radius: 4px;"
+                                    " color: #5c3c00; padding: 4px 8px; }");
+    nonFiniteBanner_->hide();
+
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(messageBar_);
+    layout->addWidget(nonFiniteBanner_);
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
@@ -661,6 +680,7 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     model_ = std::move(model);
     stopLens();
     snapshot_.reset();
+    updateNonFiniteBanner(nullptr);
     traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
     rereadJob_->forget();
     pinned_->setUnreadText({});
@@ -773,18 +793,27 @@ void MainWindow::openTraceFile(const QString& path) {
 }
 
 namespace {
-/// The Model tab's first section for a trace file: where its parts came from.
+/// Up to this many characters of a trace file's prompt are shown in the Model tab; the whole prompt is copied on demand.
+constexpr int kPromptShown = 600;
+
+/// The Model tab's first section for a trace file: where its parts came from. What the file's metadata says is shown
+/// elided (a prompt of a megabyte held the window for minutes in text layout): a longer prompt has a link that copies it
+/// whole ("prompt:ROW", MainWindow::onSummaryLink).
 QString traceFileHtml(const TraceSnapshot& s) {
-    QString h = QObject::tr("<h2>Trace file <small>(no model)</small></h2><p><tt>%1</tt></p>").arg(s.sourceFile.toHtmlEscaped());
+    QString h = QObject::tr("<h2>Trace file <small>(no model)</small></h2><p><tt>%1</tt></p>").arg(elidedText(s.sourceFile).toHtmlEscaped());
     h += "<ul>";
-    for (const QString& note : s.fileNotes) h += "<li>" + note.toHtmlEscaped() + "</li>";
+    for (const QString& note : s.fileNotes) h += "<li>" + elidedText(note).toHtmlEscaped() + "</li>";
     h += "</ul>";
     QStringList paths;
     for (const auto& [key, t] : s.result.values) paths << s.path(key);
     h += QObject::tr("<p><b>%n value(s)</b>: ", nullptr, static_cast<int>(paths.size())) + paths.join(", ").toHtmlEscaped() + "</p>";
     h += QObject::tr("<p><b>Prompts</b></p><ol>");
-    for (int r = 0; r < s.numPrompts(); ++r)
-        h += QString("<li>%1 <small>(%2 tokens)</small></li>").arg(s.prompt(r).toHtmlEscaped()).arg(s.tokens.at(static_cast<size_t>(r)).size());
+    for (int r = 0; r < s.numPrompts(); ++r) {
+        const QString prompt = s.prompt(r);
+        h += QString("<li>%1 <small>(%2 tokens)").arg(elidedText(prompt, kPromptShown).toHtmlEscaped()).arg(s.tokens.at(static_cast<size_t>(r)).size());
+        if (prompt.size() > kPromptShown) h += QObject::tr(" · <a href='prompt:%1'>copy the whole prompt</a>").arg(r);
+        h += "</small></li>";
+    }
     h += "</ol><hr>";
     return h;
 }
@@ -850,6 +879,19 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     emit traceFileOpened(traceFile_);
 }
 
+void MainWindow::onSummaryLink(const QUrl& url) {
+    if (url.scheme() != "prompt") {
+        QDesktopServices::openUrl(url);
+        return;
+    }
+    bool ok = false;
+    const int row = url.path().toInt(&ok);
+    if (!snapshot_ || !ok || row < 0 || row >= snapshot_->numPrompts()) return;
+    const QString prompt = snapshot_->prompt(row);
+    QGuiApplication::clipboard()->setText(prompt);
+    statusBar()->showMessage(tr("Copied prompt %1 (%L2 characters) to the clipboard.").arg(row + 1).arg(prompt.size()), 10000);
+}
+
 void MainWindow::onTraceFileFailed(const QString& path, const QString& message) {
     QString why = message;
     if (why.startsWith(path + ": ")) why = why.mid(path.size() + 2);  // the file is named once
@@ -870,6 +912,7 @@ void MainWindow::onValuesRead(SnapshotPtr snapshot) {
         for (LensRequest& r : lensRequests_)
             if (r.snapshot == snapshot_) r.snapshot = snapshot;
         snapshot_ = std::move(snapshot);
+        updateNonFiniteBanner(snapshot_);  // a value read again may be where they first appear
         pinned_->setSnapshot(snapshot_);
         text_->setPinnedKeys(pinned_->keys());
         text_->setSnapshot(snapshot_);  // a pinned value's norm
@@ -1285,29 +1328,29 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
     pinned_->setUnreadText({});
     for (ViewJob& job : viewJobs_) job.waiting = false;  // the views ask again for the new snapshot's
-    const auto top = topK(*snapshot_->model, snapshot_->result.nextTokenProbs, 1);
+    // the most probable next token, or none where the output is not finite (topK names no token there)
+    const auto next = [this](const TraceSnapshot& s) {
+        const auto top = topK(*s.model, s.result.nextTokenProbs, 1);
+        if (top.empty() || top.front().empty()) return tr("none, the output is not finite (NaN)");
+        return tr("“%1” (%2)").arg(QString::fromStdString(top.front().front().text)).arg(top.front().front().prob, 0, 'f', 3);
+    };
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());
-    QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: “%3” (%4).", nullptr,
+    QString summary = tr("Traced %n prompt(s), %1 tokens, in %2 ms. Next token after prompt 1: %3.", nullptr,
                          snapshot_->numPrompts())
                           .arg(tokens)
                           .arg(QDateTime::currentMSecsSinceEpoch() - traceStartedMs_)
-                          .arg(QString::fromStdString(top.front().front().text))
-                          .arg(top.front().front().prob, 0, 'f', 3);
+                          .arg(next(*snapshot_));
     if (!snapshot_->interventions.isEmpty()) {
         summary += " " + tr("With %n intervention(s)", nullptr, static_cast<int>(snapshot_->interventions.size()));
-        if (snapshot_->baseline) {
-            const auto before = topK(*snapshot_->model, snapshot_->baseline->result.nextTokenProbs, 1);
-            summary += tr("; unedited: “%1” (%2) — see Before / after").arg(QString::fromStdString(before.front().front().text))
-                           .arg(before.front().front().prob, 0, 'f', 3);
-        }
+        if (snapshot_->baseline) summary += tr("; unedited: %1 — see Before / after").arg(next(*snapshot_->baseline));
         summary += ".";
     }
     tracePanel_->traceFinished(summary);  // said once, under the prompts (the status bar only said "Tracing…")
     statusBar()->clearMessage();
     showSnapshot(snapshot_);  // after the panel's outcome: a view's analysis of the new trace takes the bar next
     if (views_->currentIndex() == 0) views_->setCurrentWidget(attention_);
-    qCInfo(lcWindow).noquote() << "traced" << snapshot_->prompt(0) << "|" << tokens << "tokens | view"
+    qCInfo(lcWindow).noquote() << "traced" << elidedText(snapshot_->prompt(0), 200) << "|" << tokens << "tokens | view"
                                << (views_->currentIndex() < fixedViews() ? viewList_[static_cast<size_t>(views_->currentIndex())].spec->name : "plot")
                                << "| block" << attention_->block();
     ensureLens();  // the logit lens when its view is the one shown
@@ -1320,6 +1363,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
 
 // Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
+    updateNonFiniteBanner(snapshot);
     text_->setPinnedKeys(pinned_->keys());  // before its snapshot: it colours by a pinned value's norm
     for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(snapshot);
     for (int i = fixedViews(); i < views_->count(); ++i)
@@ -1329,6 +1373,23 @@ void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     attention_->setBlock(block);
     neurons_->setBlock(block);
     text_->setBlock(block);
+}
+
+void MainWindow::updateNonFiniteBanner(const SnapshotPtr& snapshot) {
+    if (!snapshot || !snapshot->nonFinite) {
+        nonFiniteBanner_->hide();
+        nonFiniteBanner_->clear();
+        return;
+    }
+    const NonFiniteOrigin& o = *snapshot->nonFinite;
+    QString where = QString::fromStdString(describeNonFinite(*snapshot->model, o));
+    if (o.position >= 0 && o.row < snapshot->numPrompts())
+        where.replace(QString(", position %1 ").arg(o.position),
+                      QString(", position %1 “%2” ").arg(o.position).arg(elidedText(snapshot->tokens.at(static_cast<size_t>(o.row)).value(static_cast<int>(o.position)), 40)));
+    nonFiniteBanner_->setText(tr("⚠ %1 Every value computed from it is not finite either; the heatmaps draw NaN in magenta, "
+                                 "+Inf in amber and −Inf in green, and the logit lens names no token where its logits are "
+                                 "not finite.").arg(where));
+    nonFiniteBanner_->show();
 }
 
 void MainWindow::onTraceCancelled() {
@@ -1874,7 +1935,7 @@ void MainWindow::updateRecentMenu() {
 }
 
 void MainWindow::showError(const QString& message) {
-    messageLabel_->setText(message);
+    messageLabel_->setText(elidedText(message, 2000));  // a message may quote a file's text: word-wrapped, a megabyte takes minutes
     messageBar_->show();
 }
 

@@ -30,6 +30,7 @@ class QStackedWidget;
 class QTabWidget;
 class QTableView;
 class QTextBrowser;
+class QUrl;
 
 namespace nnscope {
 
@@ -118,6 +119,9 @@ public:
     SnapshotPtr snapshot() const { return snapshot_; }
     /// The error the window shows (the message bar), or "".
     QString errorText() const;
+    /// The banner over the views that says where the shown trace's values first hold a NaN or an infinity
+    /// (TraceSnapshot::nonFinite); hidden when they are all finite.
+    QLabel* nonFiniteBanner() const { return nonFiniteBanner_; }
     TraceWorker* worker() const { return worker_; }
     DiagramPanel* diagramPanel() const { return diagram_; }
     PinnedCardsPanel* pinnedPanel() const { return pinned_; }
@@ -210,6 +214,9 @@ private:
     void onTraceFailed(const QString& message);
     void onValuesRead(SnapshotPtr snapshot);
     void onTraceFileFailed(const QString& path, const QString& message);
+    /// A link of the Model tab: "prompt:ROW" copies that prompt of the trace shown whole (the tab shows it elided);
+    /// any other opens in the desktop's browser.
+    void onSummaryLink(const QUrl& url);
     void onLensFinished(LensResultsPtr lenses);
     void onLensStopped(JobState state, const QString& message);  ///< cancelled or failed
     /// Pins the command line's --pin values on the opened model (a refused one is shown and emitted as
@@ -272,6 +279,8 @@ private:
     void onTraceFileOpened(SnapshotPtr snapshot);
     /// Every trace view shows `snapshot` (nullptr: none).
     void showSnapshot(const SnapshotPtr& snapshot);
+    /// Shows the banner of the first NaN or infinity of `snapshot`'s values, or hides it.
+    void updateNonFiniteBanner(const SnapshotPtr& snapshot);
     /// The open model can run traces (a checkpoint, not a trace file).
     bool canRun() const { return model_ && traceFile_.isEmpty(); }
     void openDialog();
@@ -356,6 +365,7 @@ private:
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;
     QLabel* messageLabel_;
+    QLabel* nonFiniteBanner_;
     QLabel* modelLabel_;
 
     QMenu* recentMenu_;

@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "traceworker.h"
 
+#include "guardedapplication.h"
+
 #include "core/model/error.h"
 #include "core/model/taps.h"
 #include "core/io/tracefile.h"
 
-#include <c10/util/Exception.h>
 
 namespace nnscope {
 
 namespace {
-// The message of any exception the engine or libtorch may throw, as a sentence for the window.
-QString messageOf(const std::exception& e) {
-    if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return QString::fromStdString(c->what_without_backtrace());
-    return QString::fromStdString(e.what());
-}
 
 /// The interventions' texts parsed into one edit list for `model` (nullptr when there are none).
 std::shared_ptr<EditList> parseInterventions(const Model& model, const QStringList& texts, const QString& baseDir) {
@@ -258,8 +254,8 @@ void TraceWorker::runJob(const Job& job) {
         emit jobFinished(job.id, result);
     } catch (const Cancelled&) {
         emit jobCancelled(job.id);
-    } catch (const std::exception& e) {
-        emit jobFailed(job.id, messageOf(e));
+    } catch (...) {  // whatever it is: the job failed, and the thread goes on to the next
+        emit jobFailed(job.id, currentExceptionMessage());
     }
 }
 

@@ -6,11 +6,17 @@
 #include "core/io/safetensors.h"
 #include "core/model/weights.h"
 #include "core/run/trace.h"
+#include "checkpointcopy.h"
+#include "core/analysis/analysis.h"
+#include "core/analysis/valuestats.h"
+#include "core/run/edit.h"
+#include "core/run/generate.h"
 #include "manifest.h"
 #include "testutil.h"
 
 #include "testsuite.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <fstream>
@@ -249,6 +255,146 @@ private slots:
         auto top = topK(*llama_, r.nextTokenProbs, 3);
         QCOMPARE(top[0][0].text, std::string(","));
         QVERIFY(top[0][0].prob > top[0][1].prob);
+    }
+
+    // A checkpoint whose vocabulary is padded past its tokenizer's (Qwen2, Phi-3, Pythia) makes ids the tokenizer lacks
+    // the top token: the trace, the logit lens and generation compute them as transformers does and show them with
+    // Tokenizer::unknownIdLabel (decoding them gave "Token id 305 is outside the vocabulary" and exit 1); only ids at or
+    // above config.json's vocab_size are refused.
+    void paddedVocabularyIdsAreShown() {
+        const std::string prompt = "hello world";
+        const auto plain = Model::load(test::fixture("tiny-llama"), test::float32());
+        const TraceResult before = trace(*plain, encodeBatch(*plain, {prompt}), {});
+        const int64_t like = before.nextTokenProbs[0].argmax().item<int64_t>();
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        test::copyCheckpoint(test::fixture("tiny-llama"), dir);
+        const int64_t padded = 305;
+        test::padVocabulary(dir, 310, padded, like);
+        const auto m = Model::load(dir, test::float32());
+        QCOMPARE(m->config().vocabSize, int64_t(310));
+        QCOMPARE(m->tokenizer()->vocabSize(), int64_t(300));
+        const std::string label = Tokenizer::unknownIdLabel(padded);
+        QCOMPARE(label, std::string("<id 305: not in tokenizer>"));
+
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::LayerOutput, i});
+        const TraceResult r = trace(*m, encodeBatch(*m, {prompt}), o);
+        QCOMPARE(r.nextTokenProbs.size(-1), int64_t(310));
+        const auto top = topK(*m, r.nextTokenProbs, 3);
+        QCOMPARE(top[0][0].id, padded);
+        QCOMPARE(top[0][0].text, label);
+        QCOMPARE(top[0][1].id, like);  // the real tokens keep their labels
+        QCOMPARE(top[0][1].text, m->tokenizer()->tokenLabel(like));
+
+        const LogitLens lens = logitLens(*m, r, 3);
+        QCOMPARE(lens.topIds[0][m->config().numLayers - 1][-1][0].item<int64_t>(), padded);
+
+        const std::vector<int64_t> ids = encodeBatch(*m, {prompt}).ids[0];
+        const std::vector<int64_t> out = generateGreedy(*m, ids, 3, /*stopAtEos=*/false);
+        QCOMPARE(out.size(), ids.size() + 3);
+        QCOMPARE(out[ids.size()], padded);
+        // decode skips the ids it lacks, as transformers' does; what nnscope shows marks where they stand
+        std::vector<int64_t> known;
+        for (int64_t id : out)
+            if (id < 300) known.push_back(id);
+        QCOMPARE(m->tokenizer()->decode(out, true), m->tokenizer()->decode(known, true));
+        const std::string shown = m->tokenizer()->decodeShowingUnknown(out, true);
+        QVERIFY2(shown.rfind(m->tokenizer()->decode(ids, true) + label, 0) == 0, shown.c_str());
+
+        // the model's own ids are accepted as targets; ids at or above vocab_size, or below 0, are refused
+        QCOMPARE(parseTokenArgument(*m, "#305", "--answer"), padded);
+        for (const char* bad : {"#310", "#-1"}) {
+            try {
+                parseTokenArgument(*m, bad, "--answer");
+                QFAIL(bad);
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find("not a token id of this model (0 to 309)") != std::string::npos, e.what());
+            }
+        }
+        try {
+            lensTokenProbs(*m, lens, 0, 310);
+            QFAIL("lensTokenProbs took id 310");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("outside the vocabulary (0 to 309)") != std::string::npos, e.what());
+        }
+        try {
+            m->tokenizer()->tokenLabel(-1);
+            QFAIL("tokenLabel took id -1");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("outside the vocabulary") != std::string::npos, e.what());
+        }
+    }
+
+    // NaN and Inf in values are located where the pass first makes them (the window's banner and the command line's
+    // warning say it), and the logit lens and the top-k name no token where the logits are not finite (they named the
+    // first NaN's id).
+    void nonFiniteValuesAreLocated() {
+        const auto m = Model::load(test::fixture("tiny-llama"), test::float32());
+        const int64_t hidden = m->config().hiddenSize;
+        TraceOptions o;
+        o.save = matchValues(*m, "all");
+        auto edits = std::make_shared<EditList>();
+        addIntervention(*edits, *m, "layers.0.mlp.mlp_output[:, 3] = nan");
+        addIntervention(*edits, *m, "layers.0.mlp.mlp_output[:, 1] = inf");
+        o.intervention = edits;
+        // a left-padded batch: positions count from each prompt's own first token
+        const TraceResult r = trace(*m, encodeBatch(*m, {"hello world", "hey you"}), o);
+        const auto origin = firstNonFinite(*m, r);
+        QVERIFY(origin);
+        QCOMPARE(valuePath(m->family(), origin->key), std::string("layers.0.mlp.mlp_output"));
+        QCOMPARE(origin->position, int64_t(1));  // the Inf comes first in the prompt (the NaN at position 3)
+        QCOMPARE(origin->row, int64_t(0));
+        QVERIFY(std::isinf(origin->value) && origin->value > 0);
+        int64_t edited = 0;  // the positions 1 and 3 each prompt has
+        for (const auto& ids : r.batch.ids) edited += (ids.size() > 1) + (ids.size() > 3);
+        QCOMPARE(origin->count, edited * hidden);
+        const std::string said = describeNonFinite(*m, *origin);
+        QVERIFY2(said.rfind("+Inf first appears at layers.0.mlp.mlp_output, position 1 of prompt 1 (", 0) == 0, said.c_str());
+        // the lens: no token where a block's logits are not finite, the others as before
+        const LogitLens lens = logitLens(*m, r, 3);
+        const torch::Tensor ids = lens.topIds[0], probs = lens.topProbs[0];  // [L, len, k]
+        QCOMPARE(ids[0][3][0].item<int64_t>(), int64_t(-1));
+        QVERIFY(std::isnan(probs[0][3][0].item<float>()));
+        QVERIFY(ids[0][2][0].item<int64_t>() >= 0 && std::isfinite(probs[0][2][0].item<float>()));
+        QCOMPARE(ids[m->config().numLayers - 1][-1][0].item<int64_t>(), int64_t(-1));
+        // the next token: none named for a row that is not finite
+        const auto top = topK(*m, r.nextTokenProbs, 3);
+        QVERIFY(top[0].empty());
+    }
+
+    // A checkpoint with a NaN weight (one element of a down_proj): the first value that holds one is that block's
+    // mlp_output, at the first position.
+    void nanWeightIsLocated() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        test::copyCheckpoint(test::fixture("tiny-llama"), dir);
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        {
+            SafetensorsFile f(dir + "/model.safetensors");
+            for (const auto& [name, e] : f.entries()) {
+                torch::Tensor t = f.tensor(name).clone();
+                if (name == "model.layers.1.mlp.down_proj.weight") t[5][7] = std::numeric_limits<float>::quiet_NaN();
+                tensors.emplace_back(name, t);
+            }
+        }
+        writeSafetensors(dir + "/model.safetensors", tensors, {{"format", "pt"}});
+        const auto m = Model::load(dir, test::float32());
+        TraceOptions o;
+        o.save = matchValues(*m, "all");
+        const TraceResult r = trace(*m, encodeBatch(*m, {"hello world"}), o);
+        const auto origin = firstNonFinite(*m, r);
+        QVERIFY(origin);
+        QCOMPARE(valuePath(m->family(), origin->key), std::string("layers.1.mlp.mlp_output"));
+        QCOMPARE(origin->position, int64_t(0));
+        QVERIFY(std::isnan(origin->value));
+        // a trace without the NaN's values saved says nothing of them; an all-finite trace gives none
+        TraceOptions few;
+        few.save = {{Value::LayerOutput, 0}};
+        QVERIFY(!firstNonFinite(*m, trace(*m, encodeBatch(*m, {"hello world"}), few)));
+        const auto plain = Model::load(test::fixture("tiny-llama"), test::float32());
+        QVERIFY(!firstNonFinite(*plain, trace(*plain, encodeBatch(*plain, {"hello world"}), o)));
     }
 };
 

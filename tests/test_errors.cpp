@@ -7,6 +7,7 @@
 #include "core/io/tempfiles.h"
 #include "core/run/trace.h"
 #include "testutil.h"
+#include "checkpointcopy.h"
 #include "core/model/family.h"
 
 #include <QProcess>
@@ -577,6 +578,46 @@ private slots:
         QVERIFY2(r.exitCode == 0, qPrintable(r.err));
         QVERIFY2(r.err.contains(tmp.path() + "/tokenizer.json"), qPrintable(r.err));
         QVERIFY2(r.err.contains("nest deeper than 64"), qPrintable(r.err));
+    }
+
+    // A padded vocabulary's id as the top token (Qwen2, Phi-3, Pythia pad past their tokenizers): trace and generate
+    // exit 0 and show it with its placeholder in text and --json, the id right (they exited 1 with "Token id 305 is
+    // outside the vocabulary"); an id at or above vocab_size is still refused.
+    void paddedVocabularyOnTheCommandLine() {
+        const auto plain = Model::load(test::fixture("tiny-llama"), test::float32());
+        const int64_t like = trace(*plain, encodeBatch(*plain, {"hello world"}), {}).nextTokenProbs[0].argmax().item<int64_t>();
+        QTemporaryDir tmp;
+        test::copyCheckpoint(test::fixture("tiny-llama"), tmp.path().toStdString());
+        test::padVocabulary(tmp.path().toStdString(), 310, 305, like);
+        const QString label = "<id 305: not in tokenizer>";
+        auto run = [&](const QStringList& args) {
+            QProcess p;
+            p.start(QString::fromUtf8(NNSCOPE_BINARY), args);
+            p.waitForFinished(120000);
+            const QString err = QString::fromUtf8(p.readAllStandardError());
+            [&] { QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0, qPrintable(err)); }();
+            return QString::fromUtf8(p.readAllStandardOutput());
+        };
+        const QString text = run({"trace", "--model", tmp.path(), "--prompt", "hello world", "--dtype", "float32"});
+        QVERIFY2(text.contains("1. \"" + label + "\"") && text.contains("id 305"), qPrintable(text));
+        const auto traced = nlohmann::json::parse(run({"trace", "--model", tmp.path(), "--prompt", "hello world", "--dtype", "float32", "--json"}).toStdString());
+        const auto& first = traced["prompts"][0]["top_k"][0];
+        QCOMPARE(first["id"].get<int64_t>(), int64_t(305));
+        QCOMPARE(QString::fromStdString(first["token"].get<std::string>()), label);
+        const auto generated = nlohmann::json::parse(
+            run({"generate", "--model", tmp.path(), "--prompt", "hello world", "--dtype", "float32", "--max-new-tokens", "2", "--json"}).toStdString());
+        const auto ids = generated["ids"].get<std::vector<int64_t>>();
+        const int64_t promptTokens = generated["prompt_tokens"].get<int64_t>();
+        QCOMPARE(ids.at(static_cast<size_t>(promptTokens)), int64_t(305));
+        QVERIFY2(QString::fromStdString(generated["text"].get<std::string>()).contains(label), generated.dump().c_str());
+        const QString plainText = run({"generate", "--model", tmp.path(), "--prompt", "hello world", "--dtype", "float32", "--max-new-tokens", "1"});
+        QVERIFY2(plainText.contains(label), qPrintable(plainText));
+        // the model's own ids are targets; vocab_size and past are refused with the range named
+        const QString attributed = run({"attribute", "--model", tmp.path(), "--prompt", "hello world", "--target", "#305"});
+        QVERIFY2(attributed.contains(label), qPrintable(attributed));
+        const RunResult refused = runCli({"attribute", "--model", tmp.path(), "--prompt", "hello world", "--target", "#310"});
+        QCOMPARE(refused.exitCode, 1);
+        QVERIFY2(refused.err.contains("not a token id of this model (0 to 309)"), qPrintable(refused.err));
     }
 
     void promptThatTokenizesToNothing() {

@@ -6,6 +6,7 @@
 // checkpoint folder shows an error and leaves the window usable; settings survive a restart; the command line
 // rejects bad combinations and writes a screenshot.
 #include "app/defaultmodel.h"
+#include "app/guardedapplication.h"
 #include "app/mainwindow.h"
 #include "app/viewregistry.h"
 #include "core/model/block.h"
@@ -43,6 +44,10 @@
 #include "widgets/panels/tracepanel.h"
 #include "widgets/views/valueplotview.h"
 
+#include "checkpointcopy.h"
+
+#include <nlohmann/json.hpp>
+
 #include <torch/types.h>
 
 #include <QClipboard>
@@ -73,6 +78,9 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QComboBox>
+#include <QGuiApplication>
 #include <QtTest>
 
 #include <limits>
@@ -300,6 +308,10 @@ private slots:
     void featuresView();
     void featuresWrongWidth();
     void featuresRemembered();
+    void exceptionsNeverLeaveASlot();
+    void paddedVocabularyInWindow();
+    void nonFiniteValuesShown();
+    void longPromptTraceFileIsElided();
 
 private:
     QTemporaryDir tmp_;
@@ -1343,7 +1355,7 @@ void TestGui::patchingView() {
 int main(int argc, char** argv) {
     nnscope::restartWithOpenBlasCoreType(argv);  // as nnscope does; the nnscope processes started below inherit it
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
+    GuardedApplication app(argc, argv);  // as nnscope's window: no exception leaves a slot
     TestGui test;
     return QTest::qExec(&test, argc, argv);
 }
@@ -3128,3 +3140,228 @@ void TestGui::featuresRemembered() {
 }
 
 #include "test_gui.moc"
+
+namespace {
+/// A widget whose click throws, as a slot or an event handler that calls into the engine may.
+class ThrowingWidget : public QWidget {
+public:
+    using QWidget::QWidget;
+
+protected:
+    void mousePressEvent(QMouseEvent*) override { throw Error("thrown by a click"); }
+};
+}  // namespace
+
+void TestGui::exceptionsNeverLeaveASlot() {
+    // No exception may leave a Qt slot: one did (a token label the tokenizer could not make, in the trace's result) and
+    // the window aborted, exit 134. A slot of a job's result that throws makes the job fail with its message; any
+    // other slot or event handler that throws is caught by GuardedApplication and said in the error bar; the window
+    // goes on and traces again.
+    auto* app = qobject_cast<GuardedApplication*>(QCoreApplication::instance());
+    QVERIFY(app);
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const int reported = app->reported();
+
+    // a worker result whose handling throws: the trace fails, saying why
+    QMetaObject::Connection c = w->traceJob()->onFinished<SnapshotPtr>(w.get(), [](SnapshotPtr) { throw Error("no label for id 310"); });
+    w->tracePanel()->setPrompts({"hello world"});
+    QSignalSpy ended(w.get(), &MainWindow::traceEnded);
+    QTest::mouseClick(w->tracePanel()->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(w->errorText().contains("showing the result failed: no label for id 310"), qPrintable(w->errorText()));
+    QVERIFY2(w->tracePanel()->statusText().contains("no label for id 310"), qPrintable(w->tracePanel()->statusText()));
+    QCOMPARE(w->traceJob()->state(), JobState::Failed);
+    QObject::disconnect(c);
+
+    // a job that throws something that is not a std::exception fails with a sentence; the worker goes on (a worker of
+    // its own: the window's drops queued jobs when a trace ends)
+    TraceWorker worker;
+    QSignalSpy failed(&worker, &TraceWorker::jobFailed);
+    QSignalSpy finished(&worker, &TraceWorker::jobFinished);
+    const quint64 id = worker.analyse([](const JobControl&) -> QVariant { throw 42; });
+    const quint64 next = worker.analyse([](const JobControl&) { return QVariant(7); });
+    QVERIFY(failed.wait(10000));
+    QCOMPARE(failed.front().at(0).value<quint64>(), id);
+    QCOMPARE(failed.front().at(1).toString(), QString("an exception of an unknown type"));
+    QVERIFY(finished.count() > 0 || finished.wait(10000));
+    QCOMPARE(finished.front().at(0).value<quint64>(), next);
+
+    // a queued slot that throws
+    QTimer::singleShot(0, w.get(), [] { throw std::runtime_error("thrown by a slot"); });
+    QTRY_VERIFY2(w->errorText().contains("thrown by a slot"), qPrintable(w->errorText()));
+    QVERIFY(w->errorText().contains("Something failed inside the window"));
+    // an event handler that throws (a click: through QApplication's own delivery)
+    auto* thrower = new ThrowingWidget(w.get());
+    thrower->setGeometry(0, 0, 20, 20);
+    thrower->show();
+    QTest::mouseClick(thrower, Qt::LeftButton);
+    QTRY_VERIFY2(w->errorText().contains("thrown by a click"), qPrintable(w->errorText()));
+    QVERIFY(app->reported() >= reported + 3);  // the result's slot, the queued slot, the click
+    delete thrower;
+
+    // the window goes on
+    QVERIFY2(runFromPanel(*w, {"hello again"}), qPrintable(w->errorText()));
+    QCOMPARE(w->snapshot()->prompt(0), QString("hello again"));
+    QVERIFY(w->tracePanel()->statusText().startsWith("Traced 1 prompt"));
+}
+
+void TestGui::paddedVocabularyInWindow() {
+    // A checkpoint whose vocabulary is padded past its tokenizer's (Qwen2, Phi-3, Pythia) with a padded id as the top
+    // token: the window aborted (the label thrown out of the trace's result). Now the trace line, the logit lens and a
+    // generation show '<id 305: not in tokenizer>'.
+    const auto plain = Model::load(modelDir("tiny-llama").toStdString());
+    const int64_t like = trace(*plain, encodeBatch(*plain, {"hello world"}), {}).nextTokenProbs[0].argmax().item<int64_t>();
+    QTemporaryDir dir;
+    test::copyCheckpoint(modelDir("tiny-llama").toStdString(), dir.path().toStdString());
+    test::padVocabulary(dir.path().toStdString(), 310, 305, like);
+    const QString label = "<id 305: not in tokenizer>";
+    auto w = openWindow(dir.path());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QVERIFY2(w->tracePanel()->statusText().contains("“" + label + "”"), qPrintable(w->tracePanel()->statusText()));
+    QVERIFY(w->errorText().isEmpty());
+
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    LogitLensView* lv = w->lensView();
+    QVERIFY(lv->hasLens());
+    QCOMPARE(lv->targetId(), int64_t(305));  // the trace's top token, the lens's default target
+    MatrixModel* m = lv->heatmap()->model();
+    const QModelIndex last = m->index(m->rowCount() - 1, m->columnCount() - 1);
+    QCOMPARE(m->data(last, MatrixModel::CellTextRole).toString(), label);
+    QVERIFY(m->data(last, Qt::ToolTipRole).toString().contains("1. " + label));
+
+    QVERIFY(w->showView("generate"));
+    GenerateView* gv = w->generateView();
+    gv->setPrompt("hello world");
+    gv->setMaxNewTokens(2);
+    QSignalSpy generated(w.get(), &MainWindow::generateEnded);
+    QTest::mouseClick(gv->runButton(), Qt::LeftButton);
+    QVERIFY(generated.wait(60000));
+    QVERIFY2(gv->result(), qPrintable(gv->statusLabel()->text()));
+    const auto& ids = gv->result()->edited.ids;
+    QCOMPARE(ids.at(static_cast<size_t>(gv->result()->edited.promptLength)), int64_t(305));
+    QVERIFY2(gv->editedText()->toPlainText().contains(label), qPrintable(gv->editedText()->toPlainText()));
+    QVERIFY(w->errorText().isEmpty());
+}
+
+void TestGui::nonFiniteValuesShown() {
+    // NaN and Inf in values were drawn as an empty heatmap with a 0..1 colour bar, the logit lens named a top token for
+    // NaN rows, and only the trace line said "(nan)". Now each has a colour of its own with a count under the plot, a
+    // banner names the first value and position where they appear, and the lens names no token there.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    const ValueKey out{Value::MlpOutput, 0};
+    w->pinValue(out);
+    QCOMPARE(w->addIntervention("layers.0.mlp.mlp_output[:, 3] = nan"), QString());
+    QCOMPARE(w->addIntervention("layers.0.mlp.mlp_output[:, 1] = inf"), QString());
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QLabel* banner = w->nonFiniteBanner();
+    QVERIFY(banner->isVisibleTo(w.get()));
+    QVERIFY2(banner->text().contains("+Inf first appears at layers.0.mlp.mlp_output, position 1 “"), qPrintable(banner->text()));
+    QVERIFY2(banner->text().contains("of prompt 1 (128 of its values are not finite)"), qPrintable(banner->text()));
+    QVERIFY2(w->tracePanel()->statusText().contains("Next token after prompt 1: none, the output is not finite"),
+             qPrintable(w->tracePanel()->statusText()));
+    const int hidden = static_cast<int>(w->model()->config().hiddenSize);
+
+    // the value's heatmap: NaN and +Inf in their colours, counted under the matrix
+    w->plotValue(out);
+    auto* view = qobject_cast<ValuePlotView*>(w->views()->currentWidget());
+    QVERIFY(view);
+    HeatmapPlot* hm = view->heatmap();
+    QCOMPARE(hm->nanCount(), hidden);
+    QCOMPARE(hm->posInfCount(), hidden);
+    QCOMPARE(hm->negInfCount(), 0);
+    QVERIFY2(hm->nonFiniteText().contains(QString("%1 NaN (magenta) · %1 +Inf (amber) of").arg(hidden)), qPrintable(hm->nonFiniteText()));
+    // drawn once the new tab is laid out: a pixel row per position (10 of them fit)
+    QTRY_VERIFY((hm->plot()->replot(QCustomPlot::rpImmediateRefresh), hm->colorMap()->lastImageCells().height() == 10));
+    const QImage image = hm->colorMap()->lastImage();
+    const QRect cells = hm->colorMap()->lastImageCells();
+    QCOMPARE(image.height(), cells.height());
+    QCOMPARE(image.pixel(0, 3 - cells.y()), kNanColor);
+    QCOMPARE(image.pixel(image.width() - 1, 1 - cells.y()), kPosInfColor);
+    for (int row : {0, 2})
+        QVERIFY(image.pixel(0, row - cells.y()) != kNanColor && image.pixel(0, row - cells.y()) != kPosInfColor);
+
+    // block 1's neurons are NaN everywhere (the attention mixes the NaN into every position): no colour scale
+    QVERIFY(w->showView("neurons"));
+    w->neuronView()->setBlock(1);
+    HeatmapPlot* neurons = w->neuronView()->heatmap();
+    QCOMPARE(neurons->nanCount(), neurons->model()->rowCount() * neurons->model()->columnCount());
+    QVERIFY2(neurons->nonFiniteText().endsWith("no colour scale"), qPrintable(neurons->nonFiniteText()));
+
+    // the logit lens names no token where a block's logits are not finite
+    QVERIFY(w->showView("lens"));
+    QVERIFY(lensDone(*w));
+    MatrixModel* lens = w->lensView()->heatmap()->model();
+    QCOMPARE(lens->data(lens->index(0, 3), MatrixModel::CellTextRole).toString(), QString("NaN"));
+    QVERIFY(lens->data(lens->index(0, 3), Qt::ToolTipRole).toString().contains("no top token"));
+    QCOMPARE(lens->data(lens->index(1, 9), MatrixModel::CellTextRole).toString(), QString("NaN"));
+    QVERIFY(lens->data(lens->index(0, 2), MatrixModel::CellTextRole).toString() != "NaN");
+    QVERIFY(w->lensView()->heatmap()->nanCount() > 0);
+
+    // a finite trace takes the banner away
+    w->interventionPanel()->clear();
+    QVERIFY2(runFromPanel(*w, {"hello world"}), qPrintable(w->errorText()));
+    QVERIFY(!banner->isVisibleTo(w.get()));
+    QCOMPARE(w->lensView()->heatmap()->nanCount(), 0);
+}
+
+void TestGui::longPromptTraceFileIsElided() {
+    // A trace file with a prompt of a megabyte in its metadata held the window for minutes in text layout (100 kB: 10 s).
+    // What is shown of it is elided (the Model tab, the prompt lists, the token labels); the whole prompt is copied on
+    // demand.
+    const auto m = Model::load(modelDir("tiny-llama").toStdString());
+    TraceOptions o;
+    for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::LayerOutput, i});
+    TraceResult r = trace(*m, encodeBatch(*m, {"hello world"}), o);
+    const std::string longPrompt = "hello world " + std::string(1000000, 'x');
+    r.batch.prompts = {longPrompt};
+    const QString written = tmp_.filePath("long-prompt-written.safetensors"), path = tmp_.filePath("long-prompt.safetensors");
+    exportValues(written.toStdString(), *m, r);
+    {  // and a token label of a megabyte, as a damaged file may hold
+        SafetensorsFile f(written.toStdString());
+        std::map<std::string, std::string> metadata = f.metadata();
+        auto tokens = nlohmann::json::parse(metadata.at("tokens"));
+        tokens[0][1] = std::string(1000000, 'y');
+        metadata["tokens"] = tokens.dump();
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        for (const auto& [name, e] : f.entries()) tensors.emplace_back(name, f.tensor(name).clone());
+        writeSafetensors(path.toStdString(), tensors, metadata);
+    }
+    StartOptions options;
+    options.openDefault = false;
+    options.useSettings = false;
+    MainWindow w(options);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy opened(&w, &MainWindow::traceFileOpened);
+    w.openTraceFile(path);
+    QVERIFY2(opened.wait(60000), qPrintable(w.errorText()));
+    QCOMPARE(w.snapshot()->prompt(0).size(), static_cast<int>(longPrompt.size()));  // kept whole, shown elided
+    QVERIFY(w.showView("model"));
+    auto* summary = qobject_cast<QTextBrowser*>(w.views()->currentWidget());
+    QVERIFY(summary);
+    const QString shown = summary->toPlainText();
+    QVERIFY2(shown.size() < 20000, qPrintable(QString::number(shown.size())));
+    QVERIFY2(shown.contains("(1,000,012 characters in all)") && shown.contains("copy the whole prompt"), qPrintable(shown.left(3000)));
+    // the link copies it whole
+    emit summary->anchorClicked(QUrl("prompt:0"));
+    QCOMPARE(QGuiApplication::clipboard()->text().size(), static_cast<int>(longPrompt.size()));
+    // the views' prompt lists and token labels
+    for (const char* view : {"attention", "neurons", "lens", "text"}) {
+        QVERIFY(w.showView(view));
+        for (auto* combo : w.views()->currentWidget()->findChildren<QComboBox*>())
+            for (int i = 0; i < combo->count(); ++i) QVERIFY2(combo->itemText(i).size() < 400, view);
+    }
+    QVERIFY(w.showView("attention"));
+    const QStringList& labels = w.snapshot()->tokens.at(0);
+    QVERIFY2(labels.value(1).size() < 200 && labels.value(1).contains("(1,000,000 characters in all)"), qPrintable(labels.value(1).left(300)));
+    for (const QString& label : labels) QVERIFY(label.size() < 200);
+    QVERIFY(w.windowTitle().size() < 300);
+    QVERIFY(w.errorText().isEmpty());
+}

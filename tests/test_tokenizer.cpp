@@ -599,10 +599,23 @@ private slots:
         SKIP_WITHOUT_SHARED(folder);
         const Tokenizer* tok = tokenizer(folder);
         const int64_t past = tok->vocabSize();
-        QVERIFY(errorOf([&] { tok->decode({1, past}, false); }).contains("outside the vocabulary"));
         QVERIFY(errorOf([&] { tok->decode({-1}, true); }).contains("outside the vocabulary"));
+        QVERIFY(errorOf([&] { tok->decodeShowingUnknown({1, -1}, true); }).contains("outside the vocabulary"));
         QVERIFY(errorOf([&] { tok->tokenString(past); }).contains("outside the vocabulary"));
         QVERIFY(errorOf([&] { tok->tokenLabel(-5); }).contains("outside the vocabulary"));
+        // An id past the tokenizer's (a padded vocabulary's: the model computes it) is decoded as transformers does, to
+        // nothing, and shown with its placeholder where it stands.
+        const std::vector<int64_t> ids = tok->encode("Once upon a time", false);
+        std::vector<int64_t> withPadded = ids;
+        withPadded.insert(withPadded.begin() + 2, past + 7);
+        withPadded.push_back(past);
+        QCOMPARE(tok->decode(withPadded, false), tok->decode(ids, false));
+        QCOMPARE(tok->tokenLabel(past + 7), "<id " + std::to_string(past + 7) + ": not in tokenizer>");
+        const std::string head = tok->decode(std::vector<int64_t>(ids.begin(), ids.begin() + 2), false);
+        const std::string shown = tok->decodeShowingUnknown(withPadded, false);
+        QCOMPARE(shown, head + Tokenizer::unknownIdLabel(past + 7) + tok->decode(ids, false).substr(head.size()) +
+                            Tokenizer::unknownIdLabel(past));
+        QCOMPARE(tok->decodeShowingUnknown(ids, false), tok->decode(ids, false));
         const QString utf8 = errorOf([&] { tok->encode(std::string("ab\xC3(", 4), true); });
         QVERIFY2(utf8.contains("not valid UTF-8") && utf8.contains("offset 2"), qPrintable(utf8));
         // A NUL byte is text like any other.

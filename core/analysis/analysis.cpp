@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include <cstring>
+#include <limits>
 
 using namespace torch::indexing;
 
@@ -119,8 +120,12 @@ LogitLens logitLens(const Model& model, const TraceResult& result, int k, const 
                 const torch::Tensor logits = torch::linear(part, model.lmHead()).to(torch::kFloat32);  // project_on_vocab
                 const torch::Tensor l = logits.logsumexp(-1);
                 const auto [topLogits, topI] = logits.topk(lens.k, -1);
-                chunkIds.push_back(topI);
-                chunkProbs.push_back((topLogits - l.unsqueeze(-1)).exp());  // the softmax of the top k, no [n, vocab] copy
+                // logits with a NaN or +Inf (a value that stopped being finite upstream) make no distribution: no token
+                // is named there (topk would name the first NaN's id)
+                const torch::Tensor undefined = ~torch::isfinite(l).unsqueeze(-1);
+                chunkIds.push_back(topI.masked_fill(undefined, -1));
+                // the softmax of the top k, no [n, vocab] copy
+                chunkProbs.push_back((topLogits - l.unsqueeze(-1)).exp().masked_fill(undefined, std::numeric_limits<float>::quiet_NaN()));
                 chunkLse.push_back(l);
             }
             ids[j].push_back(torch::cat(chunkIds));

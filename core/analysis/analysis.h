@@ -57,7 +57,9 @@ struct LogitLens {
     int64_t numLayers = 0;
     int k = 0;
     /// One entry per prompt of the batch (undefined for a prompt that LensOptions::rows left out): the k most probable
-    /// tokens, int64 [num_layers, length, k], and their probabilities, float32 [num_layers, length, k].
+    /// tokens, int64 [num_layers, length, k], and their probabilities, float32 [num_layers, length, k]. Where a block's
+    /// logits at a position make no distribution (a NaN or +Inf among them: their logsumexp is not finite), the ids
+    /// are -1 and the probabilities NaN: no token is named.
     std::vector<torch::Tensor> topIds, topProbs;
     /// One entry per prompt, as above: logsumexp of the logits, float32 [num_layers, length], and the normed stream
     /// (what lm_head reads), compute dtype [num_layers, length, hidden_size]; together they give any token's

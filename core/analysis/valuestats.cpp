@@ -2,10 +2,13 @@
 #include "core/analysis/valuestats.h"
 
 #include "core/analysis/analysis.h"
+#include "core/model/block.h"
 
 #include <torch/types.h>
 
+#include <cmath>
 #include <cstring>
+#include <set>
 #include <limits>
 
 namespace nnscope {
@@ -54,6 +57,98 @@ std::vector<double> positionNorms(const Model& model, const TraceResult& result,
     if (dim < 0 || dim >= v.dim()) return {};
     const torch::Tensor norms = v.to(torch::kFloat64).movedim(dim, 0).reshape({v.size(dim), -1}).norm(2, 1).contiguous();
     return std::vector<double>(norms.data_ptr<double>(), norms.data_ptr<double>() + norms.numel());
+}
+
+namespace {
+/// The saved values of `result` in the order the pass computes them (see firstNonFinite).
+std::vector<ValueKey> passOrder(const Model& model, const TraceResult& result) {
+    const std::vector<BlockStep> steps = forwardSteps(model.family(), model.config());
+    std::vector<ValueKey> order;
+    auto add = [&](const BlockStep& step, int layer) {
+        for (const StepValue& v : step.values)
+            if (!v.repeat) order.push_back({v.value, layer});
+    };
+    size_t firstBlockStep = steps.size(), lastBlockStep = 0;
+    for (size_t i = 0; i < steps.size(); ++i)
+        if (steps[i].host != Host::Model) {
+            firstBlockStep = std::min(firstBlockStep, i);
+            lastBlockStep = i;
+        }
+    for (size_t i = 0; i < std::min(firstBlockStep, steps.size()); ++i) add(steps[i], -1);
+    for (int layer = 0; layer < model.config().numLayers; ++layer)
+        for (size_t i = firstBlockStep; i <= lastBlockStep && i < steps.size(); ++i)
+            if (steps[i].host != Host::Model) add(steps[i], layer);
+    for (size_t i = lastBlockStep + 1; i < steps.size() && firstBlockStep < steps.size(); ++i) add(steps[i], -1);
+    // what the table does not list (next_token_probs, a value of a trace file read by another family) comes last
+    std::vector<ValueKey> out;
+    std::set<std::pair<int, int>> saved;
+    for (const auto& [key, t] : result.values) saved.insert({static_cast<int>(key.value), key.layer});
+    for (const ValueKey& k : order)
+        if (saved.erase({static_cast<int>(k.value), k.layer})) out.push_back(k);
+    for (const auto& [key, t] : result.values)
+        if (saved.count({static_cast<int>(key.value), key.layer})) out.push_back(key);
+    return out;
+}
+}  // namespace
+
+std::string nonFiniteName(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    return {};
+}
+
+std::optional<NonFiniteOrigin> firstNonFinite(const Model& model, const TraceResult& result) {
+    c10::InferenceMode guard;
+    const int64_t prompts = static_cast<int64_t>(result.batch.ids.size());
+    for (const ValueKey& key : passOrder(model, result)) {
+        const torch::Tensor t = result.value(key);
+        if (!t.defined() || !t.is_floating_point() || t.numel() == 0) continue;
+        // Exact and without a copy the size of the value: a float64 sum of finite float32 or bfloat16 values cannot
+        // overflow, so it is finite unless a NaN or an infinity is among them.
+        if (std::isfinite(t.sum(torch::kFloat64).item<double>())) continue;
+        const ValueInfo& info = valueInfo(key.value);
+        const bool batched = !info.axes.empty() && std::strcmp(info.axes[0], "batch") == 0 && t.dim() >= 1 && t.size(0) == prompts;
+        // the dimension of the position axis after the batch's (seq, or a pattern's query)
+        int64_t dim = -1;
+        const std::string axis = positionAxis(key.value);
+        for (size_t a = 1; a < info.axes.size() && !axis.empty(); ++a)
+            if (axis == info.axes[a]) dim = static_cast<int64_t>(a) - 1;
+        std::optional<NonFiniteOrigin> best;
+        int64_t count = 0;
+        for (int64_t r = 0; r < (batched ? prompts : 1); ++r) {
+            // a prompt's own positions (padding left out); a value without the batch axis whole
+            const torch::Tensor v = batched ? promptValue(model, result, key, r) : t.to(torch::kFloat32);
+            const torch::Tensor bad = ~torch::isfinite(v);
+            const int64_t n = bad.sum().item<int64_t>();
+            if (n == 0) continue;
+            count += n;
+            NonFiniteOrigin o;
+            o.key = key;
+            o.row = r;
+            torch::Tensor where = bad;
+            torch::Tensor values = v;
+            if (dim >= 0 && dim < v.dim() && batched) {
+                const torch::Tensor perPosition = bad.movedim(dim, 0).reshape({v.size(dim), -1});
+                o.position = perPosition.any(1).nonzero().index({0, 0}).item<int64_t>();
+                where = perPosition[o.position];
+                values = v.movedim(dim, 0).reshape({v.size(dim), -1})[o.position];
+            }
+            o.value = values.reshape({-1}).index({where.reshape({-1}).nonzero().index({0, 0})}).item<double>();
+            if (!best || (o.position >= 0 && best->position >= 0 && o.position < best->position)) best = o;
+        }
+        if (!best) continue;  // only the padding holds them
+        best->count = count;
+        return best;
+    }
+    return std::nullopt;
+}
+
+std::string describeNonFinite(const Model& model, const NonFiniteOrigin& o) {
+    std::string s = nonFiniteName(o.value) + " first appears at " + valuePath(model.family(), o.key);
+    if (o.position >= 0) s += ", position " + std::to_string(o.position);
+    s += " of prompt " + std::to_string(o.row + 1) + " (" + std::to_string(o.count) + " of its values " +
+         (o.count == 1 ? "is" : "are") + " not finite).";
+    return s;
 }
 
 double traceMultiplyAdds(const ModelConfig& c, const Batch& batch) {

@@ -361,9 +361,30 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& modelDir) {
     return hasHf ? loadHfTokenizer(hfFile, settings) : loadSentencePieceTokenizer(spFile, settings);
 }
 
+std::string Tokenizer::unknownIdLabel(int64_t id) { return "<id " + std::to_string(id) + ": not in tokenizer>"; }
+
+std::string Tokenizer::decodeShowingUnknown(const std::vector<int64_t>& ids, bool skipSpecialTokens) const {
+    const std::string text = decode(ids, skipSpecialTokens);  // throws for a negative id; skips the unknown ones
+    std::string out;
+    size_t shown = 0;  // how much of `text` is in `out`
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (knows(ids[i])) continue;
+        // The text of the ids before this one is where it stands; a decoder that does not decode prefix by prefix
+        // (a byte split across tokens, the clean-up of spaces) leaves it where the text is so far.
+        const std::string before = decode(std::vector<int64_t>(ids.begin(), ids.begin() + static_cast<long>(i)), skipSpecialTokens);
+        if (before.size() > shown && text.compare(0, before.size(), before) == 0) {
+            out += text.substr(shown, before.size() - shown);
+            shown = before.size();
+        }
+        out += unknownIdLabel(ids[i]);
+    }
+    return out + text.substr(shown);
+}
+
 std::string Tokenizer::tokenLabel(int64_t id) const {
     using namespace tokenizer_detail;
-    const std::string piece = tokenString(id);  // throws for an unknown id
+    if (id >= vocabSize()) return unknownIdLabel(id);  // a padded vocabulary's id: the model has it, the tokenizer not
+    const std::string piece = tokenString(id);  // throws for a negative id
     std::string bytes = tokenText(id);
     if (bytes.find(kReplacementChar) != std::string::npos && piece.find(kReplacementChar) == std::string::npos) {
         // The token is a piece of a multi-byte character: show its bytes rather than "�".

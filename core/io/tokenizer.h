@@ -34,17 +34,29 @@ public:
     /// Throws nnscope::Error when `text` is not valid UTF-8.
     virtual std::vector<int64_t> encode(const std::string& text, bool addSpecialTokens = true) const = 0;
     /// Text of `ids`, special tokens skipped when `skipSpecialTokens`, as HF `tokenizer.decode` gives it
-    /// (including clean_up_tokenization_spaces when tokenizer_config.json asks for it).
-    /// Throws nnscope::Error when an id is outside [0, vocabSize()).
+    /// (including clean_up_tokenization_spaces when tokenizer_config.json asks for it). An id the tokenizer lacks
+    /// (>= vocabSize(): a checkpoint whose vocabulary is padded past its tokenizer's, as Qwen2's, Phi-3's and
+    /// Pythia's are) gives no text, as transformers' decode skips it; decodeShowingUnknown() marks where it was.
+    /// Throws nnscope::Error for a negative id.
     virtual std::string decode(const std::vector<int64_t>& ids, bool skipSpecialTokens = false) const = 0;
+    /// decode(), with each id the tokenizer lacks written as unknownIdLabel(id) where it stands among the text: what
+    /// the command line and the window show of a generation (the ids of a padded vocabulary are real outputs of the
+    /// model). Equal to decode() when every id is known. Throws nnscope::Error for a negative id.
+    std::string decodeShowingUnknown(const std::vector<int64_t>& ids, bool skipSpecialTokens = false) const;
     /// The token's own string as the vocabulary holds it (e.g. "▁Lily", "<0x0A>", "Ġthe"), for labels.
     /// Throws nnscope::Error when no token has that id.
     virtual std::string tokenString(int64_t id) const = 0;
     /// A readable label for one token, for plot axes: its decoded text with spaces shown as "␣" and
     /// newline, tab, CR as the escapes "\n", "\t", "\r" (e.g. "␣Lily"); a byte that is not text on its
-    /// own is shown as "<0xE2>", a special token as its string ("<s>"). Throws nnscope::Error for an id
-    /// outside [0, vocabSize()).
+    /// own is shown as "<0xE2>", a special token as its string ("<s>"); an id the tokenizer lacks (>= vocabSize(),
+    /// a padded vocabulary's) as unknownIdLabel(id). Throws nnscope::Error for a negative id.
     virtual std::string tokenLabel(int64_t id) const;
+    /// The one label of an id the tokenizer lacks, everywhere nnscope shows a token (command line, --json, the window):
+    /// "<id 310: not in tokenizer>". Whether the model has that id is the model's business (ids below its config's
+    /// vocab_size are real outputs, however the tokenizer ends).
+    static std::string unknownIdLabel(int64_t id);
+    /// Whether `id` is one the tokenizer has a token for: 0 <= id < vocabSize().
+    bool knows(int64_t id) const { return id >= 0 && id < vocabSize(); }
     /// Number of ids the tokenizer knows (including added tokens).
     virtual int64_t vocabSize() const = 0;
     /// The file the tokenizer was read from.

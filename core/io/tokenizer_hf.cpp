@@ -255,6 +255,7 @@ private:
         std::vector<uint32_t> narrow;
         narrow.reserve(ids.size());
         for (int64_t id : ids) {
+            if (id >= vocabSize_) continue;  // a padded vocabulary's id: transformers' decode skips it too
             checkId(id);
             narrow.push_back(static_cast<uint32_t>(id));
         }

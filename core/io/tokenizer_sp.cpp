@@ -283,12 +283,13 @@ private:
     /// space before a special token that follows ordinary text.
     std::string rawDecode(const std::vector<int64_t>& ids, bool skipSpecialTokens) const {
         for (int64_t id : ids)
-            checkId(id);
+            if (id < 0) checkId(id);
         std::string out;
         std::vector<uint32_t> current;
         bool prevIsSpecial = false;
         size_t i = 0;  // index among the tokens kept, as in transformers
         for (int64_t id : ids) {
+            if (id >= vocabSize()) continue;  // a padded vocabulary's id: transformers' decode skips it (no token)
             const bool special = specialIds_.count(id) > 0;
             if (special && skipSpecialTokens)
                 continue;

@@ -273,6 +273,11 @@ std::vector<std::vector<TokenProb>> topK(const Model& model, const torch::Tensor
     auto [values, indices] = probs.to(torch::kFloat32).topk(k, -1);
     for (int64_t r = 0; r < probs.size(0); ++r) {
         std::vector<TokenProb> row;
+        // a distribution with a NaN (the pass made one upstream) names no token: topk would name the first NaN's id
+        if (!torch::isfinite(probs[r]).all().item<bool>()) {
+            out.push_back(std::move(row));
+            continue;
+        }
         for (int j = 0; j < k; ++j) {
             const int64_t id = indices[r][j].item<int64_t>();
             const std::string text = model.tokenizer() ? model.tokenizer()->tokenLabel(id) : std::to_string(id);

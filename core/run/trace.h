@@ -83,7 +83,8 @@ struct TokenProb {
     std::string text;  ///< readable label
     double prob;
 };
-/// The k most probable next tokens of each row of probs [batch, vocab].
+/// The k most probable next tokens of each row of probs [batch, vocab]; none for a row that is not all finite (a NaN
+/// the pass made upstream: no token is more probable than another there).
 std::vector<std::vector<TokenProb>> topK(const Model& model, const torch::Tensor& probs, int k);
 
 /// Greedy decoding (argmax, no sampling) of up to `maxNewTokens` tokens after `ids` (fewer where the context ends);

@@ -147,18 +147,23 @@ void MatrixImage::buildImage(QRect cells, QSize size) {
     std::vector<int> columnStart(static_cast<size_t>(w) + 1);
     for (int i = 0; i <= w; ++i) columnStart[static_cast<size_t>(i)] = cells.x() + static_cast<int>(static_cast<int64_t>(i) * nc / w);
     std::vector<double> line(static_cast<size_t>(w));
+    std::vector<unsigned char> special(static_cast<size_t>(w));  // per pixel: 1 a NaN, 2 a +Inf, 4 a -Inf among its cells
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (int j = 0; j < h; ++j) {
         const int ra = cells.y() + static_cast<int>(static_cast<int64_t>(j) * nr / h);
         const int rb = cells.y() + static_cast<int>(static_cast<int64_t>(j + 1) * nr / h);
         std::fill(line.begin(), line.end(), nan);
+        std::fill(special.begin(), special.end(), 0);
         for (int r = ra; r < rb; ++r) {
             const float* row = data_ + static_cast<size_t>(r) * columns_;
             for (int i = 0; i < w; ++i) {
                 double& acc = line[static_cast<size_t>(i)];
                 for (int c = columnStart[static_cast<size_t>(i)]; c < columnStart[static_cast<size_t>(i) + 1]; ++c) {
                     const double v = row[c];
-                    if (std::isnan(v)) continue;
+                    if (!std::isfinite(v)) {
+                        special[static_cast<size_t>(i)] |= std::isnan(v) ? 1 : v > 0 ? 2 : 4;
+                        continue;
+                    }
                     if (std::isnan(acc) || (signedPooling_ ? std::fabs(v) > std::fabs(acc) : v > acc)) acc = v;
                 }
             }
@@ -166,7 +171,13 @@ void MatrixImage::buildImage(QRect cells, QSize size) {
         if (imageLog_)  // zeros and anything below the floor take the lowest colour (a logarithm of 0 has none)
             for (double& v : line)
                 if (!std::isnan(v) && v < imageRange_.lower) v = imageRange_.lower;
-        mGradient.colorize(line.data(), imageRange_, reinterpret_cast<QRgb*>(image_.scanLine(j)), w, 1, imageLog_);
+        for (size_t i = 0; i < line.size(); ++i)  // a pixel of non-finite cells only: coloured below, not by the gradient
+            if (std::isnan(line[i])) line[i] = imageRange_.lower;
+        QRgb* pixels = reinterpret_cast<QRgb*>(image_.scanLine(j));
+        mGradient.colorize(line.data(), imageRange_, pixels, w, 1, imageLog_);
+        for (int i = 0; i < w; ++i)
+            if (const unsigned char f = special[static_cast<size_t>(i)])
+                pixels[i] = f & 1 ? kNanColor : f & 2 ? kPosInfColor : kNegInfColor;
     }
 }
 
@@ -212,6 +223,8 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QWidget(parent) {
     plot_->plotLayout()->insertRow(0);
     title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
     plot_->plotLayout()->addElement(0, 0, title_);
+    nonFinite_ = new QCPTextElement(plot_, QString(), QFont(font().family(), font().pointSize(), QFont::Bold));
+    nonFinite_->setVisible(false);  // put in the layout by rebuild() while the matrix holds a NaN or an infinity
 
     map_ = new MatrixImage(plot_->xAxis, plot_->yAxis);
     scale_ = new QCPColorScale(plot_);
@@ -364,6 +377,7 @@ void HeatmapPlot::rebuild() {
     // The colour range: the finite values' (with 0 in it), read once from the model's floats. The image is drawn from
     // them too (MatrixImage); what a test compares is the model's matrix, not a copy of it in the plot.
     double lo = 0, hi = 0;
+    int nan = 0, posInf = 0, negInf = 0;
     if (rows && cols) {
         const float* data = m->values.data_ptr<float>();
         const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
@@ -372,12 +386,31 @@ void HeatmapPlot::rebuild() {
             if (std::isfinite(z)) {
                 lo = std::min(lo, static_cast<double>(z));
                 hi = std::max(hi, static_cast<double>(z));
+            } else {
+                ++(std::isnan(z) ? nan : z > 0 ? posInf : negInf);
             }
         }
     }
     dataLo_ = lo;
     dataHi_ = hi;
+    nanCount_ = nan;
+    posInfCount_ = posInf;
+    negInfCount_ = negInf;
+    anyFinite_ = static_cast<int64_t>(nan) + posInf + negInf < static_cast<int64_t>(rows) * cols;
     updateColorRange();
+    // Said under the matrix in their colours; a colour scale of no finite value would be a made-up 0..1.
+    scale_->setVisible(anyFinite_);
+    const bool shown = plot_->plotLayout()->hasElement(2, 0) && plot_->plotLayout()->element(2, 0) == nonFinite_;
+    if (nan + posInf + negInf > 0) {
+        nonFinite_->setText(nonFiniteText());
+        nonFinite_->setTextColor(QColor::fromRgb(nan ? kNanColor : posInf ? kPosInfColor : kNegInfColor).darker(115));
+        if (!shown) plot_->plotLayout()->addElement(2, 0, nonFinite_);
+        nonFinite_->setVisible(true);
+    } else if (shown) {
+        plot_->plotLayout()->take(nonFinite_);
+        plot_->plotLayout()->simplify();
+        nonFinite_->setVisible(false);
+    }
     // Token labels where the model has them (thinned to what fits), plain indices (a numeric ticker) elsewhere.
     const auto ticker = [](const QSharedPointer<TokenTicker>& tokens, const QStringList& labels) -> QSharedPointer<QCPAxisTicker> {
         if (labels.isEmpty()) {
@@ -409,6 +442,16 @@ void HeatmapPlot::rebuild() {
         shownColumns_ = cols;
     }
     updateWindow();
+}
+
+QString HeatmapPlot::nonFiniteText() const {
+    QStringList parts;
+    if (nanCount_) parts << tr("%L1 NaN (magenta)").arg(nanCount_);
+    if (posInfCount_) parts << tr("%L1 +Inf (amber)").arg(posInfCount_);
+    if (negInfCount_) parts << tr("%L1 −Inf (green)").arg(negInfCount_);
+    if (parts.isEmpty()) return {};
+    return tr("%1 of %L2 cells are not finite%3").arg(parts.join(" · ")).arg(model_ ? static_cast<qint64>(model_->rowCount()) * model_->columnCount() : 0)
+        .arg(anyFinite_ ? QString() : tr(": no colour scale"));
 }
 
 int HeatmapPlot::firstColumn() const { return fullView_ ? 0 : hbar_->value(); }

@@ -41,10 +41,15 @@ private:
     int widest_ = 0;  // pixels: the widest label, for labels that run along the axis
 };
 
+/// The colours of the cells that hold no number a colour scale can place, none of them in the window's gradients (white
+/// to blue, blue-white-red): NaN magenta, +Inf amber, -Inf green.
+constexpr QRgb kNanColor = 0xffe000e0u, kPosInfColor = 0xffffa000u, kNegInfColor = 0xff00b050u;
+
 /// A float32 matrix drawn as one image over cells centred on integer coordinates (column = key, row = value).
 /// Only the cells in view are drawn; when cells are smaller than a pixel, each pixel shows the largest value of the
 /// cells it covers (the largest magnitude for signed data), so a one-cell-wide stripe of a long attention pattern
-/// stays visible instead of being dropped by the scaling. The colour map's own data() holds nothing: the cells are
+/// stays visible instead of being dropped by the scaling. A NaN or an infinity is drawn in its own colour (kNanColor,
+/// kPosInfColor, kNegInfColor), and wins the pixel it shares with finite cells, so that one is never lost. The colour map's own data() holds nothing: the cells are
 /// the MatrixModel's (HeatmapPlot::model()), read where they are, never copied.
 class MatrixImage : public QCPColorMap {
 public:
@@ -114,6 +119,13 @@ public:
     QPoint cellCenter(int row, int column);
     /// The text the last hover showed.
     const QString& hoverText() const { return hoverText_; }
+    /// How many cells of the matrix are NaN, +Inf and -Inf; the plot says it under the matrix (nonFiniteText()),
+    /// in their colours, and hides the colour scale when no cell is finite.
+    int nanCount() const { return nanCount_; }
+    int posInfCount() const { return posInfCount_; }
+    int negInfCount() const { return negInfCount_; }
+    /// The line under the matrix ("3 NaN · 1 +Inf cells, drawn in their own colours"), or "" when every cell is finite.
+    QString nonFiniteText() const;
 
     /// Zoomable: shows the whole matrix again.
     void resetView();
@@ -161,6 +173,7 @@ private:
     MatrixImage* map_;
     QCPColorScale* scale_;
     QCPTextElement* title_;
+    QCPTextElement* nonFinite_;  ///< the count of non-finite cells, in the layout's last row only while there are some
     QCPItemRect* mark_;
     QScrollBar* hbar_;
     QScrollBar* vbar_;
@@ -173,6 +186,8 @@ private:
     QCPRange viewColumns_, viewRows_;             // zoomable: the part in view (axis coordinates)
     QCPRange fixedRange_;
     double dataLo_ = 0, dataHi_ = 1;              // the finite values' range
+    int nanCount_ = 0, posInfCount_ = 0, negInfCount_ = 0;
+    bool anyFinite_ = true;
     bool hasFixedRange_ = false, symmetric_ = false, fullView_ = false, windowPending_ = false, zoomable_ = false;
     bool log_ = false;
     double logFloor_ = 1e-5;

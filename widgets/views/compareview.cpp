@@ -64,6 +64,7 @@ QTableWidget* table(QWidget* parent, const QStringList& headers) {
 }
 
 QString label(const Model& m, int64_t id) {
+    if (id < 0) return QObject::tr("no token (not finite)");  // a logit lens position whose logits are not finite
     return m.tokenizer() ? QString::fromStdString(m.tokenizer()->tokenLabel(id)) : QString("#%1").arg(id);
 }
 

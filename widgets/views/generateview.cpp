@@ -29,6 +29,8 @@ QString generationHtml(const Model& m, const Generation& g, int64_t differFrom) 
         QString piece;
         if (!tok) {
             piece = QString("#%1 ").arg(g.ids[i]);
+        } else if (!tok->knows(g.ids[i])) {
+            piece = QString::fromStdString(Tokenizer::unknownIdLabel(g.ids[i]));  // a padded vocabulary's id: no text of its own
         } else {
             const std::string after = tok->decode(std::vector<int64_t>(g.ids.begin(), g.ids.begin() + static_cast<long>(i) + 1), true);
             piece = QString::fromStdString(after.rfind(before, 0) == 0 ? after.substr(before.size()) : tok->tokenLabel(g.ids[i]));

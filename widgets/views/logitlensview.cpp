@@ -178,8 +178,14 @@ bool LogitLensView::setTarget(const QString& text) {
 }
 
 int64_t LogitLensView::defaultTarget() const {
-    if (!snapshot_ || !snapshot_->result.nextTokenProbs.defined()) return 0;
-    return snapshot_->result.nextTokenProbs.index({0}).argmax().item<int64_t>();
+    // the first prompt's most probable next token; where the output is not finite there is none (argmax would take the
+    // first NaN): the unedited run's, when the trace has one, else id 0
+    for (const TraceSnapshot* s : {snapshot_.get(), snapshot_ ? snapshot_->baseline.get() : nullptr}) {
+        if (!s || !s->result.nextTokenProbs.defined()) continue;
+        const torch::Tensor p = s->result.nextTokenProbs.index({0});
+        if (torch::isfinite(p).all().item<bool>()) return p.argmax().item<int64_t>();
+    }
+    return 0;
 }
 
 void LogitLensView::lensChanged() {
@@ -221,6 +227,7 @@ void LogitLensView::refresh() {
     const torch::Tensor target = lensTokenProbs(*snapshot_->model, lens, row, targetId_);
     const ModelPtr model = snapshot_->model;
     auto label = [model](int64_t id) {
+        if (id < 0) return LogitLensView::tr("no token");  // logits that are not finite: logitLens names none
         const Tokenizer* tok = model->tokenizer();
         return tok ? QString::fromStdString(tok->tokenLabel(id)) : QString("#%1").arg(id);
     };
@@ -240,10 +247,16 @@ void LogitLensView::refresh() {
     const torch::Tensor idsC = ids.contiguous(), probsC = probs.contiguous(), targetC = target.contiguous();
     auto at = [len, k](int r, int c, int j) { return (static_cast<size_t>(r) * len + c) * k + j; };
     auto done = [computed](int c) { return computed.empty() || computed[static_cast<size_t>(c)]; };
-    m.cellText = [idsC, label, at, done](int r, int c) { return done(c) ? label(idsC.data_ptr<int64_t>()[at(r, c, 0)]) : QString(); };
+    m.cellText = [idsC, at, done, label](int r, int c) {
+        if (!done(c)) return QString();
+        const int64_t id = idsC.data_ptr<int64_t>()[at(r, c, 0)];
+        return id < 0 ? QStringLiteral("NaN") : label(id);
+    };
     m.toolTip = [idsC, probsC, targetC, tokens, targetLabel, label, at, len, k, done](int r, int c) {
         QString s = LogitLensView::tr("layers.%1 · position %2 “%3”").arg(r).arg(c).arg(tokens.value(c));
         if (!done(c)) return s + LogitLensView::tr("\nnot computed yet: a long prompt's lens is computed for the positions in view");
+        if (idsC.data_ptr<int64_t>()[at(r, c, 0)] < 0)
+            return s + LogitLensView::tr("\nno top token: the logits here are not finite (a NaN or an infinity upstream)");
         for (int j = 0; j < k; ++j)
             s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsC.data_ptr<int64_t>()[at(r, c, j)])).arg(probsC.data_ptr<float>()[at(r, c, j)], 0, 'f', 4);
         s += LogitLensView::tr("\ntarget %1: %2").arg(targetLabel).arg(targetC.data_ptr<float>()[static_cast<size_t>(r) * len + c], 0, 'g', 4);

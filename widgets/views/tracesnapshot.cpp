@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/tracesnapshot.h"
+#include "widgets/views/traceview.h"
 
 #include <algorithm>
 
@@ -38,6 +39,11 @@ QString TraceSnapshot::missing(const std::vector<ValueKey>& keys, const QString&
     return QObject::tr("%1 needs %2, which %3.").arg(what, list, source);
 }
 
+namespace {
+/// The longest token label read from a trace file that is shown whole (a real token is a few characters).
+constexpr int kMaxFileLabel = 80;
+}  // namespace
+
 SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     auto s = std::make_shared<TraceSnapshot>();
     s->model = file.model;
@@ -46,7 +52,8 @@ SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     s->result = file.result;
     for (const auto& row : file.tokens) {
         QStringList labels;
-        for (const auto& t : row) labels << QString::fromStdString(t);
+        // a file's labels are drawn on every axis: one of a megabyte (a damaged file) is elided, as its prompts are
+        for (const auto& t : row) labels << elidedText(QString::fromStdString(t), kMaxFileLabel);
         s->tokens.push_back(labels);
     }
     s->fileNotes << QObject::tr("sizes and family from %1").arg(QString::fromStdString(file.configFrom))
@@ -61,6 +68,7 @@ SnapshotPtr makeFileSnapshot(const TraceFile& file, quint64 serial) {
     if (s->lensMissing.isEmpty() && !s->model->hasWeights())
         s->lensMissing = QObject::tr("%1 needs the model's weights, which a trace file does not hold: %2 Put the file in the "
                                      "checkpoint's folder to read the lens.").arg(need, QString::fromStdString(file.noWeights));
+    s->nonFinite = firstNonFinite(*s->model, s->result);
     return s;
 }
 
@@ -68,6 +76,7 @@ SnapshotPtr withValues(const TraceSnapshot& base, const std::vector<std::pair<Va
     auto s = std::make_shared<TraceSnapshot>(base);
     for (const auto& [key, t] : values)
         if (!s->result.value(key).defined()) s->result.values.emplace_back(key, t);
+    s->nonFinite = firstNonFinite(*s->model, s->result);  // a value read again may come before the first one found
     return s;
 }
 
@@ -149,6 +158,7 @@ SnapshotPtr makeSnapshot(ModelPtr model, TraceResult result, quint64 serial, con
         s->tokens.push_back(labels);
     }
     s->result = std::move(result);
+    s->nonFinite = firstNonFinite(*s->model, s->result);
     return s;
 }
 

@@ -5,6 +5,7 @@
 // changes it. The one exception is the logit lens, which costs several times the forward pass on a large vocabulary:
 // it is not part of the trace but computed when a view shows it, for the prompt shown, and kept here.
 #include "core/analysis/analysis.h"
+#include "core/analysis/valuestats.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
 
@@ -37,6 +38,9 @@ struct TraceSnapshot {
     QString lensMissing;
     /// For a trace file: where its config, tokens and weights came from, and the tensors it skipped (one line each).
     QStringList fileNotes;
+    /// Where the saved values first hold a NaN or an infinity (firstNonFinite), computed with the snapshot in the
+    /// worker; nullopt when they are all finite. The window's banner says it.
+    std::optional<NonFiniteOrigin> nonFinite;
 
     using LensPtr = std::shared_ptr<const LogitLens>;
     /// The logit lens of prompt `row` (all its positions), or one that has at least its last position when

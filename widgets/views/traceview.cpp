@@ -122,6 +122,13 @@ QString TraceView::missingWeights(const QString& what) const {
               "Checkpoint) and trace the prompt there.").arg(what, snapshot_->sourceFile);
 }
 
+QString elidedText(const QString& text, int maxChars) {
+    if (text.size() <= maxChars) return text;
+    int end = std::max(1, maxChars);
+    if (text.at(end - 1).isHighSurrogate()) --end;  // not half a character
+    return text.left(end) + QObject::tr("… (%L1 characters in all)").arg(text.size());
+}
+
 void fillPromptCombo(QComboBox* combo, const TraceSnapshot& snapshot) {
     const QSignalBlocker block(combo);
     const int keep = combo->currentIndex();

@@ -107,6 +107,10 @@ private:
     QLabel* placeholder_;
 };
 
+/// At most about `maxChars` characters of `text` for a label, a title, a tooltip or a list: a longer one (a prompt of a
+/// megabyte in a trace file's metadata) keeps its start and is marked "… (N characters in all)". Qt lays out every
+/// character it is given to show, and a megabyte of text took minutes.
+QString elidedText(const QString& text, int maxChars = 300);
 /// A combo box listing the snapshot's prompts ("1: Once upon a time").
 void fillPromptCombo(QComboBox* combo, const TraceSnapshot& snapshot);
 /// A sequential white-to-blue gradient for probabilities, and a blue-white-red one for signed values.
