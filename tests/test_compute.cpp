@@ -256,12 +256,39 @@ private slots:
         at::set_num_threads(threads);
     }
 
-    /// Where it does not apply (several rows, bfloat16, a transposed weight, autograd), the engine keeps torch::linear
+    /// bfloat16: singleRowLinear widens the weights to float32 as it reads them, sums in float32 and rounds once, so it
+    /// is the float64 product rounded to bfloat16 within the float32 sum's error, and no further from it than libtorch's
+    /// own bfloat16 linear (oneDNN) is.
+    void singleRowLinearBf16Matches_data() { singleRowLinearMatches_data(); }
+    void singleRowLinearBf16Matches() {
+        QFETCH(int, out);
+        QFETCH(int, in);
+        QFETCH(bool, bias);
+        c10::InferenceMode guard;
+        torch::manual_seed(out * 17 + in);
+        const auto x = torch::randn({1, 1, in}).to(torch::kBFloat16), w = (torch::randn({out, in}) * 0.05).to(torch::kBFloat16);
+        const auto b = bias ? torch::randn({out}).to(torch::kBFloat16) : torch::Tensor();
+        QVERIFY(singleRowLinearApplies(x, w, b));
+        const auto y = singleRowLinear(x, w, b);
+        QCOMPARE(y.scalar_type(), torch::kBFloat16);
+        QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{1, 1, out}));
+        const auto exact = exactLinear(x, w, b);
+        const auto lib = b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+        const auto scale = torch::matmul(x.abs().to(torch::kFloat64), w.abs().to(torch::kFloat64).t()) + exact.abs() + 1e-30;
+        const double ours = ((y.to(torch::kFloat64) - exact).abs() / scale).max().item<double>();
+        const double theirs = ((lib.to(torch::kFloat64) - exact).abs() / scale).max().item<double>();
+        // one bfloat16 rounding (2^-9 of the value) plus the float32 sum's error
+        QVERIFY2(ours <= std::pow(2.0, -9) * 1.001 + 4 * in * 6e-8, qPrintable(QString("relative error %1 (libtorch: %2)").arg(ours).arg(theirs)));
+        QVERIFY2(ours <= theirs * 1.001 + 1e-6, qPrintable(QString("relative error %1 above libtorch's %2").arg(ours).arg(theirs)));
+    }
+
+    /// Where it does not apply (several rows, mixed dtypes, a transposed weight, autograd), the engine keeps torch::linear
     /// and singleRowLinear refuses, naming the shapes.
     void singleRowLinearScope() {
         const auto w = torch::randn({8, 4});
         QVERIFY(!singleRowLinearApplies(torch::randn({2, 4}), w, {}));
-        QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
+        QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w, {}));  // mixed dtypes
+        QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({8}).to(torch::kBFloat16)));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 8}), w.t(), {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({7})));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w.clone().requires_grad_(true), {}));
