@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "mainwindow.h"
+#include "widgets/views/numberformat.h"
 
 #include "core/run/train_demo.h"
 
@@ -1332,7 +1333,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     const auto next = [this](const TraceSnapshot& s) {
         const auto top = topK(*s.model, s.result.nextTokenProbs, 1);
         if (top.empty() || top.front().empty()) return tr("none, the output is not finite (NaN)");
-        return tr("“%1” (%2)").arg(QString::fromStdString(top.front().front().text)).arg(top.front().front().prob, 0, 'f', 3);
+        return tr("“%1” (%2)").arg(QString::fromStdString(top.front().front().text)).arg(probabilityText(top.front().front().prob));
     };
     int tokens = 0;
     for (const auto& ids : snapshot_->result.batch.ids) tokens += static_cast<int>(ids.size());

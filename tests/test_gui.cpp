@@ -21,6 +21,7 @@
 #include "core/run/edit.h"
 #include "core/run/patching.h"
 #include "widgets/views/compareview.h"
+#include "widgets/views/numberformat.h"
 #include "widgets/panels/diagrampanel.h"
 #include "widgets/panels/interventionpanel.h"
 #include "widgets/views/attributionview.h"
@@ -312,6 +313,7 @@ private slots:
     void paddedVocabularyInWindow();
     void nonFiniteValuesShown();
     void longPromptTraceFileIsElided();
+    void probabilitiesKeepSignificantDigits();
 
 private:
     QTemporaryDir tmp_;
@@ -3364,4 +3366,17 @@ void TestGui::longPromptTraceFileIsElided() {
     for (const QString& label : labels) QVERIFY(label.size() < 200);
     QVERIFY(w.windowTitle().size() < 300);
     QVERIFY(w.errorText().isEmpty());
+}
+
+// #28: the next-token probability of a 128k vocabulary printed "(0.000)"; probabilities keep three significant digits
+// wherever the views print them (the trace line, the lens tooltips, the before/after tables).
+void TestGui::probabilitiesKeepSignificantDigits() {
+    QCOMPARE(probabilityText(0.5123), QString("0.512"));
+    QCOMPARE(probabilityText(0.031415), QString("0.0314"));
+    QCOMPARE(probabilityText(0.00042), QString("0.000420"));
+    QCOMPARE(probabilityText(2.4134e-5), QString("2.41e-05"));
+    QCOMPARE(probabilityText(-0.0031), QString("-0.00310"));
+    QCOMPARE(probabilityText(1.0), QString("1.00"));
+    QCOMPARE(probabilityText(0.0), QString("0"));
+    QCOMPARE(probabilityText(std::nan("")), QString("NaN"));
 }

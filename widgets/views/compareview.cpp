@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/compareview.h"
+#include "widgets/views/numberformat.h"
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -46,8 +47,8 @@ void setTitle(QCustomPlot* plot, const QString& title) {
     if (auto* t = qobject_cast<QCPTextElement*>(plot->plotLayout()->element(0, 0))) t->setText(title);
 }
 
-QTableWidgetItem* numberItem(double v, int precision = 4) {
-    auto* item = new QTableWidgetItem(QString::number(v, 'f', precision));
+QTableWidgetItem* numberItem(double v) {
+    auto* item = new QTableWidgetItem(probabilityText(v));
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     item->setData(Qt::UserRole, v);
     return item;
@@ -291,9 +292,9 @@ void CompareView::refresh() {
         ya << la[l][-1].item<double>();
         lensTable_->setItem(l, 0, new QTableWidgetItem(QString::number(l)));
         lensTable_->setItem(l, 1, new QTableWidgetItem(label(m, tb[l][-1][0].item<int64_t>())));
-        lensTable_->setItem(l, 2, numberItem(tpb[l][-1][0].item<double>(), 3));
+        lensTable_->setItem(l, 2, numberItem(tpb[l][-1][0].item<double>()));
         lensTable_->setItem(l, 3, new QTableWidgetItem(label(m, ta[l][-1][0].item<int64_t>())));
-        lensTable_->setItem(l, 4, numberItem(tpa[l][-1][0].item<double>(), 3));
+        lensTable_->setItem(l, 4, numberItem(tpa[l][-1][0].item<double>()));
     }
     lensTable_->resizeColumnsToContents();
     lensBefore_->setData(blocks, yb, true);

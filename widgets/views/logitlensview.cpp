@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/logitlensview.h"
+#include "widgets/views/numberformat.h"
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -258,7 +259,7 @@ void LogitLensView::refresh() {
         if (idsC.data_ptr<int64_t>()[at(r, c, 0)] < 0)
             return s + LogitLensView::tr("\nno top token: the logits here are not finite (a NaN or an infinity upstream)");
         for (int j = 0; j < k; ++j)
-            s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsC.data_ptr<int64_t>()[at(r, c, j)])).arg(probsC.data_ptr<float>()[at(r, c, j)], 0, 'f', 4);
+            s += QString("\n%1. %2  %3").arg(j + 1).arg(label(idsC.data_ptr<int64_t>()[at(r, c, j)])).arg(probabilityText(probsC.data_ptr<float>()[at(r, c, j)]));
         s += LogitLensView::tr("\ntarget %1: %2").arg(targetLabel).arg(targetC.data_ptr<float>()[static_cast<size_t>(r) * len + c], 0, 'g', 4);
         return s;
     };
