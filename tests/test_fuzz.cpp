@@ -13,6 +13,11 @@
 #include "core/io/safetensors.h"
 #include "core/io/tokenizer.h"
 #include "testutil.h"
+#include "checkpointcopy.h"
+#include "core/analysis/analysis.h"
+#include "core/analysis/attribution.h"
+#include "core/analysis/headscores.h"
+#include "core/run/trace.h"
 
 #include <QTemporaryDir>
 #include "testsuite.h"
@@ -425,6 +430,71 @@ private slots:
         refused_ += refusedHere;
         loaded_ += accepted;
         QVERIFY(accepted > 100 && refusedHere > 100);  // both kinds happen: the mutations reach the readers
+    }
+
+    // Padded vocabularies (#27), every family: config.json's vocab_size past the tokenizer's ids by a random amount
+    // (real checkpoints pad: Qwen2 151936 for 151665 tokenizer ids, Phi-3 32064 for 32011, Pythia 50304 for 50277), a
+    // padded id made the most probable where lm_head is stored. Every analysis runs on it, the padded id is shown
+    // with its placeholder label wherever a token is named, and only ids past vocab_size are refused.
+    void paddedVocabularies() {
+        std::mt19937 rng(20261202);
+        const std::string prompt = "hello world";
+        for (const char* fixture : {"tiny-llama", "tiny-arcee", "tiny-apertus", "tiny-ernie4_5", "tiny-persimmon", "tiny-qwen2",
+                                    "tiny-qwen3", "tiny-mistral", "tiny-gemma2", "tiny-gemma3", "tiny-olmo2", "tiny-gpt-neox",
+                                    "tiny-gpt2", "tiny-phi3"}) {
+            const std::string label = fixture;
+            const auto plain = Model::load(test::fixture(fixture), test::float32());
+            const int64_t tokenizerIds = plain->tokenizer()->vocabSize();
+            const int64_t like = trace(*plain, encodeBatch(*plain, {prompt}), {}).nextTokenProbs[0].argmax().item<int64_t>();
+            QTemporaryDir tmp;
+            const std::string dir = tmp.path().toStdString();
+            test::copyCheckpoint(test::fixture(fixture), dir);
+            const int64_t pad = 1 + static_cast<int64_t>(rng() % 64), vocab = plain->config().vocabSize + pad;
+            const int64_t top = plain->config().vocabSize + static_cast<int64_t>(rng() % static_cast<uint64_t>(pad));
+            test::padVocabulary(dir, vocab, top, like);
+            ++cases_;
+            try {
+                const auto m = Model::load(dir, test::float32());
+                QCOMPARE(m->config().vocabSize, vocab);
+                const bool tied = !m->weights().contains(m->family().tensorName({Module::LmHead, Param::Weight}));
+                TraceOptions o;
+                o.save = attributionValueKeys(*m);
+                for (int i = 0; i < m->config().numLayers; ++i) {
+                    o.save.push_back({Value::AttentionProbabilities, i});
+                    o.save.push_back({Value::LayerOutput, i});
+                }
+                const Batch batch = encodeBatch(*m, {prompt});
+                const TraceResult r = trace(*m, batch, o);
+                QCOMPARE(r.nextTokenProbs.size(-1), vocab);
+                const auto best = topK(*m, r.nextTokenProbs, 5);
+                for (const auto& t : best[0])
+                    if (t.id >= tokenizerIds) QCOMPARE(t.text, Tokenizer::unknownIdLabel(t.id));
+                // stored lm_head: the padded row is 4x the best real token's, so it wins; tied: it is that token's row
+                if (!tied) QVERIFY2(best[0][0].id == top, (label + ": top id " + std::to_string(best[0][0].id)).c_str());
+                const LogitLens lens = logitLens(*m, r, 3);
+                QVERIFY(lensTokenProbs(*m, lens, 0, top).isfinite().all().item<bool>());
+                const LogitAttribution dla = directLogitAttribution(*m, r, 0, -1, top);
+                QVERIFY2(std::isfinite(dla.logit), (label + ": attribution of a padded id is not finite").c_str());
+                const auto [promoted, suppressed] = promotedTokens(*m, dla, dla.streamTerms[0], 3);
+                QCOMPARE(static_cast<int>(promoted.size()), 3);
+                QVERIFY(!headScores(*m, r).empty());
+                const std::vector<int64_t> out = generateGreedy(*m, batch.ids[0], 2, /*stopAtEos=*/false);
+                QCOMPARE(out.size(), batch.ids[0].size() + 2);
+                if (!tied) QCOMPARE(out[batch.ids[0].size()], top);
+                QVERIFY(m->tokenizer()->decodeShowingUnknown(out, true).find(tied ? "" : Tokenizer::unknownIdLabel(top)) != std::string::npos);
+                for (int64_t bad : {vocab, int64_t(-1)}) {
+                    try {
+                        directLogitAttribution(*m, r, 0, -1, bad);
+                        QFAIL((label + ": attribution took id " + std::to_string(bad)).c_str());
+                    } catch (const Error& e) {
+                        QVERIFY2(std::string(e.what()).find("outside the vocabulary") != std::string::npos, e.what());
+                    }
+                }
+                ++loaded_;
+            } catch (const Error& e) {
+                QFAIL((label + " padded to " + std::to_string(vocab) + ": " + e.what()).c_str());
+            }
+        }
     }
 
     void cleanupTestCase() {
