@@ -346,7 +346,17 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
     const bool tapped = taps && scaleValue != Value::Count;
     if (kind == NormKind::LayerNorm) {
         if (x.is_meta()) return torch::empty_like(x);  // libtorch 1.13's layer_norm has no meta kernel; the shape is x's
-        if (!tapped) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        // nn.LayerNorm as torch 2.x computes it in bfloat16: statistics, (x - mean) * rstd * weight + bias all in float32,
+        // rounded to the input dtype once. libtorch 1.13's bfloat16 kernel rounds its intermediate steps (1.3-3 times
+        // transformers' distance to float32 from the first norm on, #27), so a bfloat16 input goes through the float32
+        // kernel; float32 is unchanged.
+        const bool reduced = x.scalar_type() != torch::kFloat32;
+        auto fused = [&] {
+            if (!reduced) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+            const torch::Tensor wf = w.defined() ? w.to(torch::kFloat32) : w, bf = mw.bias.defined() ? mw.bias.to(torch::kFloat32) : mw.bias;
+            return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, wf, bf, eps).to(x.scalar_type());
+        };
+        if (!tapped) return fused();
         // The scale 1 / sqrt(var + eps) in float32, as the fused kernel computes it. The output stays the fused kernel's
         // unless the tap replaced the scale (a frozen norm detaches it): then (x - mean) * scale * weight + bias.
         const torch::Tensor h = x.to(torch::kFloat32);
@@ -354,14 +364,13 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
         torch::Tensor scale = torch::rsqrt(centred.pow(2).mean(-1) + eps);
         const torch::Tensor computed = scale;
         taps->tap(scaleValue, layer, scale);
-        if (scale.is_same(computed)) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        if (scale.is_same(computed)) return fused();
         torch::Tensor y = centred * scale.unsqueeze(-1);
         if (w.defined()) y = y * w.to(torch::kFloat32);
         if (mw.bias.defined()) y = y + mw.bias.to(torch::kFloat32);
         y = y.to(x.scalar_type());
         // A frozen scale (the same numbers, cut from autograd): the fused kernel's values, the frozen formula's gradient.
-        if (!x.is_meta() && torch::equal(scale, computed))
-            return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps).detach() + (y - y.detach());
+        if (!x.is_meta() && torch::equal(scale, computed)) return fused().detach() + (y - y.detach());
         return y;  // an edited scale
     }
     // RMSNorm: statistics in float32 (as transformers upcasts). The scale 1 / sqrt(mean(x²) + eps) is tapped per row.
