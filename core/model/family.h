@@ -110,7 +110,15 @@ struct Family {
     NormKind norm = NormKind::RMSNorm;
     bool qkNorm = false;                 ///< per-head norms of q and k before the rotary (kind: qkNormKind)
     NormKind qkNormKind = NormKind::RMSNorm;
+    /// RMSNorm: the gain multiplies the float32 normed value and the product is cast back once (Olmo2RMSNorm:
+    /// `(weight * hidden_states).to(input_dtype)`), rather than multiplying the value cast back first (LlamaRMSNorm:
+    /// `weight * hidden_states.to(input_dtype)`). The same numbers in float32; in bfloat16 one rounding fewer.
+    bool rmsGainInFloat32 = false;
     RotaryStyle rotary = RotaryStyle::RotateHalf;
+    /// The rotary's cos/sin stay float32 and the rotation is computed in float32, rounded to the compute dtype once
+    /// (ERNIE 4.5's apply_rotary_pos_emb upcasts q and k; OLMo 2's rotary module returns float32 cos/sin, and
+    /// `q * cos` promotes). Elsewhere cos/sin are cast to the compute dtype first (`cos.to(dtype=x.dtype)`).
+    bool rotaryInFloat32 = false;
     QkvLayout qkv = QkvLayout::Separate;
     MlpKind mlp = MlpKind::Gated;
     QkNormScope qkNormScope = QkNormScope::PerHead;

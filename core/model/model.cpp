@@ -378,9 +378,10 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
     torch::Tensor scale = torch::rsqrt(h.pow(2).mean(-1) + eps);
     if (tapped) taps->tap(scaleValue, layer, scale);
     h = h * scale.unsqueeze(-1);
-    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); else the gain is applied
-    // in the input dtype.
+    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); OLMo 2: the gain times the
+    // float32 value, cast back once (Olmo2RMSNorm); else the gain is applied in the input dtype (LlamaRMSNorm).
     if (kind == NormKind::RMSNormPlusOne) return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
+    if (family_->rmsGainInFloat32) return (w.to(torch::kFloat32) * h).to(x.scalar_type());
     return w * h.to(x.scalar_type());
 }
 
@@ -426,7 +427,7 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
 torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
     // cos, sin: [b, 1, s, rotary_dim]
     if (family_->rotary == RotaryStyle::AdjacentPairs) {
-        // ERNIE: cos/sin kept in float32, each frequency repeated for its pair, the product in float32.
+        // ERNIE: each frequency repeated for its pair (cos/sin float32, the product in float32: rotaryInFloat32).
         const auto half = cos.size(-1) / 2;
         auto pairs = [&](const torch::Tensor& t) {  // [..., half] -> [..., 2 * half], each entry twice in a row
             const torch::Tensor h = t.index({"...", Slice(None, half)});
@@ -434,9 +435,10 @@ torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& co
         };
         auto c = pairs(cos);
         auto s = pairs(sin);
-        return (x.to(torch::kFloat32) * c + rotateAdjacent(x).to(torch::kFloat32) * s).to(x.scalar_type());
+        return (x.to(c.scalar_type()) * c + rotateAdjacent(x).to(c.scalar_type()) * s).to(x.scalar_type());
     }
-    return x * cos + rotateHalf(x) * sin;
+    // cos/sin in the compute dtype, or float32 (rotaryInFloat32: the products in float32, rounded once at the end)
+    return (x.to(cos.scalar_type()) * cos + rotateHalf(x).to(cos.scalar_type()) * sin).to(x.scalar_type());
 }
 
 torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache) const {
@@ -658,13 +660,13 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
 std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions,
                                                             int64_t maxPosition) const {
     // freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to the compute dtype
-    // (ERNIE keeps them in float32).
+    // (ERNIE and OLMo 2 keep them in float32: rotaryInFloat32).
     const bool useLong = rope.invFreqLong.defined() && maxPosition + 1 > rope.longFrom;
     auto freqs = positions.index({"...", None}).to(torch::kFloat32) * (useLong ? rope.invFreqLong : rope.invFreq);
     auto emb = torch::cat({freqs, freqs}, -1);
     auto cos = emb.cos() * rope.attentionScaling;
     auto sin = emb.sin() * rope.attentionScaling;
-    if (family_->rotary != RotaryStyle::AdjacentPairs) {
+    if (!family_->rotaryInFloat32) {
         cos = cos.to(dtype_);
         sin = sin.to(dtype_);
     }
