@@ -68,6 +68,27 @@ torch::Tensor rotateAdjacent(const torch::Tensor& x) {
     return torch::stack({-x2, x1}, -1).flatten(-2);
 }
 
+/// `x * c` and `x / c` for a Python number c, as torch 2.x computes them (transformers' reference): a bfloat16 x is
+/// multiplied in float32 with c as a float and rounded once. libtorch 1.13 rounds c to bfloat16 first (0.044715 becomes
+/// 0.044678: up to 2^-9 relative on every element of GELU's polynomial, a 1/sqrt(24) attention scale, a soft cap of 3).
+/// float32 is unchanged.
+torch::Tensor timesNumber(const torch::Tensor& x, double c) {
+    if (x.scalar_type() == torch::kFloat32) return x * c;
+    return (x.to(torch::kFloat32) * c).to(x.scalar_type());
+}
+torch::Tensor overNumber(const torch::Tensor& x, double c) {
+    if (x.scalar_type() == torch::kFloat32) return x / c;
+    return (x.to(torch::kFloat32) / c).to(x.scalar_type());
+}
+
+/// An elementwise kernel as torch 2.x runs it on a bfloat16 tensor: in float32, rounded once. libtorch 1.13's bfloat16
+/// silu and tanh-GELU round inside (30-45% of elements one ulp off transformers'). float32 is unchanged.
+template <typename F>
+torch::Tensor inFloat32(const torch::Tensor& x, F f) {
+    if (x.scalar_type() == torch::kFloat32) return f(x);
+    return f(x.to(torch::kFloat32)).to(x.scalar_type());
+}
+
 /// nn.Linear: x · wᵀ + b. A single float32 row (a one-token pass, every generation step) goes through
 /// singleRowLinear, which reads the weights about 2.5 times faster than libtorch 1.13's OpenBLAS sgemv here.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -400,13 +421,17 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
     // Elementwise, so the shape is the input's: on the meta device (shapes only) that is all there is to compute, and
     // libtorch 1.13 has no meta kernels for relu, where and others.
     if (x.is_meta()) return torch::empty_like(x);
-    if (a == "silu" || a == "swish") return torch::silu(x);
-    if (a == "gelu") return torch::gelu(x);
-    if (a == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
-    if (a == "gelu_new" || a == "gelu_python_tanh")
-        return 0.5 * x * (1.0 + torch::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * torch::pow(x, 3.0))));
-    if (a == "gelu_fast") return 0.5 * x * (1.0 + torch::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
-    if (a == "quick_gelu") return x * torch::sigmoid(1.702 * x);
+    // The fused kernels in float32, rounded once; the formulas written in Python step by step, each step rounded as
+    // transformers' steps are (a tensor op rounds its result; a Python number stays a float: timesNumber).
+    if (a == "silu" || a == "swish") return inFloat32(x, [](const torch::Tensor& t) { return torch::silu(t); });
+    if (a == "gelu") return inFloat32(x, [](const torch::Tensor& t) { return torch::gelu(t); });
+    if (a == "gelu_pytorch_tanh") return inFloat32(x, [](const torch::Tensor& t) { return torch::gelu(t, "tanh"); });
+    if (a == "gelu_new" || a == "gelu_python_tanh")  // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/π) * (x + 0.044715 * x³)))
+        return timesNumber(x, 0.5) *
+               (1.0 + torch::tanh(timesNumber(x + timesNumber(torch::pow(x, 3.0), 0.044715), std::sqrt(2.0 / M_PI))));
+    if (a == "gelu_fast")  // FastGELUActivation: 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x)))
+        return timesNumber(x, 0.5) * (1.0 + torch::tanh(timesNumber(x, 0.7978845608) * (1.0 + timesNumber(x, 0.044715) * x)));
+    if (a == "quick_gelu") return x * torch::sigmoid(timesNumber(x, 1.702));
     if (a == "relu") return torch::relu(x);
     if (a == "relu2") return torch::square(torch::relu(x));  // ReLUSquaredActivation
     if (a == "relu6") return torch::clamp(x, 0, 6);
@@ -533,11 +558,11 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     auto valueRep = repeatKv(valueStates, groups);
     double scaling = c.attentionScaling;
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
-    auto attnWeights = torch::matmul(queryStates, keyRep.transpose(2, 3)) * scaling;
+    auto attnWeights = timesNumber(torch::matmul(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
-        attnWeights = attnWeights / *c.attnLogitSoftcap;
+        attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
         attnWeights = torch::tanh(attnWeights);
-        attnWeights = attnWeights * *c.attnLogitSoftcap;
+        attnWeights = timesNumber(attnWeights, *c.attnLogitSoftcap);
     }
     attnWeights = attnWeights + in.mask;
     tapValue(taps, Value::AttentionScores, layer, attnWeights);
@@ -736,9 +761,9 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
     auto logits = linear(hiddenStates, root_[Module::LmHead].weight, torch::Tensor());
     tapValue(taps, Value::LmHeadOutput, -1, logits);
     if (config_.finalLogitSoftcap) {  // Gemma 2: cap * tanh(logits / cap)
-        logits = logits / *config_.finalLogitSoftcap;
+        logits = overNumber(logits, *config_.finalLogitSoftcap);
         logits = torch::tanh(logits);
-        logits = logits * *config_.finalLogitSoftcap;
+        logits = timesNumber(logits, *config_.finalLogitSoftcap);
     }
     tapValue(taps, Value::Logits, -1, logits);
     if (taps) {
