@@ -9,6 +9,8 @@
 // ** -0.5 and soft-capped (attn_logit_softcapping) before the mask, the logits soft-capped after lm_head
 // (final_logit_softcapping); alternate layers attend through a sliding window (layer_types).
 #include "families/families.h"
+#include "core/io/jsonfile.h"
+#include "core/model/error.h"
 
 #include <cmath>
 
@@ -21,9 +23,23 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
     readLlamaLikeConfig(j, file, fam, c);
     c.hiddenAct = cfg::getString(j, "hidden_activation", "gelu_pytorch_tanh", file);  // hidden_act is not read
     c.embedScale = std::sqrt(static_cast<double>(c.hiddenSize));
-    if (auto q = cfg::optDouble(j, "query_pre_attn_scalar", file)) c.attentionScaling = 1.0 / std::sqrt(*q);
-    c.attnLogitSoftcap = cfg::optDouble(j, "attn_logit_softcapping", file);
-    c.finalLogitSoftcap = cfg::optDouble(j, "final_logit_softcapping", file);
+    // query_pre_attn_scalar ** -0.5: transformers fails on 0 (ZeroDivisionError) and computes a complex scale from a
+    // negative; nnscope's pass would be NaN. Refused with the key named.
+    if (auto q = cfg::optDouble(j, "query_pre_attn_scalar", file)) {
+        if (!(*q > 0) || !std::isfinite(*q))
+            throw Error(file + ": key \"query_pre_attn_scalar\" is " + jsonExcerpt(nlohmann::json(*q)) +
+                        ": the scores are scaled by its inverse square root, so it must be a positive number.");
+        c.attentionScaling = 1.0 / std::sqrt(*q);
+    }
+    // A soft cap computes cap * tanh(x / cap) in the compute dtype: beyond float32's range the cap is infinite there and
+    // every score or logit NaN (0 * inf); 0 or less caps nothing. Refused with the key named (null: no cap).
+    for (const auto& [key, cap] : {std::pair<const char*, std::optional<double>*>{"attn_logit_softcapping", &c.attnLogitSoftcap},
+                                   {"final_logit_softcapping", &c.finalLogitSoftcap}}) {
+        *cap = cfg::optDouble(j, key, file);
+        if (*cap && (!(**cap > 0) || **cap > 3.4028234663852886e38))
+            throw Error(file + ": key \"" + key + "\" is " + jsonExcerpt(nlohmann::json(**cap)) +
+                        ": a soft cap must be a positive number within float32's range (null: no cap).");
+    }
     c.slidingWindow = cfg::slidingWindow(j, file);
 }
 
