@@ -158,8 +158,13 @@ Family gemma3Family() {
         nlohmann::json full = nlohmann::json::object(), local = nlohmann::json::object();
         if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
             const auto& rp = j["rope_parameters"];
-            if (rp.contains("full_attention") && rp["full_attention"].is_object()) full = rp["full_attention"];
-            if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object()) local = rp["sliding_attention"];
+            for (const auto& [key, out] : {std::pair<const char*, nlohmann::json*>{"full_attention", &full}, {"sliding_attention", &local}}) {
+                if (!rp.contains(key) || rp[key].is_null()) continue;
+                if (!rp[key].is_object())  // transformers indexes into it (a TypeError)
+                    throw Error(file + ": key \"rope_parameters." + key + "\" must be an object of rotary parameters, not " +
+                                jsonExcerpt(rp[key]) + ".");
+                *out = rp[key];
+            }
         }
         if (j.contains("rope_scaling") && j["rope_scaling"].is_object())
             for (auto it = j["rope_scaling"].begin(); it != j["rope_scaling"].end(); ++it) full[it.key()] = *it;
