@@ -116,6 +116,12 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
     r.highFreqFactor = optDouble(params, "high_freq_factor", where);
     if (auto o = optInt(j, "original_max_position_embeddings", file)) r.originalMaxPositionEmbeddings = *o;
     else r.originalMaxPositionEmbeddings = optInt(params, "original_max_position_embeddings", where).value_or(maxPos);
+    // longrope and yarn divide by the original context (max_position_embeddings / original, log(original)):
+    // transformers fails on 0 (ZeroDivisionError, a math domain error) and nnscope's pass would be NaN.
+    if ((type == "longrope" || type == "yarn") && r.originalMaxPositionEmbeddings <= 0)
+        throw keyError(j.contains("original_max_position_embeddings") ? file : where, "original_max_position_embeddings",
+                       "is " + std::to_string(r.originalMaxPositionEmbeddings) + ": rope type " + type +
+                           " divides by the original context length, so it must be positive.");
     if (!std::isfinite(r.theta) || r.theta <= 0)
         throw Error(where + ": rope_theta must be a positive number (the base of the rotary frequencies).");
     if (!std::isfinite(r.partialRotaryFactor) || r.partialRotaryFactor <= 0 || r.partialRotaryFactor > 1)
