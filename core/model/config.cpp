@@ -179,7 +179,12 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     if (c.numKvHeads <= 0 || c.numHeads % c.numKvHeads != 0)
         throw Error(file + ": num_attention_heads (" + std::to_string(c.numHeads) + ") must be a multiple of num_key_value_heads (" +
                     std::to_string(c.numKvHeads) + ").");
-    if (c.headDim <= 0) throw keyError(file, "head_dim", "must be positive.");
+    if (c.headDim <= 0) {
+        if (j.contains("head_dim") && !j["head_dim"].is_null()) throw keyError(file, "head_dim", "must be positive.");
+        // head_dim = hidden_size // num_attention_heads (the config has no head_dim key to name)
+        throw Error(file + ": hidden_size (" + std::to_string(c.hiddenSize) + ") // num_attention_heads (" + std::to_string(c.numHeads) +
+                    ") leaves a head_dim of 0: each head needs at least one dimension.");
+    }
     // Sizes are multiplied (num_attention_heads * head_dim) and allocated from (the rotary tables): refuse absurd
     // ones by name before anything is computed from them. The limits are far above every real model's.
     const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {

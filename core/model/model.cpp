@@ -273,8 +273,10 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     const Family& fam = *m->family_;
     const ModelConfig& c = m->config_;
     if (fam.positions == PositionKind::Rotary && (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0))
-        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
-                    " must be a positive even number.");
+        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = int(" + std::to_string(c.headDim) + " * " +
+                    jsonExcerpt(nlohmann::json(c.rope.partialRotaryFactor)) + ") = " + std::to_string(c.rotaryDim()) +
+                    " must be a positive even number (head_dim is hidden_size // num_attention_heads where the config has no "
+                    "head_dim; check those keys and partial_rotary_factor).");
 
     m->store_ = std::move(store);
     const WeightStore& ws = *m->store_;
