@@ -248,7 +248,8 @@ std::vector<bool> readLayerTypes(const json& j, const std::string& file, int64_t
     const json& t = j["layer_types"];
     if (!t.is_array() || static_cast<int64_t>(t.size()) < numLayers)
         throw keyError(file, "layer_types", "must list one of \"full_attention\" / \"sliding_attention\" for each of the " +
-                                                std::to_string(numLayers) + " layers.");
+                                                std::to_string(numLayers) + " layers (num_hidden_layers); " +
+                                                (t.is_array() ? "it lists " + std::to_string(t.size()) : std::string("it is not a list")) + ".");
     for (int64_t i = 0; i < numLayers; ++i) {
         const json& v = t[static_cast<size_t>(i)];
         if (!v.is_string() || (v != "full_attention" && v != "sliding_attention"))
