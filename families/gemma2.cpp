@@ -47,6 +47,7 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
 
 Family gemma2Family() {
     Family f = llamaFamily();
+    f.actKey = "hidden_activation";  // Gemma2Config reads hidden_activation, not hidden_act
     f.modelType = "gemma2";
     f.architectures = {"Gemma2ForCausalLM"};
     f.title = "Gemma 2";

@@ -127,6 +127,7 @@ struct Family {
     /// The projections are stored [in, out] (GPT-2's Conv1D) rather than nn.Linear's [out, in].
     bool conv1dWeights = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
+    std::string actKey = "hidden_act";    ///< config key of the MLP activation (named in messages)
     /// The base model's attribute in the ForCausalLM wrapper, as the tensor names' prefix ("model.", GPT-2's
     /// "transformer.", GPT-NeoX's "gpt_neox."): every module but lm_head sits under it. A checkpoint saved from the base
     /// model alone (openai-community/gpt2's own file) stores the names without it, and loads all the same.

@@ -447,7 +447,7 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
         return metaSafeWhere(x > 0, alphaP * x * x + lw[Module::ActFn].beta * x,
                             (torch::expm1(torch::minimum(x, lw[Module::ActFn].eps)) - x) * alphaN + lw[Module::ActFn].beta * x);
     }
-    throw Error(dir_ + "/config.json: hidden_act \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
+    throw Error(dir_ + "/config.json: " + family_->actKey + " \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
                 "gelu_pytorch_tanh, gelu_new, gelu_fast, quick_gelu, relu, relu2, relu6, sigmoid, tanh, linear, xielu).");
 }
 
