@@ -53,6 +53,7 @@ Family ernie4_5Family() {
          {"loads_as"}},
     };
     f.rotary = RotaryStyle::AdjacentPairs;
+    f.rotaryInFloat32 = true;
     f.configDefaults.update({{"vocab_size", 103424}, {"hidden_size", 1024}, {"intermediate_size", 3072},
                              {"num_hidden_layers", 18}, {"num_attention_heads", 16}, {"num_key_value_heads", 2},
                              {"hidden_act", "silu"}, {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-5},

@@ -9,6 +9,8 @@
 // ** -0.5 and soft-capped (attn_logit_softcapping) before the mask, the logits soft-capped after lm_head
 // (final_logit_softcapping); alternate layers attend through a sliding window (layer_types).
 #include "families/families.h"
+#include "core/io/jsonfile.h"
+#include "core/model/error.h"
 
 #include "core/model/error.h"
 
@@ -23,9 +25,23 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
     readLlamaLikeConfig(j, file, fam, c);
     c.hiddenAct = cfg::getString(j, "hidden_activation", "gelu_pytorch_tanh", file);  // hidden_act is not read
     c.embedScale = std::sqrt(static_cast<double>(c.hiddenSize));
-    if (auto q = cfg::optDouble(j, "query_pre_attn_scalar", file)) c.attentionScaling = 1.0 / std::sqrt(*q);
-    c.attnLogitSoftcap = cfg::optDouble(j, "attn_logit_softcapping", file);
-    c.finalLogitSoftcap = cfg::optDouble(j, "final_logit_softcapping", file);
+    // query_pre_attn_scalar ** -0.5: transformers fails on 0 (ZeroDivisionError) and computes a complex scale from a
+    // negative; nnscope's pass would be NaN. Refused with the key named.
+    if (auto q = cfg::optDouble(j, "query_pre_attn_scalar", file)) {
+        if (!(*q > 0) || !std::isfinite(*q))
+            throw Error(file + ": key \"query_pre_attn_scalar\" is " + jsonExcerpt(nlohmann::json(*q)) +
+                        ": the scores are scaled by its inverse square root, so it must be a positive number.");
+        c.attentionScaling = 1.0 / std::sqrt(*q);
+    }
+    // A soft cap computes cap * tanh(x / cap) in the compute dtype: beyond float32's range the cap is infinite there and
+    // every score or logit NaN (0 * inf); 0 or less caps nothing. Refused with the key named (null: no cap).
+    for (const auto& [key, cap] : {std::pair<const char*, std::optional<double>*>{"attn_logit_softcapping", &c.attnLogitSoftcap},
+                                   {"final_logit_softcapping", &c.finalLogitSoftcap}}) {
+        *cap = cfg::optDouble(j, key, file);
+        if (*cap && (!(**cap > 0) || **cap > 3.4028234663852886e38))
+            throw Error(file + ": key \"" + key + "\" is " + jsonExcerpt(nlohmann::json(**cap)) +
+                        ": a soft cap must be a positive number within float32's range (null: no cap).");
+    }
     c.slidingWindow = cfg::slidingWindow(j, file);
 }
 
@@ -33,6 +49,7 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
 
 Family gemma2Family() {
     Family f = llamaFamily();
+    f.actKey = "hidden_activation";  // Gemma2Config reads hidden_activation, not hidden_act
     f.modelType = "gemma2";
     f.architectures = {"Gemma2ForCausalLM"};
     f.title = "Gemma 2";
@@ -161,8 +178,13 @@ Family gemma3Family() {
             full = local = defaultParams;
         } else {
             const auto& rp = j["rope_parameters"];
-            if (rp.contains("full_attention") && rp["full_attention"].is_object()) full = rp["full_attention"];
-            if (rp.contains("sliding_attention") && rp["sliding_attention"].is_object()) local = rp["sliding_attention"];
+            for (const auto& [key, out] : {std::pair<const char*, nlohmann::json*>{"full_attention", &full}, {"sliding_attention", &local}}) {
+                if (!rp.contains(key) || rp[key].is_null()) continue;
+                if (!rp[key].is_object())  // transformers indexes into it (a TypeError)
+                    throw Error(file + ": key \"rope_parameters." + key + "\" must be an object of rotary parameters, not " +
+                                jsonExcerpt(rp[key]) + ".");
+                *out = rp[key];
+            }
         }
         if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
             if (keyed && full.is_null())

@@ -9,6 +9,7 @@
 // scores by i + 1 as well. The config's own key names (n_embd, n_layer, n_head, n_inner, n_positions,
 // activation_function, layer_norm_epsilon) are read.
 #include "families/families.h"
+#include "core/model/error.h"
 
 namespace nnscope {
 
@@ -56,6 +57,7 @@ Family gpt2Family() {
     f.positions = PositionKind::Learned;
     f.conv1dWeights = true;
     f.epsKey = "layer_norm_epsilon";
+    f.actKey = "activation_function";
     f.basePrefix = "transformer.";
     f.modules.clear();
     f.setModule(Module::EmbedTokens, "wte", "embed_tokens");
@@ -92,7 +94,16 @@ Family gpt2Family() {
         const auto inner = cfg::optInt(j, "n_inner", file);
         k["intermediate_size"] = inner ? *inner : 4 * cfg::getInt(j, "n_embd", file);
         k["hidden_act"] = j.at("activation_function");
-        cfg::readCommon(k, file, fam.epsKey, c);
+        try {
+            cfg::readCommon(k, file, fam.epsKey, c);
+        } catch (const Error& e) {  // name the keys the file has (n_embd), not the aliases read (hidden_size)
+            std::string m = e.what();
+            for (const auto& [alias, own] : {std::pair<std::string, std::string>{"hidden_size", "n_embd"}, {"num_hidden_layers", "n_layer"},
+                                             {"num_attention_heads", "n_head"}, {"max_position_embeddings", "n_positions"},
+                                             {"intermediate_size", "n_inner"}, {"hidden_act", "activation_function"}})
+                for (size_t at = m.find(alias); at != std::string::npos; at = m.find(alias, at + own.size())) m.replace(at, alias.size(), own);
+            throw Error(m);
+        }
         c.attentionBias = c.oProjBias = c.mlpBias = true;  // Conv1D always has a bias
         if (!cfg::getBool(j, "scale_attn_weights", true, file)) c.attentionScaling = 1.0;
         c.scaleByInverseLayer = cfg::getBool(j, "scale_attn_by_inverse_layer_idx", false, file);

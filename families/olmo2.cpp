@@ -43,6 +43,8 @@ Family olmo2Family() {
     f.blockNorms = {/*beforeAttention=*/false, /*beforeMlp=*/false, /*afterAttention=*/true, /*afterMlp=*/true};
     f.qkNorm = true;
     f.qkNormScope = QkNormScope::WholeProjection;
+    f.rmsGainInFloat32 = true;  // Olmo2RMSNorm: (weight * x̂).to(dtype), every norm of the family
+    f.rotaryInFloat32 = true;   // Olmo2RotaryEmbedding returns float32 cos/sin; q * cos promotes, .to(q_type) at the end
     f.dropModule(Module::InputNorm).dropModule(Module::PostAttentionNorm);
     f.setModule(Module::AttentionOutputNorm, "post_attention_layernorm");
     f.setModule(Module::MlpOutputNorm, "post_feedforward_layernorm");

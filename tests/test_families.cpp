@@ -14,10 +14,12 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 using namespace nnscope;
 using namespace torch::indexing;
@@ -37,6 +39,11 @@ struct Case {
 // blocks, and relu² doubles a pre-activation's relative error. Each element must lie within 2^-5 (3.1%) of the
 // tensor's largest magnitude, and the mean |difference| within 2^-8 of it: agreement to a few bfloat16 ulps.
 constexpr double kF32Rtol = 1e-4, kF32Atol = 1e-5, kBf16Rel = 1.0 / 32, kBf16MeanRel = 1.0 / 256;
+// bfloat16RoundsLikeTransformers: nnscope's mean distance to float32 over transformers' own, per value. Where nnscope
+// rounds where transformers does, the ratio is 1 (on the CPU of docs/DEVELOPING.md every bfloat16 value equals
+// transformers' bit for bit); one extra rounding in a norm or an activation gave 1.12 (Llama's SiLU) to 2.7 (Persimmon's
+// LayerNorm). The margin is for another CPU's matrix kernels, which may round a few elements the other way.
+constexpr double kBf16DistanceFactor = 1.05;
 
 std::map<std::string, Case>& cases() {
     static std::map<std::string, Case> c;
@@ -138,6 +145,62 @@ private slots:
         QVERIFY2(cmp.ok, cmp.message.c_str());
         const double meanDiff = (g - w).abs().mean().item<double>();
         QVERIFY2(meanDiff <= kBf16MeanRel * scale, (std::to_string(meanDiff) + " mean |diff| vs scale " + std::to_string(scale)).c_str());
+    }
+
+    /// bfloat16 rounds where transformers rounds (#27): on every fixture with bfloat16 goldens, each value's mean
+    /// distance to transformers' float32 value is within kBf16DistanceFactor of the distance of transformers' own
+    /// bfloat16 value. An extra rounding anywhere (libtorch 1.13's bfloat16 LayerNorm, SiLU or tanh-GELU kernels
+    /// rounding their steps where torch 2.x rounds once; a Python number rounded to bfloat16 before it multiplies) shows
+    /// here as a ratio of 1.1 to 3 from the first value it touches on, well inside valuesEqualTransformers' bound of a
+    /// few ulps. Prints how many values equal transformers' bit for bit and the largest ratios of each fixture.
+    void bfloat16RoundsLikeTransformers_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
+            if (e.bf16) QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
+    }
+    void bfloat16RoundsLikeTransformers() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "bfloat16");
+        SafetensorsFile f32(test::fixture(fixture.toStdString()) + "/golden_float32.safetensors");
+        std::vector<std::tuple<double, std::string, double, double>> ratios;  // ratio, name, nnscope's, transformers'
+        std::string failures;
+        int identical = 0;
+        int64_t elements = 0, differing = 0;
+        for (const auto& [name, e] : c.golden->entries()) {
+            (void)e;
+            if (name.rfind("single.", 0) != 0 && name.rfind("batch.", 0) != 0) continue;
+            if (name.find("rotary") != std::string::npos || name.find("position_ids") != std::string::npos ||
+                name.find("input_ids") != std::string::npos || name.find("attention_mask") != std::string::npos ||
+                name.find("project_on_vocab") != std::string::npos)
+                continue;
+            const std::string run = name.substr(0, name.find('.')), path = name.substr(name.find('.') + 1);
+            const torch::Tensor got = c.runs.at(run).value(parseValuePath(*c.model, path));
+            QVERIFY2(got.defined(), ("the engine did not produce " + path).c_str());
+            auto ref = f32.tensor(name).to(torch::kFloat64);
+            auto hf = c.golden->tensor(name).to(torch::kFloat64), nn = got.to(torch::kFloat64);
+            const auto keep = ref > -1e30;  // masked scores: finfo.min of each dtype
+            ref = ref.masked_select(keep), hf = hf.masked_select(keep), nn = nn.masked_select(keep);
+            const double dHf = (hf - ref).abs().mean().item<double>(), dNn = (nn - ref).abs().mean().item<double>();
+            const int64_t differ = (hf != nn).sum().item<int64_t>();
+            if (differ == 0) ++identical;
+            elements += nn.numel();
+            differing += differ;
+            // an exact value on both sides (token embeddings of bfloat16 weights) has no distance to compare
+            const double floor = 1e-9 * std::max(ref.abs().max().item<double>(), 1e-6);
+            ratios.emplace_back(dNn / std::max(dHf, floor), name, dNn, dHf);
+            if (dNn > kBf16DistanceFactor * dHf + floor)
+                failures += "\n  " + name + ": " + std::to_string(dNn) + " vs transformers' " + std::to_string(dHf) +
+                            " (ratio " + std::to_string(dNn / dHf) + ")";
+        }
+        std::sort(ratios.rbegin(), ratios.rend());
+        std::string worst;
+        for (size_t i = 0; i < ratios.size() && i < 4; ++i)
+            worst += " " + std::get<1>(ratios[i]) + " " + std::to_string(std::get<0>(ratios[i]));
+        qInfo("%s: %zu values (%d equal to transformers' bit for bit, %lld of %lld elements differ), largest distance ratios:%s",
+              qPrintable(fixture), ratios.size(), identical, static_cast<long long>(differing), static_cast<long long>(elements),
+              worst.c_str());
+        QVERIFY2(failures.empty(), ("mean distance to float32 beyond " + std::to_string(kBf16DistanceFactor) +
+                                    " times transformers' bfloat16:" + failures).c_str());
     }
 
     /// Greedy generation (the key/value cache, one token a step) gives transformers' generate(do_sample=False) ids.

@@ -12,6 +12,9 @@
 #include "core/model/rope.h"
 #include "core/io/safetensors.h"
 #include "core/io/tokenizer.h"
+#include "core/io/export.h"
+#include "core/io/tracefile.h"
+#include "core/run/trace.h"
 #include "testutil.h"
 #include "checkpointcopy.h"
 #include "core/analysis/analysis.h"
@@ -24,10 +27,13 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <random>
 
@@ -494,6 +500,183 @@ private slots:
             } catch (const Error& e) {
                 QFAIL((label + " padded to " + std::to_string(vocab) + ": " + e.what()).c_str());
             }
+        }
+    }
+
+    /// Config values that are legal JSON but absurd for the family (#27), on a fixture of every family: each top-level
+    /// key (and each key of rope_parameters) set to zero, negative, non-dividing, huge, fractional, of the wrong type,
+    /// null, an unknown string. Each must be refused with a clean message, or run with finite logits; nothing may
+    /// crash, hang or allocate absurdly (the budget).
+    void absurdConfigValues() {
+        const std::vector<std::string> fixtures = {"tiny-llama", "tiny-gpt2", "tiny-gpt-neox", "tiny-persimmon", "tiny-gemma2",
+                                                   "tiny-olmo2", "tiny-qwen2", "tiny-phi3", "tiny-gemma3", "tiny-apertus"};
+        const std::vector<nlohmann::json> values = {0, -1, 3, int64_t(1) << 40, 1e308, -1e-5, 1.5, "64", nullptr,
+                                                    nlohmann::json::array(), "no_such_kind",
+                                                    nlohmann::json::array({"full_attention", "bogus_attention"})};
+        const char* report = std::getenv("NNSCOPE_FUZZ_REPORT");
+        for (const auto& fixture : fixtures) {
+            const std::string source = test::fixture(fixture);
+            const nlohmann::json original = nlohmann::json::parse(readAll(source + "/config.json"));
+            std::vector<std::vector<std::string>> keys;  // paths into the config
+            for (const auto& [k, v] : original.items()) {
+                if (k == "architectures" || k == "model_type" || k == "transformers_version") continue;
+                if (v.is_object()) {
+                    for (const auto& [k2, v2] : v.items()) keys.push_back({k, k2});
+                } else
+                    keys.push_back({k});
+            }
+            const std::string base = tmp_.path().toStdString() + "/absurd-" + fixture;
+            fs::create_directory(base);
+            for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+                if (fs::exists(source + "/" + f)) fs::create_symlink(source + "/" + f, base + "/" + f);
+            for (const auto& key : keys)
+                for (const auto& value : values) {
+                    nlohmann::json config = original;
+                    nlohmann::json* at = &config;
+                    for (size_t i = 0; i + 1 < key.size(); ++i) at = &(*at)[key[i]];
+                    (*at)[key.back()] = value;
+                    writeAll(base + "/config.json", config.dump(2));
+                    std::string path;
+                    for (const auto& k : key) path += (path.empty() ? "" : ".") + k;
+                    const std::string label = fixture + " config.json " + path + " = " + value.dump();
+                    ++cases_;
+                    const Outcome o = loadAndRun(base, label, false);
+                    if (report)
+                        std::fprintf(stderr, "%s -> %s\n", label.c_str(),
+                                     !o.foreignError.empty() ? ("FOREIGN " + o.foreignError).c_str()
+                                     : (!o.loaded || o.forwardRefused) ? ("refused: " + o.error).c_str()
+                                     : torch::isfinite(o.logits).all().item<bool>() ? "ran" : "ran, NON-FINITE");
+                    verify(o, label, false);
+                    if (o.foreignError.empty() && (!o.loaded || o.forwardRefused)) {
+                        // the message names config.json and the key (or the weight whose shape the value contradicts)
+                        const std::string& m = o.error;
+                        std::string spaced = key.back();
+                        std::replace(spaced.begin(), spaced.end(), '_', ' ');
+                        const bool named = m.find(key.back()) != std::string::npos || m.find(spaced) != std::string::npos ||
+                                           m.find("config.json implies") != std::string::npos || m.find("has no tensor") != std::string::npos;
+                        QVERIFY2(m.find("config.json") != std::string::npos && named, (label + ": " + m).c_str());
+                    }
+                }
+        }
+    }
+
+    /// NaN and Inf weights (#27): an embedding row, a projection, a norm gain, the head. The checkpoint loads, the pass
+    /// runs, and the values show the NaN/Inf; nothing crashes or is refused.
+    void nanWeights() {
+        for (const std::string fixture : {"tiny-llama", "tiny-gpt2"}) {
+            SafetensorsFile f(test::fixture(fixture) + "/model.safetensors");
+            std::vector<std::string> targets;
+            for (const auto& [name, e] : f.entries()) {
+                (void)e;
+                if (name.find("embed_tokens") != std::string::npos || name.find("wte") != std::string::npos ||
+                    name.find("layers.1.self_attn.q_proj.weight") != std::string::npos || name.find("h.1.attn.c_attn.weight") != std::string::npos ||
+                    name.find("layers.0.input_layernorm.weight") != std::string::npos || name.find("h.0.ln_1.weight") != std::string::npos ||
+                    name.find("lm_head") != std::string::npos)
+                    targets.push_back(name);
+            }
+            QVERIFY2(targets.size() >= 3, fixture.c_str());
+            for (const auto& target : targets)
+                for (const double bad : {std::nan(""), double(INFINITY), -double(INFINITY)}) {
+                    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+                    for (const auto& [name, e] : f.entries()) {
+                        (void)e;
+                        torch::Tensor t = f.tensor(name).clone();
+                        if (name == target) t.view(-1).index_put_({t.numel() > 7 * t.size(-1) ? 7 * t.size(-1) : 0}, bad);  // row 7 (id 7 is read)
+                        tensors.emplace_back(name, t);
+                    }
+                    const std::string dir = tmp_.path().toStdString() + "/nan-" + std::to_string(cases_++);
+                    fs::create_directory(dir);
+                    fs::copy_file(test::fixture(fixture) + "/config.json", dir + "/config.json");
+                    writeSafetensors(dir + "/model.safetensors", tensors, {});
+                    const std::string label = fixture + ": " + target + " holding " + std::to_string(bad);
+                    const Outcome o = loadAndRun(dir, label, false);
+                    QVERIFY2(o.foreignError.empty(), (label + ": " + o.foreignError).c_str());
+                    QVERIFY2(o.loaded && !o.forwardRefused && o.logits.defined(), (label + ": " + o.error).c_str());
+                    QVERIFY2(!torch::isfinite(o.logits).all().item<bool>(), (label + ": the logits hide the non-finite weight").c_str());
+                    ++loaded_;
+                    fs::remove_all(dir);
+                }
+        }
+    }
+
+    /// Damaged trace files (#27), written by the code `nnscope trace --out` runs (exportValues) and then cut short,
+    /// given a broken header, bad metadata JSON, or a tensor of the wrong shape: each is refused with a clean
+    /// nnscope::Error that names the file; nothing crashes or hangs.
+    void damagedTraceFiles() {
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32());
+        TraceOptions opts;
+        opts.save = {{Value::LayerOutput, 0}, {Value::LayerOutput, 1}, {Value::AttentionProbabilities, 1}, {Value::Logits, -1}};
+        const TraceResult r = trace(*model, batchFromIds({test::goldenIds("tiny-llama")}), opts);
+        const std::string good = tmp_.path().toStdString() + "/good.safetensors";
+        exportValues(good, *model, r);
+        QVERIFY(withBudget("good trace", [good](Outcome& o) { readTraceFile(good); o.loaded = true; }).loaded);
+        const std::string bytes = readAll(good);
+        SafetensorsFile original(good);
+        std::vector<std::pair<std::string, std::string>> files;  // label, bytes
+        for (size_t cut : {size_t(0), size_t(4), size_t(8), size_t(20), bytes.size() / 3, bytes.size() / 2, bytes.size() - 1})
+            files.emplace_back("cut to " + std::to_string(cut) + " bytes", bytes.substr(0, cut));
+        {
+            std::string b = bytes;
+            setLengthField(b, lengthField(bytes) + 1000);
+            files.emplace_back("header length beyond the file", b);
+            b = bytes;
+            b[8] = '[';
+            files.emplace_back("header not an object", b);
+            b = bytes;
+            b.replace(8, 5, "\xff\xfe\x00\x01\x02");
+            files.emplace_back("header bytes garbled", b);
+        }
+        auto rewrite = [&](const std::string& label, std::map<std::string, std::string> metadata,
+                           const std::function<torch::Tensor(const std::string&, torch::Tensor)>& change) {
+            std::vector<std::pair<std::string, torch::Tensor>> tensors;
+            for (const auto& [name, e] : original.entries()) {
+                (void)e;
+                tensors.emplace_back(name, change(name, original.tensor(name).clone()));
+            }
+            const std::string path = tmp_.path().toStdString() + "/rewrite.safetensors";
+            writeSafetensors(path, tensors, metadata);
+            files.emplace_back(label, readAll(path));
+        };
+        auto same = [](const std::string&, torch::Tensor t) { return t; };
+        for (const char* key : {"prompts", "input_ids", "config", "tokens", "layout:layers.0.layer_output", "axes:layers.0.layer_output"})
+            for (const char* junk : {"{not json", "[1, 2", "42", "\"text\"", "[[\"a\"]]", "{}"}) {
+                auto m = original.metadata();
+                if (!m.count(key)) continue;
+                m[key] = junk;
+                rewrite(std::string("metadata ") + key + " = " + junk, m, same);
+            }
+        for (const char* name : {"layers.0.layer_output", "layers.1.self_attn.attention_probabilities", "logits"}) {
+            rewrite(std::string(name) + " one position short", original.metadata(), [name](const std::string& n, torch::Tensor t) {
+                return n == name ? t.narrow(1, 0, t.size(1) - 1).contiguous() : t;
+            });
+            rewrite(std::string(name) + " flattened", original.metadata(), [name](const std::string& n, torch::Tensor t) {
+                return n == name ? t.flatten().contiguous() : t;
+            });
+            rewrite(std::string(name) + " with an extra axis", original.metadata(), [name](const std::string& n, torch::Tensor t) {
+                return n == name ? t.unsqueeze(0).contiguous() : t;
+            });
+        }
+        int i = 0;
+        for (const auto& [label, data] : files) {
+            const std::string path = tmp_.path().toStdString() + "/damaged-" + std::to_string(i++) + ".safetensors";
+            writeAll(path, data);
+            ++cases_;
+            const Outcome o = withBudget("trace file " + label, [path](Outcome& out) {
+                readTraceFile(path);
+                out.loaded = true;
+            });
+            const std::string what = "trace file, " + label;
+            QVERIFY2(o.foreignError.empty(), (what + ": " + o.foreignError).c_str());
+            if (o.loaded) {  // read: only a metadata entry that the reader can do without may be damaged
+                QVERIFY2(label.rfind("metadata", 0) == 0, (what + ": read without a word").c_str());
+                ++loaded_;
+                continue;
+            }
+            ++refused_;
+            std::string why;
+            QVERIFY2(cleanMessage(o.error, why), (what + ": " + why + ": " + o.error.substr(0, 300)).c_str());
+            QVERIFY2(o.error.find(path) != std::string::npos, (what + ": the message does not name the file: " + o.error).c_str());
+            if (std::getenv("NNSCOPE_FUZZ_REPORT")) std::fprintf(stderr, "%s -> %s\n", what.c_str(), o.error.c_str());
         }
     }
 

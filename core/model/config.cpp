@@ -116,6 +116,12 @@ RopeConfig readRope(const json& j, const std::string& file, int64_t maxPos) {
     r.highFreqFactor = optDouble(params, "high_freq_factor", where);
     if (auto o = optInt(j, "original_max_position_embeddings", file)) r.originalMaxPositionEmbeddings = *o;
     else r.originalMaxPositionEmbeddings = optInt(params, "original_max_position_embeddings", where).value_or(maxPos);
+    // longrope and yarn divide by the original context (max_position_embeddings / original, log(original)):
+    // transformers fails on 0 (ZeroDivisionError, a math domain error) and nnscope's pass would be NaN.
+    if ((type == "longrope" || type == "yarn") && r.originalMaxPositionEmbeddings <= 0)
+        throw keyError(j.contains("original_max_position_embeddings") ? file : where, "original_max_position_embeddings",
+                       "is " + std::to_string(r.originalMaxPositionEmbeddings) + ": rope type " + type +
+                           " divides by the original context length, so it must be positive.");
     if (!std::isfinite(r.theta) || r.theta <= 0)
         throw Error(where + ": rope_theta must be a positive number (the base of the rotary frequencies).");
     if (!std::isfinite(r.partialRotaryFactor) || r.partialRotaryFactor <= 0 || r.partialRotaryFactor > 1)
@@ -173,7 +179,12 @@ void readCommon(const json& j, const std::string& file, const std::string& epsKe
     if (c.numKvHeads <= 0 || c.numHeads % c.numKvHeads != 0)
         throw Error(file + ": num_attention_heads (" + std::to_string(c.numHeads) + ") must be a multiple of num_key_value_heads (" +
                     std::to_string(c.numKvHeads) + ").");
-    if (c.headDim <= 0) throw keyError(file, "head_dim", "must be positive.");
+    if (c.headDim <= 0) {
+        if (j.contains("head_dim") && !j["head_dim"].is_null()) throw keyError(file, "head_dim", "must be positive.");
+        // head_dim = hidden_size // num_attention_heads (the config has no head_dim key to name)
+        throw Error(file + ": hidden_size (" + std::to_string(c.hiddenSize) + ") // num_attention_heads (" + std::to_string(c.numHeads) +
+                    ") leaves a head_dim of 0: each head needs at least one dimension.");
+    }
     // Sizes are multiplied (num_attention_heads * head_dim) and allocated from (the rotary tables): refuse absurd
     // ones by name before anything is computed from them. The limits are far above every real model's.
     const std::pair<const char*, std::pair<int64_t, int64_t>> limits[] = {
@@ -276,7 +287,8 @@ std::vector<bool> readLayerTypes(const json& j, const std::string& file, int64_t
     const json& t = j["layer_types"];
     if (!t.is_array() || static_cast<int64_t>(t.size()) < numLayers)
         throw keyError(file, "layer_types", "must list one of \"full_attention\" / \"sliding_attention\" for each of the " +
-                                                std::to_string(numLayers) + " layers.");
+                                                std::to_string(numLayers) + " layers (num_hidden_layers); " +
+                                                (t.is_array() ? "it lists " + std::to_string(t.size()) : std::string("it is not a list")) + ".");
     for (int64_t i = 0; i < numLayers; ++i) {
         const json& v = t[static_cast<size_t>(i)];
         if (!v.is_string() || (v != "full_attention" && v != "sliding_attention"))

@@ -110,11 +110,19 @@ struct Family {
     NormKind norm = NormKind::RMSNorm;
     bool qkNorm = false;                 ///< per-head norms of q and k before the rotary (kind: qkNormKind)
     NormKind qkNormKind = NormKind::RMSNorm;
+    /// RMSNorm: the gain multiplies the float32 normed value and the product is cast back once (Olmo2RMSNorm:
+    /// `(weight * hidden_states).to(input_dtype)`), rather than multiplying the value cast back first (LlamaRMSNorm:
+    /// `weight * hidden_states.to(input_dtype)`). The same numbers in float32; in bfloat16 one rounding fewer.
+    bool rmsGainInFloat32 = false;
     RotaryStyle rotary = RotaryStyle::RotateHalf;
     /// The attention rotates the first int(head_dim * partial_rotary_factor) dimensions of each head and passes the rest
     /// (Persimmon, GPT-NeoX, Phi-3). Elsewhere the rotary is built for whole heads: partial_rotary_factor is not read by
     /// the default rotary, and a scaled one that reads it fails in transformers (cfg::wholeHeadRotary).
     bool partialRotary = false;
+    /// The rotary's cos/sin stay float32 and the rotation is computed in float32, rounded to the compute dtype once
+    /// (ERNIE 4.5's apply_rotary_pos_emb upcasts q and k; OLMo 2's rotary module returns float32 cos/sin, and
+    /// `q * cos` promotes). Elsewhere cos/sin are cast to the compute dtype first (`cos.to(dtype=x.dtype)`).
+    bool rotaryInFloat32 = false;
     QkvLayout qkv = QkvLayout::Separate;
     MlpKind mlp = MlpKind::Gated;
     QkNormScope qkNormScope = QkNormScope::PerHead;
@@ -132,6 +140,7 @@ struct Family {
     /// config.json says (Mistral and Phi-3 read neither, Qwen 3, OLMo 2 and Gemma no mlp_bias), so the key is not read.
     std::string attentionBiasKey = "attention_bias";
     std::string mlpBiasKey = "mlp_bias";
+    std::string actKey = "hidden_act";    ///< config key of the MLP activation (named in messages)
     /// The base model's attribute in the ForCausalLM wrapper, as the tensor names' prefix ("model.", GPT-2's
     /// "transformer.", GPT-NeoX's "gpt_neox."): every module but lm_head sits under it. A checkpoint saved from the base
     /// model alone (openai-community/gpt2's own file) stores the names without it, and loads all the same.

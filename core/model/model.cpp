@@ -68,6 +68,27 @@ torch::Tensor rotateAdjacent(const torch::Tensor& x) {
     return torch::stack({-x2, x1}, -1).flatten(-2);
 }
 
+/// `x * c` and `x / c` for a Python number c, as torch 2.x computes them (transformers' reference): a bfloat16 x is
+/// multiplied in float32 with c as a float and rounded once. libtorch 1.13 rounds c to bfloat16 first (0.044715 becomes
+/// 0.044678: up to 2^-9 relative on every element of GELU's polynomial, a 1/sqrt(24) attention scale, a soft cap of 3).
+/// float32 is unchanged.
+torch::Tensor timesNumber(const torch::Tensor& x, double c) {
+    if (x.scalar_type() == torch::kFloat32) return x * c;
+    return (x.to(torch::kFloat32) * c).to(x.scalar_type());
+}
+torch::Tensor overNumber(const torch::Tensor& x, double c) {
+    if (x.scalar_type() == torch::kFloat32) return x / c;
+    return (x.to(torch::kFloat32) / c).to(x.scalar_type());
+}
+
+/// An elementwise kernel as torch 2.x runs it on a bfloat16 tensor: in float32, rounded once. libtorch 1.13's bfloat16
+/// silu and tanh-GELU round inside (30-45% of elements one ulp off transformers'). float32 is unchanged.
+template <typename F>
+torch::Tensor inFloat32(const torch::Tensor& x, F f) {
+    if (x.scalar_type() == torch::kFloat32) return f(x);
+    return f(x.to(torch::kFloat32)).to(x.scalar_type());
+}
+
 /// nn.Linear: x · wᵀ + b. A single float32 or bfloat16 row (a one-token pass, every generation step) goes through
 /// singleRowLinear, which reads the weights near memory speed (libtorch 1.13's sgemv and oneDNN's bfloat16 product do not).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -252,8 +273,10 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     const Family& fam = *m->family_;
     const ModelConfig& c = m->config_;
     if (fam.positions == PositionKind::Rotary && (c.rotaryDim() % 2 != 0 || c.rotaryDim() <= 0))
-        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = " + std::to_string(c.rotaryDim()) +
-                    " must be a positive even number.");
+        throw Error(configFile + ": the rotary width int(head_dim * partial_rotary_factor) = int(" + std::to_string(c.headDim) + " * " +
+                    jsonExcerpt(nlohmann::json(c.rope.partialRotaryFactor)) + ") = " + std::to_string(c.rotaryDim()) +
+                    " must be a positive even number (head_dim is hidden_size // num_attention_heads where the config has no "
+                    "head_dim; check those keys and partial_rotary_factor).");
 
     m->store_ = std::move(store);
     const WeightStore& ws = *m->store_;
@@ -377,7 +400,17 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
     const bool tapped = taps && scaleValue != Value::Count;
     if (kind == NormKind::LayerNorm) {
         if (x.is_meta()) return torch::empty_like(x);  // libtorch 1.13's layer_norm has no meta kernel; the shape is x's
-        if (!tapped) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        // nn.LayerNorm as torch 2.x computes it in bfloat16: statistics, (x - mean) * rstd * weight + bias all in float32,
+        // rounded to the input dtype once. libtorch 1.13's bfloat16 kernel rounds its intermediate steps (1.3-3 times
+        // transformers' distance to float32 from the first norm on, #27), so a bfloat16 input goes through the float32
+        // kernel; float32 is unchanged.
+        const bool reduced = x.scalar_type() != torch::kFloat32;
+        auto fused = [&] {
+            if (!reduced) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+            const torch::Tensor wf = w.defined() ? w.to(torch::kFloat32) : w, bf = mw.bias.defined() ? mw.bias.to(torch::kFloat32) : mw.bias;
+            return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, wf, bf, eps).to(x.scalar_type());
+        };
+        if (!tapped) return fused();
         // The scale 1 / sqrt(var + eps) in float32, as the fused kernel computes it. The output stays the fused kernel's
         // unless the tap replaced the scale (a frozen norm detaches it): then (x - mean) * scale * weight + bias.
         const torch::Tensor h = x.to(torch::kFloat32);
@@ -385,14 +418,13 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
         torch::Tensor scale = torch::rsqrt(centred.pow(2).mean(-1) + eps);
         const torch::Tensor computed = scale;
         taps->tap(scaleValue, layer, scale);
-        if (scale.is_same(computed)) return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps);
+        if (scale.is_same(computed)) return fused();
         torch::Tensor y = centred * scale.unsqueeze(-1);
         if (w.defined()) y = y * w.to(torch::kFloat32);
         if (mw.bias.defined()) y = y + mw.bias.to(torch::kFloat32);
         y = y.to(x.scalar_type());
         // A frozen scale (the same numbers, cut from autograd): the fused kernel's values, the frozen formula's gradient.
-        if (!x.is_meta() && torch::equal(scale, computed))
-            return torch::layer_norm(x, {x.size(-1)}, w, mw.bias, eps).detach() + (y - y.detach());
+        if (!x.is_meta() && torch::equal(scale, computed)) return fused().detach() + (y - y.detach());
         return y;  // an edited scale
     }
     // RMSNorm: statistics in float32 (as transformers upcasts). The scale 1 / sqrt(mean(x²) + eps) is tapped per row.
@@ -400,9 +432,10 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
     torch::Tensor scale = torch::rsqrt(h.pow(2).mean(-1) + eps);
     if (tapped) taps->tap(scaleValue, layer, scale);
     h = h * scale.unsqueeze(-1);
-    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); else the gain is applied
-    // in the input dtype.
+    // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); OLMo 2: the gain times the
+    // float32 value, cast back once (Olmo2RMSNorm); else the gain is applied in the input dtype (LlamaRMSNorm).
     if (kind == NormKind::RMSNormPlusOne) return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());
+    if (family_->rmsGainInFloat32) return (w.to(torch::kFloat32) * h).to(x.scalar_type());
     return w * h.to(x.scalar_type());
 }
 
@@ -421,13 +454,17 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
     // Elementwise, so the shape is the input's: on the meta device (shapes only) that is all there is to compute, and
     // libtorch 1.13 has no meta kernels for relu, where and others.
     if (x.is_meta()) return torch::empty_like(x);
-    if (a == "silu" || a == "swish") return torch::silu(x);
-    if (a == "gelu") return torch::gelu(x);
-    if (a == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
-    if (a == "gelu_new" || a == "gelu_python_tanh")
-        return 0.5 * x * (1.0 + torch::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * torch::pow(x, 3.0))));
-    if (a == "gelu_fast") return 0.5 * x * (1.0 + torch::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)));
-    if (a == "quick_gelu") return x * torch::sigmoid(1.702 * x);
+    // The fused kernels in float32, rounded once; the formulas written in Python step by step, each step rounded as
+    // transformers' steps are (a tensor op rounds its result; a Python number stays a float: timesNumber).
+    if (a == "silu" || a == "swish") return inFloat32(x, [](const torch::Tensor& t) { return torch::silu(t); });
+    if (a == "gelu") return inFloat32(x, [](const torch::Tensor& t) { return torch::gelu(t); });
+    if (a == "gelu_pytorch_tanh") return inFloat32(x, [](const torch::Tensor& t) { return torch::gelu(t, "tanh"); });
+    if (a == "gelu_new" || a == "gelu_python_tanh")  // NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/π) * (x + 0.044715 * x³)))
+        return timesNumber(x, 0.5) *
+               (1.0 + torch::tanh(timesNumber(x + timesNumber(torch::pow(x, 3.0), 0.044715), std::sqrt(2.0 / M_PI))));
+    if (a == "gelu_fast")  // FastGELUActivation: 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x)))
+        return timesNumber(x, 0.5) * (1.0 + torch::tanh(timesNumber(x, 0.7978845608) * (1.0 + timesNumber(x, 0.044715) * x)));
+    if (a == "quick_gelu") return x * torch::sigmoid(timesNumber(x, 1.702));
     if (a == "relu") return torch::relu(x);
     if (a == "relu2") return torch::square(torch::relu(x));  // ReLUSquaredActivation
     if (a == "relu6") return torch::clamp(x, 0, 6);
@@ -441,14 +478,14 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
         return metaSafeWhere(x > 0, alphaP * x * x + lw[Module::ActFn].beta * x,
                             (torch::expm1(torch::minimum(x, lw[Module::ActFn].eps)) - x) * alphaN + lw[Module::ActFn].beta * x);
     }
-    throw Error(dir_ + "/config.json: hidden_act \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
+    throw Error(dir_ + "/config.json: " + family_->actKey + " \"" + a + "\" is not supported (nnscope computes silu, swish, gelu, "
                 "gelu_pytorch_tanh, gelu_new, gelu_fast, quick_gelu, relu, relu2, relu6, sigmoid, tanh, linear, xielu).");
 }
 
 torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
     // cos, sin: [b, 1, s, rotary_dim]
     if (family_->rotary == RotaryStyle::AdjacentPairs) {
-        // ERNIE: cos/sin kept in float32, each frequency repeated for its pair, the product in float32.
+        // ERNIE: each frequency repeated for its pair (cos/sin float32, the product in float32: rotaryInFloat32).
         const auto half = cos.size(-1) / 2;
         auto pairs = [&](const torch::Tensor& t) {  // [..., half] -> [..., 2 * half], each entry twice in a row
             const torch::Tensor h = t.index({"...", Slice(None, half)});
@@ -456,9 +493,10 @@ torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& co
         };
         auto c = pairs(cos);
         auto s = pairs(sin);
-        return (x.to(torch::kFloat32) * c + rotateAdjacent(x).to(torch::kFloat32) * s).to(x.scalar_type());
+        return (x.to(c.scalar_type()) * c + rotateAdjacent(x).to(c.scalar_type()) * s).to(x.scalar_type());
     }
-    return x * cos + rotateHalf(x) * sin;
+    // cos/sin in the compute dtype, or float32 (rotaryInFloat32: the products in float32, rounded once at the end)
+    return (x.to(cos.scalar_type()) * cos + rotateHalf(x).to(cos.scalar_type()) * sin).to(x.scalar_type());
 }
 
 torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const BlockInputs& in, Taps* taps, KvCache* cache) const {
@@ -553,11 +591,11 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     auto valueRep = repeatKv(valueStates, groups);
     double scaling = c.attentionScaling;
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
-    auto attnWeights = torch::matmul(queryStates, keyRep.transpose(2, 3)) * scaling;
+    auto attnWeights = timesNumber(torch::matmul(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
-        attnWeights = attnWeights / *c.attnLogitSoftcap;
+        attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
         attnWeights = torch::tanh(attnWeights);
-        attnWeights = attnWeights * *c.attnLogitSoftcap;
+        attnWeights = timesNumber(attnWeights, *c.attnLogitSoftcap);
     }
     attnWeights = attnWeights + in.mask;
     tapValue(taps, Value::AttentionScores, layer, attnWeights);
@@ -680,13 +718,13 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
 std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& rope, const torch::Tensor& positions,
                                                             int64_t maxPosition) const {
     // freqs = position * inv_freq in float32; cos/sin scaled by the attention factor and cast to the compute dtype
-    // (ERNIE keeps them in float32).
+    // (ERNIE and OLMo 2 keep them in float32: rotaryInFloat32).
     const bool useLong = rope.invFreqLong.defined() && maxPosition + 1 > rope.longFrom;
     auto freqs = positions.index({"...", None}).to(torch::kFloat32) * (useLong ? rope.invFreqLong : rope.invFreq);
     auto emb = torch::cat({freqs, freqs}, -1);
     auto cos = emb.cos() * rope.attentionScaling;
     auto sin = emb.sin() * rope.attentionScaling;
-    if (family_->rotary != RotaryStyle::AdjacentPairs) {
+    if (!family_->rotaryInFloat32) {
         cos = cos.to(dtype_);
         sin = sin.to(dtype_);
     }
@@ -756,9 +794,9 @@ torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& pos
     auto logits = linear(hiddenStates, root_[Module::LmHead].weight, torch::Tensor());
     tapValue(taps, Value::LmHeadOutput, -1, logits);
     if (config_.finalLogitSoftcap) {  // Gemma 2: cap * tanh(logits / cap)
-        logits = logits / *config_.finalLogitSoftcap;
+        logits = overNumber(logits, *config_.finalLogitSoftcap);
         logits = torch::tanh(logits);
-        logits = logits * *config_.finalLogitSoftcap;
+        logits = timesNumber(logits, *config_.finalLogitSoftcap);
     }
     tapValue(taps, Value::Logits, -1, logits);
     if (taps) {
