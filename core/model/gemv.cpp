@@ -22,14 +22,35 @@ inline Float8 load8(const float* p) {
     return v;
 }
 
-// Rows [r0, r1) of y = w · x. Bandwidth-bound: four independent accumulators keep the loads in flight; the clones let
-// the dynamic loader pick AVX-512 or AVX2 code where the CPU has it (the default build targets baseline x86-64).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-void rowDots(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t r0, int64_t r1) {
+typedef uint16_t Bf16x8 __attribute__((vector_size(16)));
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+
+// Eight bfloat16 weights as float32: a bfloat16 is the top half of a float32, so widening and shifting is exact.
+inline Float8 load8(const uint16_t* p) {
+    Bf16x8 h;
+    std::memcpy(&h, p, sizeof h);
+    const U32x8 bits = __builtin_convertvector(h, U32x8) << 16;
+    Float8 v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+inline float toFloat(float v) { return v; }
+inline float toFloat(uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// Rows [r0, r1) of y = w · x, for float32 weights or bfloat16 ones (uint16_t: widened to float32 in registers as they
+// are read, so a row costs half the bytes). Bandwidth-bound: four independent accumulators keep the loads in flight.
+// Inlined into each clone below, so every clone vectorizes it for its own instruction set.
+template <typename W>
+inline __attribute__((always_inline)) void rowDotsOf(const float* x, const W* w, const float* bias, float* y, int64_t in,
+                                                     int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-        const float* row = w + r * in;
+        const W* row = w + r * in;
         Float8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
         int64_t k = 0;
         for (; k + 32 <= in; k += 32) {
@@ -40,52 +61,24 @@ void rowDots(const float* x, const float* w, const float* bias, float* y, int64_
         }
         const Float8 a = (a0 + a1) + (a2 + a3);
         float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-        for (; k < in; ++k) sum += x[k] * row[k];
+        for (; k < in; ++k) sum += x[k] * toFloat(row[k]);
         y[r] = bias ? sum + bias[r] : sum;
     }
 }
 
-typedef uint16_t Bf16x8 __attribute__((vector_size(16)));
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-
-// Eight bfloat16 weights as float32: a bfloat16 is the top half of a float32, so widening and shifting is exact.
-inline Float8 loadBf16x8(const uint16_t* p) {
-    Bf16x8 h;
-    std::memcpy(&h, p, sizeof h);
-    const U32x8 bits = __builtin_convertvector(h, U32x8) << 16;
-    Float8 v;
-    std::memcpy(&v, &bits, sizeof v);
-    return v;
-}
-
-inline float bf16ToFloat(uint16_t h) {
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-// rowDots for bfloat16 weights: x (float32, widened once) times each row widened to float32, summed in float32. Half
-// the bytes of a float32 row per output, so the pass reads its weights in half the time.
+// The clones let the dynamic loader pick AVX-512 or AVX2 code where the CPU has it (the default build targets
+// baseline x86-64).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define NNSCOPE_GEMV_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define NNSCOPE_GEMV_CLONES
 #endif
-void rowDotsBf16(const float* x, const uint16_t* w, const float* bias, float* y, int64_t in, int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-        const uint16_t* row = w + r * in;
-        Float8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-        int64_t k = 0;
-        for (; k + 32 <= in; k += 32) {
-            a0 += load8(x + k) * loadBf16x8(row + k);
-            a1 += load8(x + k + 8) * loadBf16x8(row + k + 8);
-            a2 += load8(x + k + 16) * loadBf16x8(row + k + 16);
-            a3 += load8(x + k + 24) * loadBf16x8(row + k + 24);
-        }
-        const Float8 a = (a0 + a1) + (a2 + a3);
-        float sum = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-        for (; k < in; ++k) sum += x[k] * bf16ToFloat(row[k]);
-        y[r] = bias ? sum + bias[r] : sum;
-    }
+NNSCOPE_GEMV_CLONES void rowDots(const float* x, const float* w, const float* bias, float* y, int64_t in, int64_t r0, int64_t r1) {
+    rowDotsOf(x, w, bias, y, in, r0, r1);
+}
+NNSCOPE_GEMV_CLONES void rowDotsBf16(const float* x, const uint16_t* w, const float* bias, float* y, int64_t in, int64_t r0,
+                                     int64_t r1) {
+    rowDotsOf(x, w, bias, y, in, r0, r1);
 }
 
 std::string shapeOf(const torch::Tensor& t) {
