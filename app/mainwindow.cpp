@@ -300,7 +300,7 @@ void MainWindow::createActions() {
     for (const ViewSpec& spec : viewSpecs()) {
         const QString title = tr(spec.menuText);
         auto* a = new QAction(title, this);
-        if (spec.key) a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(spec.key)));
+        a->setShortcut(viewShortcut(spec));
         a->setStatusTip(tr("Show the %1 view").arg(QString(title).remove('&')));
         const QString name = QString::fromLatin1(spec.name);
         connect(a, &QAction::triggered, this, [this, name] { showView(name); });

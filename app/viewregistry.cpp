@@ -28,13 +28,20 @@ const std::vector<ViewSpec>& viewSpecs() {
         {"flow", QT_TRANSLATE_NOOP("nnscope::MainWindow", "F&low"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Flow"),
          QT_TRANSLATE_NOOP("gui", "information flow routes"), Qt::Key_0, kTraceView},
         {"heads", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Heads"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Heads"),
-         QT_TRANSLATE_NOOP("gui", "every head's pattern and scores"), 0, kTraceView},
+         QT_TRANSLATE_NOOP("gui", "every head's pattern and scores"), Qt::Key_H, kTraceView},
         {"text", QT_TRANSLATE_NOOP("nnscope::MainWindow", "Te&xt"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Text"),
-         QT_TRANSLATE_NOOP("gui", "the prompts coloured by attention, a neuron, a norm or a feature"), 0, V::ShowsTrace | V::FollowsBlock},
+         QT_TRANSLATE_NOOP("gui", "the prompts coloured by attention, a neuron, a norm or a feature"), Qt::Key_T,
+         V::ShowsTrace | V::FollowsBlock},
         {"features", QT_TRANSLATE_NOOP("nnscope::MainWindow", "F&eatures"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Features"),
-         QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), 0, kTraceView},
+         QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), Qt::Key_F, kTraceView},
     };
     return specs;
+}
+
+QKeySequence viewShortcut(const ViewSpec& spec) {
+    if (!spec.key) return {};
+    const Qt::Key key = static_cast<Qt::Key>(spec.key);
+    return key >= Qt::Key_0 && key <= Qt::Key_9 ? QKeySequence(Qt::CTRL | key) : QKeySequence(Qt::CTRL | Qt::SHIFT | key);
 }
 
 int viewForValue(const QString& layout, const QString& name) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include <QKeySequence>
 // The window's central views, listed once: each view's name (what --view, the "view/current" setting and
 // MainWindow::showView take), its View menu entry, tab title and shortcut, its line in --view's help, and what it
 // follows of the others (the trace shown, the block, the prompt). The tabs, the View menu, the shortcuts, the settings,
@@ -24,12 +25,16 @@ struct ViewSpec {
     const char* menuText;  ///< View menu entry, with its mnemonic (translated in MainWindow's context)
     const char* tabText;   ///< tab title (translated in MainWindow's context)
     const char* help;      ///< what --view's help says after the name ("" for nothing; translated in the "gui" context)
-    int key;               ///< Ctrl+key shows it (Qt::Key_1 ... Qt::Key_0); 0: no shortcut
+    /// Ctrl+key shows it for a digit (Qt::Key_1 ... Qt::Key_0), Ctrl+Shift+key for a letter (the views past the
+    /// tenth); 0: no shortcut. viewShortcut() makes the sequence.
+    int key;
     int follows;           ///< Follows flags
     /// What the view draws, so that picking a value anywhere shows the view that draws it: layouts ("Neurons": any
     /// value laid out [batch seq neurons]) and value names, space-separated; "" for none.
     const char* draws = "";
 };
+/// The shortcut that shows view `spec` (Ctrl+digit, Ctrl+Shift+letter), empty without one.
+QKeySequence viewShortcut(const ViewSpec& spec);
 /// The view that draws a value of layout `layout` named `name` (ViewSpec::draws), or -1.
 int viewForValue(const QString& layout, const QString& name);
 

@@ -66,6 +66,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSet>
 #include <QSettings>
 #include <QStatusBar>
 #include <QContextMenuEvent>
@@ -880,6 +881,20 @@ void TestGui::settingsPersist() {
         if (a->text().startsWith("Export &Plot") || a->text().startsWith("Export &Value")) shortcuts << a->shortcut().toString();
     shortcuts.sort();
     QCOMPARE(shortcuts, (QStringList{"Ctrl+S", "Ctrl+Shift+S"}));
+    // #28: every view has a shortcut shown in the View menu (Heads, Text and Features had none), no two alike, none
+    // taken by another action
+    QStringList viewKeys, otherKeys;
+    for (const ViewSpec& spec : viewSpecs()) viewKeys << viewShortcut(spec).toString();
+    QVERIFY2(!viewKeys.contains(QString()), qPrintable(viewKeys.join(", ")));
+    QCOMPARE(QSet<QString>(viewKeys.begin(), viewKeys.end()).size(), viewKeys.size());
+    QStringList shown;
+    for (QAction* a : again.findChildren<QAction*>()) {
+        if (a->shortcut().isEmpty()) continue;
+        (viewKeys.contains(a->shortcut().toString()) ? shown : otherKeys) << a->shortcut().toString();
+    }
+    QVERIFY2(shown.size() >= viewKeys.size(), qPrintable(shown.join(", ")));
+    for (const QString& k : viewKeys) QVERIFY2(!otherKeys.contains(k), qPrintable(k + " is also another action's shortcut"));
+    QCOMPARE(viewShortcut(viewSpecs()[static_cast<size_t>(viewIndex("heads"))]).toString(), QString("Ctrl+Shift+H"));
 }
 
 void TestGui::commandLine_data() {
