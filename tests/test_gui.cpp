@@ -1562,6 +1562,29 @@ void TestGui::headsView() {
     QTest::mouseDClick(hv->table()->viewport(), Qt::LeftButton, Qt::NoModifier, cell.center());
     QCOMPARE(w->attentionView()->head(), head);
     QVERIFY(w->currentView() == w->attentionView());
+    // #28: the first click on a score column sorts largest first; a second click reverses
+    QVERIFY(w->showView("heads"));
+    QTest::qWait(50);
+    QHeaderView* header = hv->table()->horizontalHeader();
+    const auto clickHeader = [&](int column) {
+        QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier,
+                          QPoint(header->sectionViewportPosition(column) + header->sectionSize(column) / 2, header->height() / 2));
+    };
+    const auto columnValues = [&](int column) {
+        std::vector<double> v;
+        for (int r = 0; r < hv->model()->rowCount(); ++r)
+            v.push_back(hv->table()->model()->index(r, column).data(Qt::DisplayRole).toDouble());
+        return v;
+    };
+    for (int column : {2, 4}) {
+        clickHeader(column);
+        QCOMPARE(header->sortIndicatorSection(), column);
+        QCOMPARE(header->sortIndicatorOrder(), Qt::DescendingOrder);
+        const std::vector<double> down = columnValues(column);
+        QVERIFY(std::is_sorted(down.rbegin(), down.rend()));
+        clickHeader(column);
+        QCOMPARE(header->sortIndicatorOrder(), Qt::AscendingOrder);
+    }
 }
 
 // ---- attention at any length ----------------------------------------------------------------------------------

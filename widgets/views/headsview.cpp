@@ -89,7 +89,15 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
         emit headChosen(layer, head);
     });
     // sorting by a score marks the overview by it; choosing a mark sorts the table by it, largest first
-    connect(table_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder) {
+    // A score column clicked for the first time sorts largest first (the heads that do it most); a second click on it
+    // reverses, as usual. The block and head columns start in block order.
+    connect(table_->horizontalHeader(), &QHeaderView::sortIndicatorChanged, this, [this](int column, Qt::SortOrder order) {
+        const bool newColumn = column != sortColumn_;
+        sortColumn_ = column;
+        if (newColumn && column >= 2 && order == Qt::AscendingOrder) {
+            table_->sortByColumn(column, Qt::DescendingOrder);  // re-enters with the same column: marks below
+            return;
+        }
         if (column >= 2) markCombo_->setCurrentIndex(column - 1);
     });
     connect(markCombo_, &QComboBox::currentIndexChanged, this, [this](int index) {

@@ -58,6 +58,7 @@ private:
     QTableView* table_;
     QStandardItemModel* model_;
     std::vector<HeadScore> scores_;
+    int sortColumn_ = -1;  ///< the column the table was last sorted by (a new score column sorts largest first)
 };
 
 }  // namespace nnscope
