@@ -24,6 +24,20 @@ QString demoModelDir() {
     return {};
 }
 
+QString docsDir() {
+    const QStringList candidates = {
+#ifdef NNSCOPE_DOCS_FROM_BINDIR
+        QCoreApplication::applicationDirPath() + QStringLiteral("/" NNSCOPE_DOCS_FROM_BINDIR),  // installed: share/doc/nnscope
+#endif
+#ifdef NNSCOPE_SOURCE_DIR
+        QStringLiteral(NNSCOPE_SOURCE_DIR "/docs"),  // a build tree
+#endif
+    };
+    for (const QString& dir : candidates)
+        if (QFileInfo::exists(dir + "/GUI.md")) return QDir(dir).canonicalPath();
+    return {};
+}
+
 bool isDemoModelDir(const QString& dir) {
     const QString demo = demoModelDir();  // already canonical
     return !demo.isEmpty() && !dir.isEmpty() && QDir(dir).canonicalPath() == demo;

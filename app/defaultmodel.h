@@ -7,6 +7,9 @@ namespace nnscope {
 /// resources/demo-model as installed beside the program (share/nnscope/demo-model), else the source tree's copy when
 /// the program runs from its build tree, or an empty string when there is none.
 QString demoModelDir();
+/// The folder of the documentation shipped with the program (GUI.md, FEATURES.md, ... and screenshots/): installed,
+/// share/doc/nnscope beside the program; from a build tree, the source tree's docs/; empty when there is none.
+QString docsDir();
 /// Whether `dir` is the demo model's folder (demoModelDir), however it is written (relative, a trailing slash, a link).
 bool isDemoModelDir(const QString& dir);
 

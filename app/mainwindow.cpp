@@ -292,8 +292,19 @@ void MainWindow::createActions() {
     connect(preferencesAct_, &QAction::triggered, this, &MainWindow::preferencesDialog);
 
     aboutAct_ = new QAction(QIcon::fromTheme("help-about"), tr("&About nnscope"), this);
-    aboutAct_->setShortcuts(QKeySequence::HelpContents);
     connect(aboutAct_, &QAction::triggered, this, &MainWindow::about);
+    // Help > Documentation (F1): the guide to the window shipped with the program (docsDir), in the desktop's viewer
+    docsAct_ = new QAction(QIcon::fromTheme("help-contents"), tr("&Documentation"), this);
+    docsAct_->setShortcuts(QKeySequence::HelpContents);
+    if (docsAct_->shortcut().isEmpty()) docsAct_->setShortcut(QKeySequence(Qt::Key_F1));
+    const QString docs = docsDir();
+    docsAct_->setEnabled(!docs.isEmpty());
+    docsAct_->setStatusTip(docs.isEmpty() ? tr("No documentation was installed with this program")
+                                          : tr("Open %1/GUI.md, the guide to the window (the other guides are beside it)").arg(docs));
+    connect(docsAct_, &QAction::triggered, this, [this, docs] {
+        if (!QDesktopServices::openUrl(QUrl::fromLocalFile(docs + "/GUI.md")))
+            statusBar()->showMessage(tr("No program to open %1/GUI.md was found; the guides are in %1").arg(docs), 10000);
+    });
     aboutQtAct_ = new QAction(tr("About &Qt"), this);
     connect(aboutQtAct_, &QAction::triggered, qApp, &QApplication::aboutQt);
 
@@ -596,6 +607,7 @@ void MainWindow::createMenus() {
     exp->addAction(exportTraceAct_);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(docsAct_);
     help->addAction(aboutAct_);
     help->addAction(aboutQtAct_);
 }

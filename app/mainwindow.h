@@ -382,6 +382,7 @@ private:
     QAction* exportValueAct_;
     QAction* preferencesAct_;
     QAction* aboutAct_;
+    QAction* docsAct_;
     QAction* aboutQtAct_;
     QAction* clearRecentAct_;
     QList<QAction*> viewActs_;

@@ -49,6 +49,9 @@ while IFS= read -r f; do  # every file, its sparse autoencoder's folder too
   demo_files=$((demo_files + 1))
 done < <(find "$src/resources/demo-model" -type f | sort)
 [ $demo_files -gt 0 ] || fail "no demo model files in $src/resources/demo-model"
+# the guides Help > Documentation (F1) opens, with their screenshots
+expect usr/share/doc/nnscope/README.md
+for f in "$src"/docs/*.md "$src"/docs/screenshots/*.png; do expect "usr/share/doc/nnscope/${f#"$src"/docs/}"; done
 expect usr/share/applications/nnscope.desktop
 expect usr/share/icons/hicolor/scalable/apps/nnscope.svg
 expect usr/share/man/man1/nnscope.1.gz

@@ -72,6 +72,7 @@
 #include <QContextMenuEvent>
 #include <QListWidget>
 #include <QMenu>
+#include <QMenuBar>
 #include <QTimer>
 #include <QSignalSpy>
 #include <QSlider>
@@ -315,6 +316,7 @@ private slots:
     void nonFiniteValuesShown();
     void longPromptTraceFileIsElided();
     void probabilitiesKeepSignificantDigits();
+    void helpOpensDocumentation();
 
 private:
     QTemporaryDir tmp_;
@@ -3417,4 +3419,24 @@ void TestGui::probabilitiesKeepSignificantDigits() {
     QCOMPARE(probabilityText(1.0), QString("1.00"));
     QCOMPARE(probabilityText(0.0), QString("0"));
     QCOMPARE(probabilityText(std::nan("")), QString("NaN"));
+}
+
+// #28: Help > Documentation (F1) opens the guides shipped with the program (F1 opened About); from the build tree they
+// are the source tree's docs/, installed they are share/doc/nnscope (app/CMakeLists.txt installs README.md and docs/).
+void TestGui::helpOpensDocumentation() {
+    const QString docs = docsDir();
+    QVERIFY2(QFileInfo::exists(docs + "/GUI.md") && QFileInfo::exists(docs + "/screenshots"), qPrintable(docs));
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QAction* documentation = nullptr;
+    for (QMenu* menu : w->menuBar()->findChildren<QMenu*>())
+        if (menu->title() == "&Help")
+            for (QAction* a : menu->actions())
+                if (a->text() == "&Documentation") documentation = a;
+    QVERIFY2(documentation, "Help has no Documentation entry");
+    QVERIFY(documentation->isEnabled());
+    QCOMPARE(documentation->shortcut(), QKeySequence(Qt::Key_F1));
+    QVERIFY2(documentation->statusTip().contains(docs + "/GUI.md"), qPrintable(documentation->statusTip()));
+    for (QAction* a : w->findChildren<QAction*>())
+        if (a != documentation) QVERIFY2(a->shortcut() != QKeySequence(Qt::Key_F1), qPrintable(a->text() + " also takes F1"));
 }
