@@ -646,6 +646,7 @@ void MainWindow::readSettings() {
     const int openIndex = openView.toInt(&numeric);
     if (numeric) views_->setCurrentIndex(std::clamp(openIndex, 0, fixedViews() - 1));
     else if (!showView(openView)) showView("attention");
+    attention_->setLogScale(settings.value("views/attention/logScale", false).toBool());  // #28: it was forgotten
     worker_->setThreads(threads_);
     updateRecentMenu();
 }
@@ -662,6 +663,7 @@ void MainWindow::writeSettings() {
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
     settings.setValue("export/lastDir", lastExportDir_);
     settings.setValue("trace/prompts", tracePanel_->prompts());
+    settings.setValue("views/attention/logScale", attention_->logScale());
     const int current = views_->currentIndex();
     settings.setValue("view/current", QString::fromLatin1(current >= 0 && current < fixedViews() ? viewList_[static_cast<size_t>(current)].spec->name : "attention"));
 }

@@ -863,6 +863,8 @@ void TestGui::settingsPersist() {
         w->tracePanel()->setPrompts({"first prompt", "second prompt"});
         w->resize(1234, 876);
         QVERIFY(w->showView("heads"));  // a view after Logit lens (only the first four were restored before)
+        QVERIFY(!w->attentionView()->logScale());
+        w->attentionView()->setLogScale(true);  // #28: Log scale was not saved
         w->close();  // closeEvent writes the settings
     }
     QSettings settings;
@@ -877,6 +879,9 @@ void TestGui::settingsPersist() {
     QCOMPARE(again.tracePanel()->prompts(), QStringList({"first prompt", "second prompt"}));
     QCOMPARE(again.size(), QSize(1234, 876));
     QVERIFY(again.currentView() == again.headsView());
+    QVERIFY(again.attentionView()->logScale());
+    again.attentionView()->setLogScale(false);  // the later tests of this process open with the default
+    QSettings().remove("views/attention/logScale");
     // the documented export shortcuts are on the actions (and so shown in the Export menu)
     QStringList shortcuts;
     for (QAction* a : again.findChildren<QAction*>())
