@@ -535,6 +535,7 @@ void MainWindow::createDocks() {
     connect(interventions_, &InterventionPanel::changed, this, [this] {
         const int n = static_cast<int>(interventions_->active().size());
         interventionsDock_->setWindowTitle(n ? tr("Interventions (%1 active)").arg(n) : tr("Interventions"));
+        interventionsChanged();
     });
     connect(pinned_, &PinnedCardsPanel::editRequested, this, [this](const ValueKey& key) {
         if (!model_) return;
@@ -1339,8 +1340,26 @@ void MainWindow::onLensStopped(JobState state, const QString& message) {
     checkViewJobsDone();
 }
 
+void MainWindow::interventionsChanged() {
+    // #28: an ablation from a right-click menu added a line and nothing said the views still showed the trace without
+    // it: the trace line now says so and how to apply them (nothing re-runs by itself: a trace may take minutes, and a
+    // list is often edited in several steps).
+    if (!snapshot_ || !model_ || tracePanel_->isRunning() || !snapshot_->sourceFile.isEmpty()) return;
+    if (interventions_->active() == snapshot_->interventions) {
+        if (staleInterventionsNote_) tracePanel_->setOutcomeNote({});
+        staleInterventionsNote_ = false;
+        return;
+    }
+    staleInterventionsNote_ = true;
+    tracePanel_->setOutcomeNote(
+        tr("The views show the last trace, run %1: press Run (Ctrl+Return) to apply the interventions as they are now.")
+            .arg(snapshot_->interventions.isEmpty() ? tr("without interventions") : tr("with other interventions")),
+        /*warning=*/true);
+}
+
 void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    staleInterventionsNote_ = false;  // a new trace clears the trace line's notes
     pinned_->setUnreadText({});
     for (ViewJob& job : viewJobs_) job.waiting = false;  // the views ask again for the new snapshot's
     // the most probable next token, or none where the output is not finite (topK names no token there)

@@ -209,6 +209,8 @@ private:
     void createJobs();
     void onModelLoaded(ModelPtr model);
     void onLoadFailed(const QString& dir, const QString& message);
+    /// The Interventions list changed: the trace line says whether the trace shown was run with the list as it is now.
+    void interventionsChanged();
     void onTraceFinished(SnapshotPtr snapshot);
     void onTraceCancelled();
     void onTraceFailed(const QString& message);
@@ -326,6 +328,7 @@ private:
     QString checksPrompt_;
     QString loadingDir_;
     qint64 traceStartedMs_ = 0;
+    bool staleInterventionsNote_ = false;  ///< the trace line says the interventions changed since the trace shown
     bool syncing_ = false;  ///< guards the selection sync between the diagram and the tables
     bool sizedDocks_ = false, restoredState_ = false;
     QDockWidget* diagramDock_ = nullptr;

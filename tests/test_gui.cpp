@@ -1185,6 +1185,8 @@ void TestGui::interventionsFromViews() {
     QVERIFY(chooseFromContextMenu(w->attentionView(), "Zero-ablate head 2 of block 1"));
     const QString head = "layers.1.self_attn.attention_head_outputs[:, :, 2] = 0";
     QCOMPARE(panel->active(), QStringList{head});
+    // #28: the trace line says the views show the trace without it, and how to apply it
+    QVERIFY2(w->tracePanel()->statusText().contains("run without interventions: press Run"), qPrintable(w->tracePanel()->statusText()));
     // Right-click the neuron view on neuron 5 of block 0: zero it.
     QVERIFY(w->showView("neurons"));
     w->neuronView()->setBlock(0);
