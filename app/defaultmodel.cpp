@@ -11,31 +11,36 @@ namespace nnscope {
 #define NNSCOPE_DEMO_FROM_BINDIR "../share/nnscope/demo-model"
 #endif
 
-QString demoModelDir() {
-    const QStringList candidates = {
-        // installed: the path from the program's folder to the demo's (from GNUInstallDirs, app/CMakeLists.txt)
-        QCoreApplication::applicationDirPath() + QStringLiteral("/" NNSCOPE_DEMO_FROM_BINDIR),
-#ifdef NNSCOPE_SOURCE_DIR
-        QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model"),  // a build tree
-#endif
-    };
+namespace {
+/// The first of `installedFromBindir` (a path from the program's folder, as installed: app/CMakeLists.txt computes it
+/// from GNUInstallDirs) and `inSourceTree` that holds `marker`, canonical; empty when neither does.
+QString firstHolding(const QString& installedFromBindir, const QString& inSourceTree, const QString& marker) {
+    QStringList candidates;
+    if (!installedFromBindir.isEmpty()) candidates << QCoreApplication::applicationDirPath() + "/" + installedFromBindir;
+    if (!inSourceTree.isEmpty()) candidates << inSourceTree;  // a program run from its build tree
     for (const QString& dir : candidates)
-        if (QFileInfo::exists(dir + "/config.json")) return QDir(dir).canonicalPath();
+        if (QFileInfo::exists(dir + "/" + marker)) return QDir(dir).canonicalPath();
     return {};
 }
 
-QString docsDir() {
-    const QStringList candidates = {
-#ifdef NNSCOPE_DOCS_FROM_BINDIR
-        QCoreApplication::applicationDirPath() + QStringLiteral("/" NNSCOPE_DOCS_FROM_BINDIR),  // installed: share/doc/nnscope
-#endif
 #ifdef NNSCOPE_SOURCE_DIR
-        QStringLiteral(NNSCOPE_SOURCE_DIR "/docs"),  // a build tree
+const QString kSourceDir = QStringLiteral(NNSCOPE_SOURCE_DIR);
+#else
+const QString kSourceDir;
 #endif
-    };
-    for (const QString& dir : candidates)
-        if (QFileInfo::exists(dir + "/GUI.md")) return QDir(dir).canonicalPath();
-    return {};
+#ifndef NNSCOPE_DOCS_FROM_BINDIR
+#define NNSCOPE_DOCS_FROM_BINDIR "../share/doc/nnscope"
+#endif
+}  // namespace
+
+QString demoModelDir() {
+    return firstHolding(QStringLiteral(NNSCOPE_DEMO_FROM_BINDIR), kSourceDir.isEmpty() ? QString() : kSourceDir + "/resources/demo-model",
+                        QStringLiteral("config.json"));
+}
+
+QString docsDir() {
+    return firstHolding(QStringLiteral(NNSCOPE_DOCS_FROM_BINDIR), kSourceDir.isEmpty() ? QString() : kSourceDir + "/docs",
+                        QStringLiteral("GUI.md"));
 }
 
 bool isDemoModelDir(const QString& dir) {
