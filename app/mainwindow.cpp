@@ -734,6 +734,10 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     if (views_->currentWidget() == family_) runChecks(family_->checkPrompt());  // else when the tab is first shown
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
+    // #28: the line and the bar kept the previous model's outcome and token count
+    staleInterventionsNote_ = false;
+    tracePanel_->reset(tr("Opened %1 (%2). Run (Ctrl+Return) traces the prompts above.")
+                           .arg(QFileInfo(dir).fileName(), QString::fromStdString(model_->family().title)));
     addRecent(dir);
     if (!model_->warnings().empty()) {  // harmless but worth reading (unused tensors, index entries): kept in the bar until the next message
         QStringList lines;
@@ -883,6 +887,11 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     readMissingPins();
     int tokens = 0;
     for (const QStringList& row : snapshot_->tokens) tokens += static_cast<int>(row.size());
+    staleInterventionsNote_ = false;
+    tracePanel_->reset(tr("The trace file %1 is open: %n prompt(s), %2 tokens, read from the file; open its checkpoint to run.",
+                          nullptr, snapshot_->numPrompts())
+                           .arg(name)
+                           .arg(tokens));
     // said short (where the config, tokens and weights came from: the Model tab)
     statusBar()->showMessage(tr("Opened the trace file %1: %2 values, %n prompt(s), %3 tokens; nothing runs until a checkpoint is open.",
                                 nullptr, snapshot_->numPrompts())

@@ -317,6 +317,7 @@ private slots:
     void longPromptTraceFileIsElided();
     void probabilitiesKeepSignificantDigits();
     void helpOpensDocumentation();
+    void tracePanelClearsOnAnotherModel();
 
 private:
     QTemporaryDir tmp_;
@@ -3446,4 +3447,21 @@ void TestGui::helpOpensDocumentation() {
     QVERIFY2(documentation->statusTip().contains(docs + "/GUI.md"), qPrintable(documentation->statusTip()));
     for (QAction* a : w->findChildren<QAction*>())
         if (a != documentation) QVERIFY2(a->shortcut() != QKeySequence(Qt::Key_F1), qPrintable(a->text() + " also takes F1"));
+}
+
+// #28: after another checkpoint is opened, the trace line and the bar no longer speak of the previous model's trace
+// (its message, its token count, "block 2 / 2").
+void TestGui::tracePanelClearsOnAnotherModel() {
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(runFromPanel(*w, {"hello world"}));
+    QVERIFY2(w->tracePanel()->statusText().startsWith("Traced"), qPrintable(w->tracePanel()->statusText()));
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(modelDir("tiny-qwen2"));
+    QVERIFY(opened.wait(60000));
+    const QString text = w->tracePanel()->statusText();
+    QVERIFY2(text.startsWith("Opened tiny-qwen2 (Qwen2)") && !text.contains("Traced") && !text.contains("tokens"), qPrintable(text));
+    QVERIFY2(w->tracePanel()->progressBar()->text().isEmpty(), qPrintable(w->tracePanel()->progressBar()->text()));
+    QVERIFY(runFromPanel(*w, {"hello world"}));  // and the next trace says its own outcome
+    QVERIFY2(w->tracePanel()->statusText().startsWith("Traced"), qPrintable(w->tracePanel()->statusText()));
 }

@@ -59,6 +59,19 @@ void TracePanel::setModelReady(bool ready) {
     setRunning(running_);
 }
 
+void TracePanel::reset(const QString& text) {
+    analysing_ = false;
+    outcome_.clear();
+    traceSummary_.clear();
+    outcomeWarning_ = false;
+    progress_->setFormat(QString());
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    status_->setStyleSheet(QString());
+    status_->setText(text);
+    setRunning(running_);
+}
+
 void TracePanel::setRunning(bool running) {
     running_ = running;
     run_->setEnabled(ready_ && !running);

@@ -28,6 +28,9 @@ public:
 
     /// Whether a model is there to run (Run is disabled without one).
     void setModelReady(bool ready);
+    /// Forgets the last trace's outcome, notes and progress (another model or a trace file was opened: the line and the
+    /// bar spoke of the previous one) and says `text` instead.
+    void reset(const QString& text);
     void traceStarted(int blocks);
     void traceProgress(int done, int total);
     void traceFinished(const QString& summary);
