@@ -68,25 +68,23 @@ torch::Tensor rotateAdjacent(const torch::Tensor& x) {
     return torch::stack({-x2, x1}, -1).flatten(-2);
 }
 
-/// `x * c` and `x / c` for a Python number c, as torch 2.x computes them (transformers' reference): a bfloat16 x is
-/// multiplied in float32 with c as a float and rounded once. libtorch 1.13 rounds c to bfloat16 first (0.044715 becomes
-/// 0.044678: up to 2^-9 relative on every element of GELU's polynomial, a 1/sqrt(24) attention scale, a soft cap of 3).
-/// float32 is unchanged.
-torch::Tensor timesNumber(const torch::Tensor& x, double c) {
-    if (x.scalar_type() == torch::kFloat32) return x * c;
-    return (x.to(torch::kFloat32) * c).to(x.scalar_type());
-}
-torch::Tensor overNumber(const torch::Tensor& x, double c) {
-    if (x.scalar_type() == torch::kFloat32) return x / c;
-    return (x.to(torch::kFloat32) / c).to(x.scalar_type());
-}
-
 /// An elementwise kernel as torch 2.x runs it on a bfloat16 tensor: in float32, rounded once. libtorch 1.13's bfloat16
 /// silu and tanh-GELU round inside (30-45% of elements one ulp off transformers'). float32 is unchanged.
 template <typename F>
 torch::Tensor inFloat32(const torch::Tensor& x, F f) {
     if (x.scalar_type() == torch::kFloat32) return f(x);
     return f(x.to(torch::kFloat32)).to(x.scalar_type());
+}
+
+/// `x * c` and `x / c` for a Python number c, as torch 2.x computes them (transformers' reference): a bfloat16 x is
+/// multiplied in float32 with c as a float and rounded once (inFloat32). libtorch 1.13 rounds c to bfloat16 first
+/// (0.044715 becomes 0.044678: up to 2^-9 relative on every element of GELU's polynomial, a 1/sqrt(24) attention scale,
+/// a soft cap of 3). float32 is unchanged.
+torch::Tensor timesNumber(const torch::Tensor& x, double c) {
+    return inFloat32(x, [c](const torch::Tensor& t) { return t * c; });
+}
+torch::Tensor overNumber(const torch::Tensor& x, double c) {
+    return inFloat32(x, [c](const torch::Tensor& t) { return t / c; });
 }
 
 /// nn.Linear: x · wᵀ + b. A single float32 or bfloat16 row (a one-token pass, every generation step) goes through
