@@ -55,7 +55,7 @@ void printUsage() {
               << "                [--json] [--csv FILE]\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
-              << "  nnscope heads --model DIR --prompt TEXT [--sort SCORE] [--top N] [--json]\n"
+              << "  nnscope heads --model DIR (--prompt TEXT | --repeated-random N [--seed S]) [--sort SCORE] [--top N] [--json]\n"
               << "                per-head scores: previous_token, induction, first_token, diagonal\n"
               << "  nnscope graph --model DIR --prompt TEXT [--position P] [--threshold T] [--heads K] [--json]\n"
               << "                information flow routes: which tokens, through which blocks, a position is made of\n"
@@ -441,10 +441,19 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption sort("sort", "Order the rows by this score, largest first: previous_token, induction, first_token or diagonal "
                                     "(default: by block and head).", "SCORE");
     QCommandLineOption top("top", "Print only the first N rows (0: all).", "N", "0");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, sort, top});
+    QCommandLineOption repeated("repeated-random", "Instead of --prompt, score the heads on the standard induction test: N random "
+                                                   "tokens repeated once (BOS first where the tokenizer adds one).", "N");
+    QCommandLineOption seed("seed", "The seed of --repeated-random's tokens.", "S", "0");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, sort, top, repeated, seed});
     parseCommandLine(p, args);
     rejectStray(p);
-    if (!p.isSet(prompt)) throw UsageError("heads needs --prompt.");
+    if (p.isSet(prompt) == p.isSet(repeated)) throw UsageError("heads needs --prompt or --repeated-random (one of them).");
+    bool seedOk = false;
+    const qulonglong seedValue = p.value(seed).toULongLong(&seedOk);
+    if (!seedOk) throw UsageError("--seed must be a non-negative integer.");
+    bool repeatedOk = false;
+    const qlonglong repeatedLength = p.isSet(repeated) ? p.value(repeated).toLongLong(&repeatedOk) : 0;
+    if (p.isSet(repeated) && (!repeatedOk || repeatedLength < 2)) throw UsageError("--repeated-random must be an integer of at least 2.");
     const QString by = p.value(sort);
     if (p.isSet(sort) && by != "previous_token" && by != "induction" && by != "first_token" && by != "diagonal")
         throw UsageError("--sort must be previous_token, induction, first_token or diagonal, not '" + s(by) + "'.");
@@ -454,7 +463,8 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     auto model = loadModel(p, c);
     TraceOptions opts;
     for (int i = 0; i < model->config().numLayers; ++i) opts.save.push_back({Value::AttentionProbabilities, i});
-    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const Batch batch = p.isSet(repeated) ? batchFromIds({repeatedRandomTokens(*model, repeatedLength, seedValue)})
+                                          : encodeBatch(*model, {s(p.value(prompt))});
     if (batch.ids[0].size() < 2)
         throw Error("heads: the prompt is " + std::to_string(batch.ids[0].size()) + " token(s) long; the scores need at least two "
                     "positions (the previous-token score compares each token with the one before it).");
@@ -467,15 +477,25 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (p.isSet(sort)) std::stable_sort(rows.begin(), rows.end(), [&](const HeadScore& a, const HeadScore& b) { return key(a) > key(b); });
     if (n > 0 && static_cast<size_t>(n) < rows.size()) rows.resize(static_cast<size_t>(n));
     auto num = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
+    const HeadScore chance = chanceScores(result.batch.ids[0]);
     if (p.isSet(c.json)) {
-        nlohmann::json j{{"tokens", tokensJson(*model, result.batch.ids[0])}, {"heads", nlohmann::json::array()}};
+        nlohmann::json j{{"tokens", tokensJson(*model, result.batch.ids[0])},
+                         {"chance", {{"previous_token", num(chance.previousToken)}, {"induction", num(chance.induction)},
+                                     {"first_token", num(chance.firstToken)}, {"diagonal", num(chance.diagonal)}}},
+                         {"heads", nlohmann::json::array()}};
+        if (p.isSet(repeated)) j["repeated_random"] = {{"length", repeatedLength}, {"seed", seedValue}};
         for (const auto& h : rows)
             j["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"previous_token", num(h.previousToken)},
                                   {"induction", num(h.induction)}, {"first_token", num(h.firstToken)}, {"diagonal", num(h.diagonal)}});
         std::cout << j.dump(2) << std::endl;
         return 0;
     }
+    if (p.isSet(repeated))
+        std::printf("%lld random tokens repeated once (seed %llu), %zu tokens in all\n", static_cast<long long>(repeatedLength),
+                    static_cast<unsigned long long>(seedValue), result.batch.ids[0].size());
     std::printf("block head  previous_token  induction  first_token  diagonal\n");
+    std::printf("   chance  %14.4f  %9.4f  %11.4f  %8.4f   (a head attending uniformly to its causal prefix)\n", chance.previousToken,
+                chance.induction, chance.firstToken, chance.diagonal);
     for (const auto& h : rows)
         std::printf("%5d %4d  %14.4f  %9.4f  %11.4f  %8.4f\n", h.layer, h.head, h.previousToken, h.induction, h.firstToken, h.diagonal);
     if (!rows.empty() && std::isnan(rows.front().induction))

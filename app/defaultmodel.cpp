@@ -52,4 +52,42 @@ QString demoPrompt() {
     return QStringLiteral("tom and lily went to the park with a red ball. tom and lily went to the park with");
 }
 
+DropKind classifyDrop(const QString& path, QString* target) {
+    const QFileInfo info(path);
+    auto isDictionaryDir = [](const QDir& d) {
+        for (const char* name : {"cfg.json", "hyperparams.json", "params.safetensors", "params.npz", "sae.safetensors", "config.yaml"})
+            if (d.exists(QString::fromLatin1(name))) return true;
+        return false;
+    };
+    if (info.isDir()) {
+        const QDir d(info.absoluteFilePath());
+        if (target) *target = info.absoluteFilePath();
+        if (isDictionaryDir(d)) return DropKind::Dictionary;
+        if (d.exists(QStringLiteral("config.json"))) return DropKind::Checkpoint;
+        return DropKind::None;
+    }
+    if (!info.isFile()) return DropKind::None;
+    const QDir parent = info.absoluteDir();
+    const QString name = info.fileName();
+    const bool checkpointFile = name == QLatin1String("config.json") || name == QLatin1String("tokenizer.json") ||
+                                name == QLatin1String("model.safetensors") || name == QLatin1String("model.safetensors.index.json") ||
+                                (name.startsWith(QLatin1String("model-")) && name.endsWith(QLatin1String(".safetensors")));
+    if (checkpointFile && parent.exists(QStringLiteral("config.json")) && !isDictionaryDir(parent)) {
+        if (target) *target = parent.absolutePath();
+        return DropKind::Checkpoint;
+    }
+    if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".npy"))) {
+        const bool dictionaryWeights = name == QLatin1String("sae_weights.safetensors") || name == QLatin1String("params.safetensors") ||
+                                       name == QLatin1String("sae.safetensors") ||
+                                       (name.startsWith(QLatin1String("layer_")) && name.endsWith(QLatin1String(".safetensors")));
+        if (dictionaryWeights && isDictionaryDir(parent)) {
+            if (target) *target = parent.absolutePath();
+            return DropKind::Dictionary;
+        }
+        if (target) *target = info.absoluteFilePath();
+        return DropKind::TraceFile;
+    }
+    return DropKind::None;
+}
+
 }  // namespace nnscope

@@ -40,6 +40,10 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QUrl>
 #include <QDialog>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -106,6 +110,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         connect(app, &GuardedApplication::exceptionCaught, this, [this](const QString& message) {
             showError(tr("Something failed inside the window, which goes on: %1").arg(message));
         });
+    setAcceptDrops(true);  // checkpoint folders, trace files and dictionaries (dropEvent)
     createJobs();
     createActions();
     createCentral();
@@ -673,6 +678,38 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     worker_->cancel();
     if (start_.useSettings) writeSettings();
     event->accept();
+}
+
+namespace {
+/// The first local path of a drop that nnscope opens, with what it is.
+DropKind droppedPath(const QMimeData* mime, QString* target) {
+    if (!mime || !mime->hasUrls()) return DropKind::None;
+    for (const QUrl& url : mime->urls()) {
+        if (!url.isLocalFile()) continue;
+        const DropKind kind = classifyDrop(url.toLocalFile(), target);
+        if (kind != DropKind::None) return kind;
+    }
+    return DropKind::None;
+}
+}  // namespace
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    QString target;
+    if (droppedPath(event->mimeData(), &target) != DropKind::None) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    QString target;
+    const DropKind kind = droppedPath(event->mimeData(), &target);
+    if (kind == DropKind::None) {
+        statusBar()->showMessage(tr("Nothing nnscope opens was dropped: drop a checkpoint folder (with config.json), a trace file "
+                                    "(.safetensors) or a sparse dictionary's folder."), 8000);
+        return;
+    }
+    event->acceptProposedAction();
+    if (kind == DropKind::Checkpoint) openModel(target);
+    else if (kind == DropKind::TraceFile) openTraceFile(target);
+    else attachDictionary(target);
 }
 
 // ---- model and trace ----------------------------------------------------------------------------------------

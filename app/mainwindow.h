@@ -195,6 +195,10 @@ protected:
     void closeEvent(QCloseEvent* event) override;
     void showEvent(QShowEvent* event) override;
     void changeEvent(QEvent* event) override;
+    /// Drag and drop: a checkpoint folder opens it, a trace file opens it, a dictionary's folder attaches it
+    /// (classifyDrop, app/defaultmodel.h); the first path of the drop that nnscope opens is taken.
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
     void createActions();

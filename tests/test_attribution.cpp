@@ -356,6 +356,57 @@ private slots:
         QCOMPARE(bad.exitCode(), 2);  // a usage error
     }
 
+    /// The chance baseline of each score (a head attending uniformly to its causal prefix) by hand on a small
+    /// sequence; the repeated random tokens (the standard induction test) and `nnscope heads --repeated-random`.
+    void headScoresChanceAndRepeatedRandomTokens() {
+        const HeadScore c = chanceScores({7, 8, 7, 8});
+        const double prefix = (1.0 / 2 + 1.0 / 3 + 1.0 / 4) / 3;  // mean of 1/(i+1) over i = 1..3
+        QVERIFY(std::abs(c.previousToken - prefix) < 1e-15 && std::abs(c.firstToken - prefix) < 1e-15 && std::abs(c.diagonal - prefix) < 1e-15);
+        QVERIFY(std::abs(c.induction - (1.0 / 3 + 1.0 / 4) / 2) < 1e-15);  // the repeats at i = 2 and 3
+        QVERIFY(std::isnan(chanceScores({1, 2, 3}).induction));
+
+        auto m = Model::load(NNSCOPE_DEMO_MODEL_DIR, test::float32());
+        const std::vector<int64_t> ids = repeatedRandomTokens(*m, 20, 7);
+        const bool bos = m->tokenizer() && m->tokenizer()->addsBos();
+        QCOMPARE(static_cast<int64_t>(ids.size()), 40 + (bos ? 1 : 0));
+        const size_t off = bos ? 1 : 0;
+        if (bos) QCOMPARE(ids[0], *m->tokenizer()->bosId());
+        for (size_t i = 0; i < 20; ++i) {
+            QCOMPARE(ids[off + i], ids[off + 20 + i]);
+            QVERIFY(ids[off + i] >= 0 && ids[off + i] < m->tokenizer()->vocabSize());
+            for (const auto& special : {m->config().bosTokenId, m->config().eosTokenId, m->config().padTokenId})
+                if (special) QVERIFY(ids[off + i] != *special);
+        }
+        QCOMPARE(repeatedRandomTokens(*m, 20, 7), ids);  // the seed decides
+        QVERIFY(repeatedRandomTokens(*m, 20, 8) != ids);
+        QVERIFY_EXCEPTION_THROWN(repeatedRandomTokens(*m, 1, 0), Error);
+        QVERIFY_EXCEPTION_THROWN(repeatedRandomTokens(*m, m->config().maxPositionEmbeddings, 0), Error);
+
+        TraceOptions o;
+        for (int i = 0; i < m->config().numLayers; ++i) o.save.push_back({Value::AttentionProbabilities, i});
+        const auto scores = headScores(*m, trace(*m, batchFromIds({ids}), o), 0);
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"heads", "--model", NNSCOPE_DEMO_MODEL_DIR, "--repeated-random", "20", "--seed", "7", "--json"});
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(j["heads"].size(), scores.size());
+        double best = 0;
+        for (size_t k = 0; k < scores.size(); ++k) {
+            QVERIFY(std::abs(j["heads"][k]["induction"].get<double>() - scores[k].induction) < 1e-6);
+            if (scores[k].layer == 1) best = std::max(best, scores[k].induction);
+        }
+        const HeadScore chance = chanceScores(ids);
+        QVERIFY(std::abs(j["chance"]["induction"].get<double>() - chance.induction) < 1e-12);
+        QCOMPARE(j["repeated_random"]["length"].get<int>(), 20);
+        // the demo's induction heads find the repeat in tokens they never saw together
+        QVERIFY2(best > 10 * chance.induction, qPrintable(QString("best block-1 induction %1, chance %2").arg(best).arg(chance.induction)));
+        QProcess both;
+        both.start(NNSCOPE_BINARY, {"heads", "--model", NNSCOPE_DEMO_MODEL_DIR, "--repeated-random", "20", "--prompt", "a b"});
+        QVERIFY(both.waitForFinished(60000));
+        QCOMPARE(both.exitCode(), 2);  // one of the two
+    }
+
     // ---- attribution patching ----
 
     /// The attribution-patching estimate equals the derivative of the metric along (clean - corrupted) at each site,

@@ -73,6 +73,10 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMimeData>
+#include <QUrl>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QTimer>
 #include <QSignalSpy>
 #include <QSlider>
@@ -318,6 +322,7 @@ private slots:
     void probabilitiesKeepSignificantDigits();
     void helpOpensDocumentation();
     void tracePanelClearsOnAnotherModel();
+    void dropOpensFiles();
 
 private:
     QTemporaryDir tmp_;
@@ -1595,6 +1600,35 @@ void TestGui::headsView() {
         clickHeader(column);
         QCOMPARE(header->sortIndicatorOrder(), Qt::AscendingOrder);
     }
+    // #28: each score's chance baseline (uniform causal attention on this prompt) is under its column's name
+    const HeadScore chance = chanceScores(encodeBatch(m, {prompt.toStdString()}).ids[0]);
+    QVERIFY(std::abs(hv->chance().induction - chance.induction) < 1e-12);
+    QVERIFY2(hv->model()->horizontalHeaderItem(3)->text().contains(QString::number(chance.induction, 'f', 4)),
+             qPrintable(hv->model()->horizontalHeaderItem(3)->text()));
+    // #28: the standard induction test is one click away: 50 random tokens repeated, every head scored on them (the
+    // engine's scores of the same sequence), the induction heads of block 1 far above chance; choosing the prompt
+    // again goes back to its scores
+    QVERIFY(hv->repeatedButton()->isEnabled());
+    QTest::mouseClick(hv->repeatedButton(), Qt::LeftButton);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(hv->showsRepeatedRandomTokens());
+    const std::vector<int64_t> ids = repeatedRandomTokens(m, HeadsView::kRandomLength, 0);
+    const auto random = headScores(m, trace(m, batchFromIds({ids}), o), 0);
+    QCOMPARE(hv->scores().size(), random.size());
+    double best = 0;
+    for (size_t k = 0; k < random.size(); ++k) {
+        QVERIFY(std::abs(hv->scores()[k].induction - random[k].induction) < 1e-6);
+        if (random[k].layer == 1) best = std::max(best, random[k].induction);
+    }
+    const double chanceRandom = chanceScores(ids).induction;
+    QVERIFY(std::abs(hv->chance().induction - chanceRandom) < 1e-12);
+    QVERIFY2(best > 10 * chanceRandom, qPrintable(QString("best block-1 induction %1, chance %2").arg(best).arg(chanceRandom)));
+    QVERIFY(hv->overview()->grab().width() > 0);
+    QVERIFY(hv->promptCombo()->count() >= 1);
+    emit hv->promptCombo()->activated(0);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(!hv->showsRepeatedRandomTokens());
+    for (size_t k = 0; k < ref.size(); ++k) QVERIFY(std::abs(hv->scores()[k].induction - ref[k].induction) < 1e-6);
 }
 
 // ---- attention at any length ----------------------------------------------------------------------------------
@@ -3464,4 +3498,57 @@ void TestGui::tracePanelClearsOnAnotherModel() {
     QVERIFY2(w->tracePanel()->progressBar()->text().isEmpty(), qPrintable(w->tracePanel()->progressBar()->text()));
     QVERIFY(runFromPanel(*w, {"hello world"}));  // and the next trace says its own outcome
     QVERIFY2(w->tracePanel()->statusText().startsWith("Traced"), qPrintable(w->tracePanel()->statusText()));
+}
+
+void TestGui::dropOpensFiles() {
+    // #28: a checkpoint folder, a file inside it, a trace file and a dictionary's folder dropped on the window open
+    // as File ▸ Open would; anything else is refused with a message
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    auto drop = [&](const QString& path) {
+        auto* mime = new QMimeData;
+        mime->setUrls({QUrl::fromLocalFile(path)});
+        QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w.get(), &enter);
+        const bool accepted = enter.isAccepted();
+        QDropEvent dropEvent(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(w.get(), &dropEvent);
+        delete mime;
+        return accepted;
+    };
+    QString target;
+    QCOMPARE(classifyDrop(modelDir("tiny-qwen2"), &target), DropKind::Checkpoint);
+    QCOMPARE(classifyDrop(modelDir("tiny-qwen2") + "/config.json", &target), DropKind::Checkpoint);
+    QCOMPARE(QFileInfo(target).absoluteFilePath(), QFileInfo(modelDir("tiny-qwen2")).absoluteFilePath());
+    QCOMPARE(classifyDrop(demoModelDir() + "/sae-layers.0", &target), DropKind::Dictionary);
+    QCOMPARE(classifyDrop(demoModelDir() + "/sae-layers.0/sae_weights.safetensors", &target), DropKind::Dictionary);
+    QCOMPARE(classifyDrop(tmp_.path(), &target), DropKind::None);
+
+    // a dictionary's folder attaches it to the open checkpoint
+    QSettings().remove("dictionaries/attached");  // what another test attached
+    const QString dictionary = kDictionaries + "/saelens-jumprelu-llama-resid-post";
+    QCOMPARE(classifyDrop(dictionary, &target), DropKind::Dictionary);
+    QCOMPARE(w->dictionaries().size(), size_t(0));
+    QVERIFY(drop(dictionary));
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    QCOMPARE(QFileInfo(QString::fromStdString(w->dictionaries()[0].dictionary->dir)).absoluteFilePath(), QFileInfo(dictionary).absoluteFilePath());
+
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    QVERIFY(drop(modelDir("tiny-qwen2") + "/config.json"));
+    QVERIFY(opened.wait(60000));
+    QCOMPARE(QFileInfo(QString::fromStdString(w->model()->dir())).absoluteFilePath(), QFileInfo(modelDir("tiny-qwen2")).absoluteFilePath());
+
+    // a trace file: written by the command line, dropped, opened without running anything
+    const QString file = tmp_.filePath("dropped-trace.safetensors");
+    QProcess p;
+    p.start(kBinary, {"trace", "--model", demoModelDir(), "--prompt", demoPrompt(), "--save", "layers.*.layer_output", "--out", file});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QSignalSpy traceOpened(w.get(), &MainWindow::traceFileOpened);
+    QVERIFY(drop(file));
+    QVERIFY(traceOpened.wait(60000));
+    QCOMPARE(QFileInfo(traceOpened.first().first().toString()).absoluteFilePath(), QFileInfo(file).absoluteFilePath());
+
+    // an empty folder: not accepted
+    QVERIFY(!drop(tmp_.path()));
 }

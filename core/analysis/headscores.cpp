@@ -2,12 +2,16 @@
 #include "core/analysis/headscores.h"
 
 #include "core/analysis/analysis.h"
+#include "core/io/tokenizer.h"
 #include "core/model/error.h"
 
 #include <torch/types.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace nnscope {
 
@@ -59,6 +63,46 @@ std::vector<HeadScore> headScores(const Model& model, const TraceResult& result,
         }
     }
     return out;
+}
+
+HeadScore chanceScores(const std::vector<int64_t>& ids) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    // the uniform causal pattern: row i spreads its probability evenly over keys 0..i
+    const torch::Tensor uniform =
+        torch::tril(torch::ones({n, n}, torch::kFloat64)) / torch::arange(1, n + 1, torch::kFloat64).unsqueeze(1);
+    return patternScores(uniform, ids);
+}
+
+std::vector<int64_t> repeatedRandomTokens(const Model& model, int64_t length, uint64_t seed) {
+    const ModelConfig& config = model.config();
+    const Tokenizer* tokenizer = model.tokenizer();
+    const bool bos = tokenizer && tokenizer->addsBos() && tokenizer->bosId();
+    if (length < 2) throw Error("repeated random tokens: the length must be at least 2, not " + std::to_string(length) + ".");
+    const int64_t total = 2 * length + (bos ? 1 : 0);
+    if (config.maxPositionEmbeddings > 0 && total > config.maxPositionEmbeddings)
+        throw Error("repeated random tokens: " + std::to_string(total) + " tokens exceed the model's context of " +
+                    std::to_string(config.maxPositionEmbeddings) + " (max_position_embeddings); ask for at most " +
+                    std::to_string((config.maxPositionEmbeddings - (bos ? 1 : 0)) / 2) + ".");
+    const int64_t vocab = tokenizer ? std::min(tokenizer->vocabSize(), config.vocabSize) : config.vocabSize;
+    std::unordered_set<int64_t> special;
+    for (const auto& id : {config.bosTokenId, config.eosTokenId, config.padTokenId})
+        if (id) special.insert(*id);
+    for (int64_t id : config.eosTokenIds) special.insert(id);
+    if (tokenizer && tokenizer->bosId()) special.insert(*tokenizer->bosId());
+    if (static_cast<int64_t>(special.size()) >= vocab)
+        throw Error("repeated random tokens: the vocabulary has no ordinary token to draw (" + std::to_string(vocab) + " ids).");
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int64_t> draw(0, vocab - 1);
+    std::vector<int64_t> ids;
+    if (bos) ids.push_back(*tokenizer->bosId());
+    std::vector<int64_t> half;
+    while (static_cast<int64_t>(half.size()) < length) {
+        const int64_t id = draw(rng);
+        if (!special.count(id)) half.push_back(id);
+    }
+    ids.insert(ids.end(), half.begin(), half.end());
+    ids.insert(ids.end(), half.begin(), half.end());
+    return ids;
 }
 
 }  // namespace nnscope

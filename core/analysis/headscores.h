@@ -35,4 +35,19 @@ std::vector<HeadScore> headScores(const Model& model, const TraceResult& result,
 /// The scores of one pattern A [query, key] (float32) of a prompt with token ids `ids` (n of each).
 HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>& ids);
 
+/// The chance baseline of each score on a prompt with token ids `ids`: the scores of a head that attends uniformly
+/// over its causal prefix, A[i, j] = 1 / (i + 1) for j <= i (so previous_token, first_token and diagonal are each the
+/// mean over i in 1..n-1 of 1 / (i + 1), and induction the mean of 1 / (i + 1) over the repeated tokens). A head
+/// scoring near its baseline does not do what the score names; NaN where patternScores gives NaN.
+HeadScore chanceScores(const std::vector<int64_t>& ids);
+
+/// The standard induction test sequence (Olsson et al. 2022; TransformerLens' generate_repeated_tokens): the BOS id
+/// where the model's tokenizer prepends one, then `length` token ids drawn uniformly at random, then the same `length`
+/// ids again; so 2 * length (+ 1) ids. The ids are drawn from the tokenizer's vocabulary (the config's vocab_size
+/// without a tokenizer), leaving out the BOS, EOS and padding ids, with a Mersenne twister seeded by `seed` (the same
+/// seed gives the same sequence everywhere). On it, every position of the second half is a repeated token, so the
+/// induction score of patternScores is TransformerLens' induction score. Throws nnscope::Error when `length` < 2 or
+/// 2 * length + 1 exceeds the model's context (max_position_embeddings).
+std::vector<int64_t> repeatedRandomTokens(const Model& model, int64_t length, uint64_t seed = 0);
+
 }  // namespace nnscope

@@ -8,16 +8,29 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
 namespace nnscope {
+
+namespace {
+/// What the worker computes for the view: the scores, the sequence scored, and its own trace for the repeated random
+/// tokens (null when the scores are of the snapshot's prompt `row`).
+struct HeadScoresResult {
+    std::vector<HeadScore> scores;
+    std::shared_ptr<const TraceResult> trace;
+    int row = 0;
+    std::vector<int64_t> ids;
+};
+}  // namespace
 
 HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
@@ -46,9 +59,14 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     markCombo_->addItems({tr("nothing"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal")});
     markCombo_->setToolTip(tr("Mark every head by this score: a bar under its pattern, the best three numbered (sorting the "
                               "table by a score chooses it too)"));
+    repeatedButton_ = new QPushButton(tr("Repeated random tokens"), content);
+    repeatedButton_->setToolTip(tr("Score every head on the standard induction test: %1 random tokens repeated once (as "
+                                   "TransformerLens' induction score). Choose a prompt to go back.").arg(kRandomLength));
+    repeatedButton_->setEnabled(false);
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompt"), content));
     controls->addWidget(promptCombo_);
+    controls->addWidget(repeatedButton_);
     controls->addWidget(new QLabel(tr("Mark by"), content));
     controls->addWidget(markCombo_);
     controls->addStretch(1);
@@ -104,7 +122,38 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
         overview_->setMarkScore(index - 1);
         if (index > 0 && table_->horizontalHeader()->sortIndicatorSection() != index + 1) sortBy(index + 1);
     });
+    connect(repeatedButton_, &QPushButton::clicked, this, [this] { scoreRepeatedRandomTokens(); });
+    connect(promptCombo_, &QComboBox::activated, this, [this] {  // choosing a prompt (even the same one) goes back to it
+        if (!random_) return;
+        random_ = false;
+        refreshWhenShown([this] { refresh(); });
+    });
     markCombo_->setCurrentIndex(2);  // induction: the heads a repeated phrase brings out
+}
+
+void HeadsView::scoreRepeatedRandomTokens() {
+    if (!snapshot_ || !snapshot_->model->hasWeights()) return;
+    random_ = true;
+    refresh();
+}
+
+void HeadsView::showChance() {
+    static const char* names[] = {"previous_token", "induction", "first_token", "diagonal"};
+    const double values[] = {chance_.previousToken, chance_.induction, chance_.firstToken, chance_.diagonal};
+    for (int i = 0; i < 4; ++i) {
+        QStandardItem* header = model_->horizontalHeaderItem(i + 2);
+        const QString base = header->toolTip().section(QStringLiteral("\n\n"), 0, 0);
+        if (std::isnan(values[i])) {
+            header->setText(QString::fromLatin1(names[i]));
+            header->setToolTip(base);
+            continue;
+        }
+        header->setText(tr("%1\nchance %2").arg(QString::fromLatin1(names[i])).arg(values[i], 0, 'f', 4));
+        header->setToolTip(tr("%1\n\nChance: %2, the score of a head attending uniformly to every earlier token (A[i, j] = "
+                              "1/(i+1)) on this sequence. A head near it does not do what the score names.")
+                               .arg(base)
+                               .arg(values[i], 0, 'f', 4));
+    }
 }
 
 int HeadsView::rowOf(int layer, int head) const {
@@ -117,6 +166,15 @@ int HeadsView::rowOf(int layer, int head) const {
 void HeadsView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
     dropAnalysis();  // what was under way belongs to the last snapshot
+    random_ = false;
+    const bool canTrace = snapshot_ && snapshot_->model->hasWeights();
+    repeatedButton_->setEnabled(canTrace);
+    if (snapshot_ && !canTrace)
+        repeatedButton_->setToolTip(tr("Needs the model's weights: this trace file was opened without its checkpoint (%1).")
+                                        .arg(snapshot_->sourceFile));
+    else
+        repeatedButton_->setToolTip(tr("Score every head on the standard induction test: %1 random tokens repeated once (as "
+                                       "TransformerLens' induction score). Choose a prompt to go back.").arg(kRandomLength));
     if (!snapshot_) {
         scores_.clear();
         model_->removeRows(0, model_->rowCount());
@@ -144,14 +202,33 @@ void HeadsView::refresh() {
     if (!snapshot_) return dropAnalysis();
     const SnapshotPtr snapshot = snapshot_;
     const int row = prompt();
+    const bool random = random_;
     status_->setStyleSheet(QString());
-    status_->setText(tr("Computing the head scores (Esc cancels)…"));
+    status_->setText(random ? tr("Tracing %1 random tokens repeated once and scoring every head (Esc cancels)…").arg(kRandomLength)
+                            : tr("Computing the head scores (Esc cancels)…"));
     requestAnalysis(
-        tr("head scores"), snapshot->numLayers(),
-        [snapshot, row](const JobControl& control) {
-            const BlockProgress progress{control.progressFrom(0, snapshot->numLayers()), control.cancelFlag()};
-            return QVariant::fromValue(
-                std::make_shared<const std::vector<HeadScore>>(headScores(*snapshot->model, snapshot->result, row, progress)));
+        tr("head scores"), snapshot->numLayers() * (random ? 2 : 1),
+        [snapshot, row, random](const JobControl& control) {
+            auto out = std::make_shared<HeadScoresResult>();
+            const Model& model = *snapshot->model;
+            const int blocks = snapshot->numLayers();
+            if (random) {
+                int64_t length = kRandomLength;
+                if (model.config().maxPositionEmbeddings > 0) length = std::min(length, (model.config().maxPositionEmbeddings - 1) / 2);
+                TraceOptions options;
+                for (int i = 0; i < blocks; ++i) options.save.push_back({Value::AttentionProbabilities, i});
+                options.progress = control.progressFrom(0, 2 * blocks);
+                options.cancel = control.cancelFlag();
+                out->trace = std::make_shared<TraceResult>(trace(model, batchFromIds({repeatedRandomTokens(model, length, 0)}), options));
+                out->row = 0;
+            } else {
+                out->row = row;
+            }
+            const TraceResult& result = out->trace ? *out->trace : snapshot->result;
+            const BlockProgress progress{control.progressFrom(random ? blocks : 0, (random ? 2 : 1) * blocks), control.cancelFlag()};
+            out->scores = headScores(model, result, out->row, progress);
+            out->ids = result.batch.ids.at(static_cast<size_t>(out->row));
+            return QVariant::fromValue(std::shared_ptr<const HeadScoresResult>(std::move(out)));
         },
         [this](JobState state, const QVariant& result, const QString& message) { scoresEnded(state, result, message); });
 }
@@ -168,13 +245,19 @@ void HeadsView::scoresEnded(JobState state, const QVariant& result, const QStrin
         status_->setText(message);
         return;
     }
-    scores_ = *result.value<std::shared_ptr<const std::vector<HeadScore>>>();
-    // the thumbnails read each block's pattern when they are (re)built, from this snapshot and prompt
+    const auto computed = result.value<std::shared_ptr<const HeadScoresResult>>();
+    scores_ = computed->scores;
+    chance_ = chanceScores(computed->ids);
+    showChance();
+    // the thumbnails read each block's pattern when they are (re)built, from this snapshot and prompt (or the random
+    // tokens' own trace)
     const SnapshotPtr snapshot = snapshot_;
-    const int row = prompt();
-    overview_->setPatterns([snapshot, row](int block) { return attentionPattern(*snapshot->model, snapshot->result, block, row); },
-                           snapshot_->numLayers(), static_cast<int>(snapshot_->model->config().numHeads),
-                           static_cast<int>(snapshot_->tokens.at(static_cast<size_t>(row)).size()));
+    const int row = computed->row;
+    overview_->setPatterns(
+        [snapshot, computed, row](int block) {
+            return attentionPattern(*snapshot->model, computed->trace ? *computed->trace : snapshot->result, block, row);
+        },
+        snapshot_->numLayers(), static_cast<int>(snapshot_->model->config().numHeads), static_cast<int>(computed->ids.size()));
     overview_->setScores(scores_);
     for (const HeadScore& h : scores_) {
         QList<QStandardItem*> row;
@@ -194,10 +277,13 @@ void HeadsView::scoresEnded(JobState state, const QVariant& result, const QStrin
     // the sort chosen before (a new trace refills the rows in block order)
     table_->sortByColumn(table_->horizontalHeader()->sortIndicatorSection(), table_->horizontalHeader()->sortIndicatorOrder());
     status_->setStyleSheet(QString());
-    status_->setText(tr("%n head(s). Each score is a mean attention probability over the prompt's tokens (docs/ANALYSES.md). Click a "
-                        "column to sort and mark the heads by it; click a pattern (or double-click a row) to open that head in the "
-                        "Attention view.",
-                        nullptr, static_cast<int>(scores_.size())));
+    const QString on = computed->trace ? tr("On %1 random tokens repeated once (%2 tokens, seed 0: the standard induction test; choose a "
+                                            "prompt to go back). ").arg((computed->ids.size()) / 2).arg(computed->ids.size())
+                                       : QString();
+    status_->setText(on + tr("%n head(s). Each score is a mean attention probability over the sequence's tokens (docs/ANALYSES.md), "
+                             "its chance baseline under the column's name. Click a column to sort and mark the heads by it; click a "
+                             "pattern (or double-click a row) to open that head in the Attention view.",
+                             nullptr, static_cast<int>(scores_.size())));
 }
 
 void HeadsView::sortBy(int column) { table_->sortByColumn(column, column < 2 ? Qt::AscendingOrder : Qt::DescendingOrder); }

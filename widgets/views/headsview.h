@@ -11,6 +11,7 @@
 #include "core/analysis/headscores.h"
 
 class QComboBox;
+class QPushButton;
 class QStandardItemModel;
 class QTableView;
 class QLabel;
@@ -41,6 +42,17 @@ public:
     QComboBox* markCombo() const { return markCombo_; }
     /// The table row of (layer, head) under the current sort (-1 when absent).
     int rowOf(int layer, int head) const;
+    /// Scores every head on the standard induction test instead of the traced prompt: kRandomLength random tokens
+    /// repeated once (repeatedRandomTokens, seed 0), traced in the worker with the snapshot's model. Choosing a prompt
+    /// or a new trace goes back to the prompt. Refused (the button says why) for a trace file without weights.
+    void scoreRepeatedRandomTokens();
+    /// Whether the scores shown are those of the repeated random tokens.
+    bool showsRepeatedRandomTokens() const { return random_; }
+    QPushButton* repeatedButton() const { return repeatedButton_; }
+    /// The chance baseline of each score on the sequence scored (chanceScores), shown in the column headers.
+    const HeadScore& chance() const { return chance_; }
+    /// How many random tokens the test repeats (fewer where the model's context is shorter).
+    static constexpr int64_t kRandomLength = 50;
 
 signals:
     /// A thumbnail was clicked or a row double-clicked: show this head.
@@ -52,8 +64,14 @@ private:
     /// Shows the scores computed, or why there are none.
     void scoresEnded(JobState state, const QVariant& result, const QString& message);
 
+    /// Puts the chance baselines in the score columns' headers and tooltips.
+    void showChance();
+
     QLabel* status_;
     QComboBox* markCombo_;
+    QPushButton* repeatedButton_;
+    bool random_ = false;  ///< the scores are those of the repeated random tokens
+    HeadScore chance_;
     HeadOverview* overview_;
     QTableView* table_;
     QStandardItemModel* model_;

@@ -45,6 +45,8 @@ public:
     /// The prompt of the batch shown (0-based); every view follows the one chosen in any of them.
     void setPrompt(int row);
     int prompt() const;
+    /// The prompt chooser of the view's control row.
+    QComboBox* promptCombo() const { return promptCombo_; }
     /// The interventions the view offers for what it shows now (the head, the neuron, the block), listed by its
     /// right-click menu; choosing one emits interventionRequested. None by default.
     virtual QVector<InterventionOffer> interventionOffers() const { return {}; }
