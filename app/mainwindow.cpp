@@ -368,6 +368,8 @@ void MainWindow::createCentral() {
         text_->setHead(head);
         showView("attention");
     });
+    // the Text view shows the head the Attention view shows (its "mean of the heads" for the grid of every head)
+    connect(attention_, &AttentionView::headChanged, text_, &TextView::setHead);
     connect(features_, &FeaturesView::featureSelected, this, [this](int dictionary, qint64 feature) { text_->setFeature(dictionary, feature); });
     connect(features_, &FeaturesView::pinRequested, this, [this](int dictionary, qint64 feature) {
         const DictionaryRun* d = features_->currentDictionary();
@@ -1100,6 +1102,17 @@ void MainWindow::steeringDialog() {
     rowB->setCurrentIndex(std::min(1, rowB->count() - 1));
     rowA->setEnabled(fromTrace);
     rowB->setEnabled(fromTrace);
+    if (!fromTrace) {  // a disabled control says why
+        const QString why = !snapshot_ || snapshot_->model != model_
+                                ? tr("Trace two prompts first (one per line in the Trace panel): the vector is the difference of "
+                                     "their layer_output at the last token.")
+                                : tr("The last trace has one prompt: trace two (one per line in the Trace panel) to take the vector "
+                                     "from their difference, or give a .npy file.");
+        rowA->setToolTip(why);
+        rowB->setToolTip(why);
+        rowA->setPlaceholderText(tr("needs a trace of two prompts"));
+        rowB->setPlaceholderText(tr("needs a trace of two prompts"));
+    }
     form->addRow(tr("Prompt A (towards)"), rowA);
     form->addRow(tr("minus prompt B"), rowB);
     auto* file = new QLineEdit(&dialog);

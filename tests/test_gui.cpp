@@ -2134,6 +2134,14 @@ void TestGui::textView() {
     const auto induction = *std::max_element(scores.begin(), scores.end(), [](const HeadScore& a, const HeadScore& b) { return a.induction < b.induction; });
     tv->setBlock(induction.layer);
     tv->setHead(induction.head);
+    // #28: the Text view follows the head the Attention view shows (the grid of every head: the heads' mean)
+    const int heads = static_cast<int>(w->model()->config().numHeads);
+    w->attentionView()->setHead(-1);
+    QCOMPARE(tv->head(), -1);
+    w->attentionView()->setHead((induction.head + 1) % heads);
+    QCOMPARE(tv->head(), (induction.head + 1) % heads);
+    w->attentionView()->setHead(induction.head);
+    QCOMPARE(tv->head(), induction.head);
     tv->setMode(TextView::Mode::AttentionFrom);
     QTest::qWait(100);
     const QStringList& tokens = w->snapshot()->tokens.at(0);

@@ -61,6 +61,9 @@ AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
 
     connect(promptCombo_, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
     connect(headCombo_, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
+    connect(headCombo_, &QComboBox::currentIndexChanged, this, [this] {
+        if (headCombo_->currentIndex() >= 0) emit headChanged(head());
+    });
     connect(blockSpin_, &QSpinBox::valueChanged, this, [this](int block) {
         refresh();
         emit blockChanged(block);

@@ -42,6 +42,10 @@ public:
     QToolButton* fitButton() const { return fitButton_; }
     QCheckBox* logCheck() const { return logCheck_; }
 
+signals:
+    /// The head shown changed (-1: the grid of every head), by the user or by setHead; the Text view follows it.
+    void headChanged(int head);
+
 private:
     void refresh();
 
