@@ -1854,7 +1854,13 @@ QString MainWindow::exportTraceTo(const QString& path) {
 QString MainWindow::exportValueTo(const ValueKey& key, const QString& path) {
     if (!snapshot_) return tr("There is no value to export: run a trace first.");
     QMap<QString, QString> settings{{"exported_from", "nnscope gui"}};
-    if (TraceView* view = currentView()) settings.insert(view->settings());
+    if (!snapshot_->interventions.isEmpty()) settings["interventions"] = snapshot_->interventions.join(" ; ");
+    // the provenance is the value's own: the current view's settings only where that view shows this value (a neuron
+    // view's block and neuron say nothing of an attention_output exported from a card)
+    if (TraceView* view = currentView()) {
+        const QMap<QString, QString> viewSettings = view->settings();
+        if (viewSettings.value("view.value") == snapshot_->path(key)) settings.insert(viewSettings);
+    }
     return exportValue(*snapshot_, key, path, settings);
 }
 

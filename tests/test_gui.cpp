@@ -703,6 +703,14 @@ void TestGui::exportsReadBack() {
     QVERIFY(meta["prompts"].toString().contains("Lily and Tom"));
     QCOMPARE(meta["view.block"].toString(), QString("2"));
     QCOMPARE(meta["view.head"].toString(), QString("3"));
+    // #28: another value exported while the Attention view shows this one carries none of the view's settings
+    const QString other = tmp_.filePath("mlp-output.npy");
+    QCOMPARE(w->exportValueTo({Value::MlpOutput, 0}, other), QString());
+    QFile otherSidecar(other + ".json");
+    QVERIFY(otherSidecar.open(QIODevice::ReadOnly));
+    const QJsonObject otherMeta = QJsonDocument::fromJson(otherSidecar.readAll()).object();
+    QCOMPARE(otherMeta["model"].toString(), dir);
+    QVERIFY(!otherMeta.contains("view.head") && !otherMeta.contains("view.block") && !otherMeta.contains("view"));
 
     // .safetensors: the tensor under its value path, layout and axes in the metadata
     const QString st = tmp_.filePath("probs.safetensors");
