@@ -732,6 +732,7 @@ void MainWindow::openModel(const QString& dir) {
 void MainWindow::onModelLoaded(ModelPtr model) {
     // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
     const bool sameModel = canRun() && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
+    const QString previous = model_ ? QFileInfo(QString::fromStdString(model_->dir())).fileName() : QString();
     model_ = std::move(model);
     stopLens();
     snapshot_.reset();
@@ -759,6 +760,14 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     suspendAnalyses(/*keep=*/false);
     for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(nullptr);  // a trace file's values do not belong to this model
     interventions_->setModel(model_);
+    // #28: the edits made for another checkpoint are not applied to this one without a word: the panel asks
+    if (!sameModel && !previous.isEmpty()) {
+        interventions_->askKeepAfterModelChange(previous);
+        if (interventions_->askingKeep() && interventionsDock_) {
+            interventionsDock_->show();
+            interventionsDock_->raise();
+        }
+    }
     for (const QString& text : start_.interventions) {  // the command line's --edit/--skip/--steer
         const QString error = addIntervention(text);
         if (!error.isEmpty()) emit startOptionRefused(tr("%1: %2").arg(text, error));

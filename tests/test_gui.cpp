@@ -323,6 +323,7 @@ private slots:
     void helpOpensDocumentation();
     void tracePanelClearsOnAnotherModel();
     void dropOpensFiles();
+    void interventionsAskOnAnotherModel();
 
 private:
     QTemporaryDir tmp_;
@@ -3567,4 +3568,40 @@ void TestGui::dropOpensFiles() {
 
     // an empty folder: not accepted
     QVERIFY(!drop(tmp_.path()));
+}
+
+void TestGui::interventionsAskOnAnotherModel() {
+    // #28: interventions made on one checkpoint are not applied to another without a word: opening another model asks
+    // in the Interventions dock; "Turn them off" unchecks them (the next trace is unedited), "Keep them" keeps them
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    InterventionPanel* panel = w->interventionPanel();
+    panel->clear();
+    QCOMPARE(panel->add("skip 0"), QString());
+    QVERIFY(!panel->askingKeep());
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(modelDir("tiny-qwen2"));
+    QVERIFY(opened.wait(60000));
+    QVERIFY(panel->askingKeep());
+    QTest::mouseClick(panel->turnOffButton(), Qt::LeftButton);
+    QVERIFY(!panel->askingKeep());
+    QVERIFY(panel->active().isEmpty());
+    QCOMPARE(panel->all(), QStringList{"skip 0"});
+    QVERIFY(runFromPanel(*w, {"hello world"}));
+    QVERIFY(w->snapshot()->interventions.isEmpty());  // traced unedited
+    panel->setChecked(0, true);
+    w->openModel(modelDir("tiny-llama"));
+    QVERIFY(opened.wait(60000));
+    QVERIFY(panel->askingKeep());
+    QTest::mouseClick(panel->keepButton(), Qt::LeftButton);
+    QVERIFY(!panel->askingKeep());
+    QCOMPARE(panel->active(), QStringList{"skip 0"});
+    QVERIFY(runFromPanel(*w, {"hello world"}));
+    QCOMPARE(w->snapshot()->interventions, QStringList{"skip 0"});
+    // nothing checked: nothing asked
+    panel->setChecked(0, false);
+    w->openModel(modelDir("tiny-qwen2"));
+    QVERIFY(opened.wait(60000));
+    QVERIFY(!panel->askingKeep());
+    panel->clear();
 }

@@ -15,6 +15,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -42,6 +43,20 @@ InterventionPanel::InterventionPanel(QWidget* parent) : QWidget(parent), baseDir
     steer_ = new QPushButton(tr("Steering vector…"), this);
     steer_->setToolTip(tr("Add a steering vector: the difference of two prompts' layer_output in the last trace, or a .npy file"));
 
+    keepBar_ = new QWidget(this);
+    keepText_ = new QLabel(keepBar_);
+    keepText_->setWordWrap(true);
+    keepText_->setStyleSheet("color: #8a5a00;");
+    keep_ = new QPushButton(tr("Keep them"), keepBar_);
+    turnOff_ = new QPushButton(tr("Turn them off"), keepBar_);
+    turnOff_->setToolTip(tr("Uncheck every line: the next trace runs the new checkpoint unedited (the lines stay, to check again)"));
+    auto* keepRow = new QHBoxLayout(keepBar_);
+    keepRow->setContentsMargins(0, 0, 0, 0);
+    keepRow->addWidget(keepText_, 1);
+    keepRow->addWidget(keep_);
+    keepRow->addWidget(turnOff_);
+    keepBar_->hide();
+
     auto* inputRow = new QHBoxLayout;
     inputRow->addWidget(input_, 1);
     inputRow->addWidget(add_);
@@ -52,6 +67,7 @@ InterventionPanel::InterventionPanel(QWidget* parent) : QWidget(parent), baseDir
     buttons->addWidget(clear_);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(keepBar_);
     layout->addLayout(inputRow);
     layout->addWidget(error_);
     layout->addWidget(list_, 1);
@@ -72,9 +88,28 @@ InterventionPanel::InterventionPanel(QWidget* parent) : QWidget(parent), baseDir
     connect(clear_, &QPushButton::clicked, this, &InterventionPanel::clear);
     connect(steer_, &QPushButton::clicked, this, &InterventionPanel::steeringDialogRequested);
     connect(list_, &QListWidget::itemChanged, this, [this] { emit changed(); });
+    connect(keep_, &QPushButton::clicked, keepBar_, &QWidget::hide);
+    connect(turnOff_, &QPushButton::clicked, this, [this] {
+        keepBar_->hide();
+        const QSignalBlocker block(list_);
+        for (int i = 0; i < list_->count(); ++i) list_->item(i)->setCheckState(Qt::Unchecked);
+        emit changed();
+    });
     connect(compare_, &QCheckBox::toggled, this, [this] { emit changed(); });
     setModel(nullptr);
 }
+
+void InterventionPanel::askKeepAfterModelChange(const QString& previous) {
+    const int n = static_cast<int>(active().size());
+    if (n == 0) {
+        keepBar_->hide();
+        return;
+    }
+    keepText_->setText(tr("%n intervention(s) from %1 are still checked: keep them on this checkpoint?", nullptr, n).arg(previous));
+    keepBar_->show();
+}
+
+bool InterventionPanel::askingKeep() const { return !keepBar_->isHidden(); }
 
 QString InterventionPanel::validate(const QString& text) const {
     if (!model_) return tr("Open a checkpoint first.");

@@ -56,6 +56,16 @@ public:
     QString addSteeringFromPrompts(const TraceSnapshot& snapshot, int block, int rowA, int rowB, double factor,
                                    const QString& positions, const QString& npyPath);
 
+    /// Asks, in the panel, whether the checked lines carried over from the checkpoint `previous` stay on for the one
+    /// just opened: "Keep them" leaves them checked, "Turn them off" unchecks them. Until answered they stay as they
+    /// were (checked). Nothing is asked when no line is checked. The question goes when answered, when the lines change
+    /// or when asked again.
+    void askKeepAfterModelChange(const QString& previous);
+    /// Whether the question is on screen.
+    bool askingKeep() const;
+    QPushButton* keepButton() const { return keep_; }
+    QPushButton* turnOffButton() const { return turnOff_; }
+
     QLineEdit* input() const { return input_; }
     QListWidget* list() const { return list_; }
     QLabel* errorLabel() const { return error_; }
@@ -81,6 +91,10 @@ private:
     QPushButton* remove_;
     QPushButton* clear_;
     QPushButton* steer_;
+    QWidget* keepBar_;  ///< the question of askKeepAfterModelChange
+    QLabel* keepText_;
+    QPushButton* keep_;
+    QPushButton* turnOff_;
 };
 
 }  // namespace nnscope
