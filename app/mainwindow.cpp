@@ -30,6 +30,7 @@
 #include "widgets/panels/pinnedcards.h"
 #include "widgets/panels/printoutmodel.h"
 #include "widgets/panels/resources.h"
+#include "widgets/panels/sidetabs.h"
 #include "widgets/panels/supporttablemodel.h"
 #include "widgets/panels/tracepanel.h"
 #include "widgets/panels/valueexport.h"
@@ -40,6 +41,8 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QMimeData>
@@ -356,6 +359,7 @@ void MainWindow::createCentral() {
     views_ = new QTabWidget(this);
     views_->setDocumentMode(true);
     views_->setTabsClosable(true);
+    useSideTabs(views_);  // every view's name in sight at any width (#28)
     for (const ViewSpec& spec : viewSpecs()) {
         QWidget* widget = widgets.at(QString::fromLatin1(spec.name));
         views_->addTab(widget, tr(spec.tabText));
@@ -629,9 +633,12 @@ void MainWindow::createStatusBar() {
 void MainWindow::readSettings() {
     QSettings settings;
     const QByteArray geometry = settings.value("window/geometry").toByteArray();
-    if (geometry.isEmpty())
-        resize(1500, 950);
-    else
+    if (geometry.isEmpty()) {
+        // 1500 × 950, or the screen's free area where it is smaller (a 1280 × 800 laptop)
+        QSize size(1500, 950);
+        if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
+        resize(size);
+    } else
         restoreGeometry(geometry);
     restoredState_ = restoreState(settings.value("window/state").toByteArray());
     recent_ = settings.value("recentModels").toStringList();

@@ -324,6 +324,7 @@ private slots:
     void tracePanelClearsOnAnotherModel();
     void dropOpensFiles();
     void interventionsAskOnAnotherModel();
+    void everyViewInSightAt1280();
 
 private:
     QTemporaryDir tmp_;
@@ -3605,3 +3606,31 @@ void TestGui::interventionsAskOnAnotherModel() {
     QVERIFY(!panel->askingKeep());
     panel->clear();
 }
+
+void TestGui::everyViewInSightAt1280() {
+    // #28: at 1280 × 800 the window fits the screen with its docks (no view's controls wider than the room left) and
+    // every view's tab is in sight, none behind scroll arrows: the tabs are a side list
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(w->minimumSizeHint().width() <= 1280, qPrintable(QString("minimum width %1").arg(w->minimumSizeHint().width())));
+    w->resize(1280, 800);
+    QTest::qWait(50);
+    QCOMPARE(w->width(), 1280);
+    QTabBar* tabs = w->views()->tabBar();
+    QCOMPARE(w->views()->tabPosition(), QTabWidget::West);
+    for (int i = 0; i < tabs->count(); ++i) {
+        const QRect r = tabs->tabRect(i);
+        QVERIFY2(tabs->rect().contains(r), qPrintable(QString("tab %1 (%2) at %3,%4 %5x%6 outside the bar %7x%8")
+                                                          .arg(i).arg(tabs->tabText(i)).arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
+                                                          .arg(tabs->width()).arg(tabs->height())));
+        QVERIFY2(r.width() >= tabs->fontMetrics().horizontalAdvance(tabs->tabText(i).remove('&')),
+                 qPrintable(QString("tab %1 narrower than its label").arg(tabs->tabText(i))));
+        QVERIFY(r.height() < 2 * r.width());  // level labels, not turned ones
+    }
+    // clicking a tab in the list shows its view
+    const int heads = w->views()->indexOf(w->headsView());
+    QTest::mouseClick(tabs, Qt::LeftButton, {}, tabs->tabRect(heads).center());
+    QCOMPARE(w->views()->currentWidget(), static_cast<QWidget*>(w->headsView()));
+}
+

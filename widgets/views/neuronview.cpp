@@ -57,6 +57,8 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
     valueCombo_ = new QComboBox(content);
     valueCombo_->setToolTip(tr("The value shown: any value laid out [batch seq neurons] (what down_proj reads by default)"));
+    valueCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);  // the row fits 1280 px (#28)
+    valueCombo_->setMinimumContentsLength(14);
     blockSpin_ = new QSpinBox(content);
     blockSpin_->setPrefix(tr("layers."));
     topKSpin_ = new QSpinBox(content);
@@ -71,11 +73,14 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(valueCombo_);
     controls->addWidget(new QLabel(tr("Block"), content));
     controls->addWidget(blockSpin_);
-    controls->addWidget(new QLabel(tr("Top"), content));
-    controls->addWidget(topKSpin_);
-    controls->addWidget(magnitudeCheck_);
-    controls->addWidget(new QLabel(tr("Neuron"), content));
-    controls->addWidget(neuronSpin_);
+    // a second row for the ranking and the neuron followed: one row of all of them is wider than the view at 1280 px
+    auto* ranking = new QHBoxLayout;
+    ranking->addWidget(new QLabel(tr("Top"), content));
+    ranking->addWidget(topKSpin_);
+    ranking->addWidget(magnitudeCheck_);
+    ranking->addWidget(new QLabel(tr("Neuron"), content));
+    ranking->addWidget(neuronSpin_);
+    ranking->addStretch(1);
 
     model_ = new MatrixModel(this);
     heatmap_ = new HeatmapPlot(content);
@@ -97,6 +102,7 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     split->setStretchFactor(1, 2);
     auto* layout = new QVBoxLayout(content);
     layout->addLayout(controls);
+    layout->addLayout(ranking);
     layout->addWidget(split, 1);
     setContent(content);
     showPlaceholder(tr("Run a trace to see the MLP neurons (mlp_neurons, what down_proj reads) of every block."));

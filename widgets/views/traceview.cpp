@@ -26,6 +26,9 @@ TraceView::TraceView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(stack_);
     promptCombo_ = new QComboBox(this);
     promptCombo_->setToolTip(tr("The prompt of the batch to show"));
+    // as wide as about 14 characters, not as the longest prompt: the control rows fit a 1280-px screen (#28)
+    promptCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    promptCombo_->setMinimumContentsLength(14);
     connect(promptCombo_, &QComboBox::currentIndexChanged, this, [this](int row) {
         if (row >= 0) emit promptChanged(row);
     });
