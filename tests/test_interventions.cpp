@@ -344,6 +344,13 @@ private slots:
                 moved = std::max(moved, std::abs(got - unedited.grid[static_cast<size_t>(layer)][static_cast<size_t>(p)]));
             }
         QVERIFY(moved > 1e-3);
+        // patching a run into itself under the feature edit changes nothing: every cell is the edited run's metric
+        // (which differs from the unedited one's), so every patched run applied the edit
+        const PatchingResult self = activationPatching(m, clean, clean, o);
+        QVERIFY(std::abs(self.clean - unedited.clean) > 1e-3);
+        QCOMPARE(self.corrupted, self.clean);
+        for (const auto& row : self.grid)
+            for (double v : row) QVERIFY(std::abs(v - self.clean) < 1e-9);
         // attribution patching differentiates through the transcoder's edit
         const PatchingResult a = attributionPatching(m, clean, corrupt, o);
         QVERIFY(std::abs(a.corrupted - r.corrupted) < 1e-6);
