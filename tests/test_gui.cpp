@@ -291,6 +291,7 @@ private slots:
     void steeringFromPrompts();
     void patchingView();
     void patchingWithInterventions();
+    void transcoderEditInWindow();
     void attributionView();
     void generateView();
     void flowView();
@@ -1419,6 +1420,26 @@ void TestGui::patchingWithInterventions() {
     // With the list changed, the view says the grid shown ran with other interventions.
     w->interventionPanel()->clear();
     QVERIFY2(pv->interventionsLabel()->text().contains("computed with"), qPrintable(pv->interventionsLabel()->text()));
+}
+
+void TestGui::transcoderEditInWindow() {
+    // A transcoder's feature edit typed in the Interventions dock is accepted and applied by the next trace as the engine
+    // applies it (checked against sae-lens in test_dictionaries), with the unedited run beside it for Before / after.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    const QString dictionary = kFixtures + "/../dictionaries/saelens-jumprelu-skip-transcoder-llama-l1";
+    const QString line = "feature " + dictionary + ":3 += 10";
+    QCOMPARE(w->interventionPanel()->add(line), QString());
+    const QStringList prompts = {"Tom and Lily went to the park.", "Lily went to the park."};
+    QVERIFY(runFromPanel(*w, prompts));
+    SnapshotPtr snap = w->snapshot();
+    QCOMPARE(snap->interventions, QStringList{line});
+    QVERIFY(snap->baseline);
+    const TraceResult edited = engineEdited(*w->model(), prompts, {line});
+    const TraceResult plain = engineEdited(*w->model(), prompts, {});
+    QVERIFY(maxDiff(snap->result.nextTokenProbs, edited.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(snap->baseline->result.nextTokenProbs, plain.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(edited.nextTokenProbs, plain.nextTokenProbs) > 1e-3);
 }
 
 int main(int argc, char** argv) {
