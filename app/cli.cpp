@@ -52,7 +52,7 @@ void printUsage() {
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
               << "                [--site layer_output|attention_output|mlp_output|head:H] [--method exact|attribution|both]\n"
-              << "                [--json] [--csv FILE]\n"
+              << "                [--json] [--csv FILE] [--edit ...]... [--skip N]... [--steer ...]...\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
               << "  nnscope heads --model DIR (--prompt TEXT | --repeated-random N [--seed S]) [--sort SCORE] [--top N] [--json]\n"
@@ -180,7 +180,8 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption method("method", "exact (default: one patched run per block and position), attribution (the first-order "
                                         "estimate from one backward pass: attribution patching) or both (with their correlation).",
                               "M", "exact");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv, method});
+    InterventionOptions iv;
+    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv, method, iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
@@ -199,6 +200,11 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
         throw UsageError("--metric must be logit-diff or prob, not '" + s(kind) + "'.");
     }
     o.site = optionValue([&] { return parsePatchSite(s(p.value(site)), &o.head); });
+    // the interventions apply to the clean, the corrupted and every patched run (as `trace` takes them)
+    const QStringList lines = iv.lines(p);
+    auto edits = interventionsFromLines(*model, lines);
+    if (!edits->empty()) o.intervention = edits;
+    for (const auto& line : lines) o.interventionTexts.push_back(s(line));
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
     const QString how = p.value(method);
     if (how != "exact" && how != "attribution" && how != "both") throw UsageError("--method must be exact, attribution or both, not '" + s(how) + "'.");
@@ -216,6 +222,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
         out << "# model: " << model->dir() << "\n# clean: " << s(p.value(clean)) << "\n# corrupted: " << s(p.value(corrupted))
             << "\n# site: " << r.site << "\n# metric: " << s(kind) << "\n# answer: " << answerLabel << " (id " << o.metric.answer << ")";
         if (o.metric.wrong >= 0) out << "\n# wrong: " << wrongLabel << " (id " << o.metric.wrong << ")";
+        for (const auto& line : lines) out << "\n# intervention: " << s(line);
         out << "\n# clean metric: " << r.clean << "\n# corrupted metric: " << r.corrupted << "\nblock";
         for (size_t j = 0; j < r.tokens.size(); ++j) out << "," << j << ":" << r.tokens[j];
         out << "\n";
@@ -231,6 +238,8 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                          {"clean", r.clean}, {"corrupted", r.corrupted}, {"tokens", r.tokens}, {"grid", r.grid}};
         if (o.metric.wrong >= 0) j["wrong"] = {{"id", o.metric.wrong}, {"token", wrongLabel}};
         j["method"] = s(how);
+        j["interventions"] = nlohmann::json::array();
+        for (const auto& line : lines) j["interventions"].push_back(s(line));
         if (how == "both") {
             j["attribution_grid"] = estimate->grid;
             j["correlation"] = std::isnan(correlation) ? nlohmann::json(nullptr) : nlohmann::json(correlation);
@@ -251,6 +260,11 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
             std::printf("\n");
         }
     };
+    if (!lines.isEmpty()) {
+        std::printf("every run with %lld intervention(s):", static_cast<long long>(lines.size()));
+        for (const auto& line : lines) std::printf("  %s", s(line).c_str());
+        std::printf("\n");
+    }
     if (how == "attribution") std::printf("attribution patching (first-order estimate from one backward pass):\n");
     printGrid(r);
     if (how == "both") {

@@ -546,6 +546,7 @@ void MainWindow::createDocks() {
     connect(interventions_, &InterventionPanel::changed, this, [this] {
         const int n = static_cast<int>(interventions_->active().size());
         interventionsDock_->setWindowTitle(n ? tr("Interventions (%1 active)").arg(n) : tr("Interventions"));
+        patching_->setActiveInterventions(interventions_->active());  // patching runs with them too
         interventionsChanged();
     });
     connect(pinned_, &PinnedCardsPanel::editRequested, this, [this](const ValueKey& key) {
@@ -1082,7 +1083,7 @@ void MainWindow::runPatching(const PatchRequest& request) {
         return;
     }
     patching_->setRunning(true);
-    patchJob_->watch(worker_->patch(model_, std::move(clean), std::move(corrupted), options));
+    patchJob_->watch(worker_->patch(model_, std::move(clean), std::move(corrupted), options, interventions_->active(), interventions_->baseDir()));
 }
 
 void MainWindow::steeringDialog() {

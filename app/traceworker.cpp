@@ -125,10 +125,14 @@ quint64 TraceWorker::checks(ModelPtr model, const QString& prompt) {
     }, /*cancellable=*/false);
 }
 
-quint64 TraceWorker::patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options) {
-    return enqueue(JobKind::Patch, [model, clean = std::move(clean), corrupted = std::move(corrupted),
-                                    options = std::move(options)](const JobControl& control) {
+quint64 TraceWorker::patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options,
+                           const QStringList& interventions, const QString& baseDir) {
+    return enqueue(JobKind::Patch, [model, clean = std::move(clean), corrupted = std::move(corrupted), options = std::move(options),
+                                    interventions, baseDir](const JobControl& control) {
         PatchingOptions exactOptions = options;
+        exactOptions.intervention = parseInterventions(*model, interventions, baseDir);
+        exactOptions.interventionTexts.clear();
+        for (const QString& text : interventions) exactOptions.interventionTexts.push_back(text.toStdString());
         exactOptions.cancel = control.cancelFlag();
         exactOptions.progress = [&control](int done, int total) { control.progress(done, total); };
         // attribution patching first (one backward pass), then the exact grid, which the progress bar counts

@@ -73,8 +73,11 @@ public:
     /// the end (Cancel does not stop it).
     quint64 checks(ModelPtr model, const QString& prompt);
     /// Queues activation patching (activationPatching) of `clean` into `corrupted` (token ids), after attribution
-    /// patching's estimate of the same grid. Progress counts the exact grid's passes. Result: PatchingResultPtr.
-    quint64 patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options);
+    /// patching's estimate of the same grid. `interventions` (addIntervention's syntax, .npy paths relative to
+    /// `baseDir`, parsed in the worker as a trace's are) apply to every run of both; the result lists them. A text that
+    /// does not parse fails the job with its message. Progress counts the exact grid's passes. Result: PatchingResultPtr.
+    quint64 patch(ModelPtr model, std::vector<int64_t> clean, std::vector<int64_t> corrupted, PatchingOptions options,
+                  const QStringList& interventions = {}, const QString& baseDir = ".");
     /// Queues generation (core/run/generate.h) after `prompt` (token ids) with `options`; with `interventions` (parsed in
     /// the worker, addIntervention syntax) it generates with them and without them, both with the same seed. Cancel
     /// stops it between tokens. Result: GenerationPairPtr.

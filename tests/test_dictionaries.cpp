@@ -10,6 +10,7 @@
 #include "core/model/model.h"
 #include "core/run/edit.h"
 #include "core/run/features.h"
+#include "core/run/generate.h"
 #include "core/run/trace.h"
 #include "testutil.h"
 
@@ -41,6 +42,29 @@ bool readFormat(const std::string& format) {
 }
 
 const std::string kPrompt = "Tom and Lily went to the park.";
+
+/// The transcoders tests/fixtures/make_feature_edits.py edits.
+const char* const kTranscoderEdits[] = {"saelens-jumprelu-skip-transcoder-llama-l1", "saelens-transcoder-llama-l0",
+                                        "gemmascope2-transcoder-affine-gemma3"};
+
+const SafetensorsFile& featureEdits() {
+    static const SafetensorsFile f(dictionariesDir() + "/feature-edits.reference.safetensors");
+    return f;
+}
+
+std::string fixtureOf(const std::string& entry) {
+    for (const auto& e : manifest()["entries"])
+        if (e["entry"] == entry) return e["fixture"].get<std::string>();
+    return {};
+}
+
+/// The edit of make_feature_edits.py in nnscope's syntax, DIR replaced by the dictionary's folder.
+std::string editLine(const std::string& entry, const std::string& edit) {
+    const auto& meta = featureEdits().metadata();
+    std::string line = meta.at(entry + "." + edit);
+    line.replace(line.find("DIR"), 3, dictionariesDir() + "/" + meta.at(entry + ".folder"));
+    return line;
+}
 
 }  // namespace
 
@@ -126,7 +150,90 @@ private slots:
         EditList list;
         QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":99999 = 0"));
         QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dir + ":3 ~ 1"));
-        QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, "feature " + dictionariesDir() + "/saelens-transcoder-llama-l0:1 = 0"));
+    }
+
+    // A transcoder's feature edits (clamp, scale, steer an inactive feature, splice) change its output site by what the
+    // edited features decode to, from its input site in the same pass: the logits equal transformers run with hooks that
+    // apply the same edit through sae-lens's own transcoder (tests/fixtures/make_feature_edits.py), on the golden prompt.
+    void transcoderFeatureEditsEqualSaeLensHooks_data() {
+        QTest::addColumn<QString>("entry");
+        QTest::addColumn<QString>("edit");
+        for (const char* entry : kTranscoderEdits)
+            for (const char* edit : {"clamp", "scale", "steer", "splice"})
+                QTest::newRow((std::string(entry) + "/" + edit).c_str()) << entry << edit;
+    }
+    void transcoderFeatureEditsEqualSaeLensHooks() {
+        QFETCH(QString, entry);
+        QFETCH(QString, edit);
+        const std::string name = entry.toStdString();
+        const SafetensorsFile& reference = featureEdits();
+        auto model = Model::load(test::fixture(fixtureOf(name)), test::float32());
+        const std::string line = editLine(name, edit.toStdString());
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, *model, line);
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        o.intervention = list;
+        const torch::Tensor got = trace(*model, encodeBatch(*model, {kPrompt}), o).value({Value::Logits, -1});
+        NNSCOPE_COMPARE_TENSORS(got, reference.tensor(name + "." + edit.toStdString() + ".logits"), 1e-4, 1e-5);
+        o.intervention = nullptr;
+        const torch::Tensor plain = trace(*model, encodeBatch(*model, {kPrompt}), o).value({Value::Logits, -1});
+        QVERIFY((got - plain).abs().max().item<double>() > 1e-3);  // and the edit moved the output
+    }
+
+    // The same steer on a left-padded batch (each row's real positions equal transformers' with the hook), and while
+    // generating: greedy tokens under a feature edit that changes them equal transformers' generate with the hooks on
+    // and its key/value cache (each step edits its new position).
+    void transcoderFeatureEditsInBatchesAndGeneration_data() {
+        QTest::addColumn<QString>("entry");
+        for (const char* entry : kTranscoderEdits) QTest::newRow(entry) << entry;
+    }
+    void transcoderFeatureEditsInBatchesAndGeneration() {
+        QFETCH(QString, entry);
+        const std::string name = entry.toStdString();
+        const SafetensorsFile& reference = featureEdits();
+        auto model = Model::load(test::fixture(fixtureOf(name)), test::float32());
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, *model, editLine(name, "steer"));
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        o.intervention = list;
+        const Batch batch = encodeBatch(*model, {kPrompt, "Lily went to the park."});
+        const torch::Tensor got = trace(*model, batch, o).value({Value::Logits, -1});
+        const torch::Tensor want = reference.tensor(name + ".steer.batch_logits");
+        QCOMPARE(got.sizes().vec(), want.sizes().vec());
+        for (int64_t r = 0; r < got.size(0); ++r) {
+            const int64_t pad = got.size(1) - static_cast<int64_t>(batch.ids[static_cast<size_t>(r)].size());
+            NNSCOPE_COMPARE_TENSORS(got[r].narrow(0, pad, got.size(1) - pad), want[r].narrow(0, pad, got.size(1) - pad), 1e-4, 1e-5);
+        }
+        auto idsOf = [](const torch::Tensor& t) {
+            const torch::Tensor c = t.reshape({-1}).contiguous();
+            return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+        };
+        const std::vector<int64_t> prompt = encodeBatch(*model, {kPrompt}).ids[0];
+        GenerateOptions g;
+        g.maxNewTokens = 6;
+        g.stopAtEos = false;
+        QCOMPARE(generate(*model, prompt, g).ids, idsOf(reference.tensor(name + ".plain.generated")));
+        auto strong = std::make_shared<EditList>();
+        addIntervention(*strong, *model, editLine(name, "generate"));
+        g.intervention = strong;
+        const std::vector<int64_t> edited = idsOf(reference.tensor(name + ".generate.generated"));
+        QCOMPARE(generate(*model, prompt, g).ids, edited);
+    }
+
+    // A transcoder whose output site the pass reaches without its input site is refused with both named.
+    void transcoderOutputWithoutItsInputIsRefused() {
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32());
+        FeatureIntervention fi(AttachedDictionary::attach(*model, loadDictionary(dictionariesDir() + "/saelens-jumprelu-skip-transcoder-llama-l1")));
+        fi.begin(PassPositions{});
+        torch::Tensor y = torch::zeros({1, 3, 64});
+        try {
+            fi.apply(Value::MlpOutput, 1, y);
+            QFAIL("an output site without its input was edited");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("mlp_input") != std::string::npos, e.what());
+        }
     }
 
     // A folder that is not a dictionary says what it is: missing, a file, one level too high (the dictionaries inside

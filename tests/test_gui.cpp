@@ -294,6 +294,8 @@ private slots:
     void interventionsFromViews();
     void steeringFromPrompts();
     void patchingView();
+    void patchingWithInterventions();
+    void transcoderEditInWindow();
     void attributionView();
     void generateView();
     void flowView();
@@ -1392,6 +1394,67 @@ void TestGui::patchingView() {
     o.metric.kind = PatchMetric::Kind::TargetProbability;
     o.metric.wrong = -1;
     QCOMPARE(pv->result()->grid, activationPatching(m, b.ids[0], b.ids[1], o).grid);
+}
+
+void TestGui::patchingWithInterventions() {
+    // The Patching view runs with the Interventions list as a trace does: every run (clean, corrupted, patched) applies
+    // the active lines, the grid equals the engine's under the same interventions, and the view says they are on.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(w->showView("patching"));
+    PatchingView* pv = w->patchingView();
+    const QString edit = "layers.0.layer_output[:, 3] *= 0.5";
+    QCOMPARE(w->addIntervention(edit), QString());
+    QVERIFY(pv->interventionsLabel()->isVisibleTo(pv));
+    QVERIFY2(pv->interventionsLabel()->text().contains(edit), qPrintable(pv->interventionsLabel()->text()));
+    PatchRequest r;
+    r.clean = "tom saw a red ball . tom saw a";
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red";
+    r.wrong = "big";
+    pv->setRequest(r);
+    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    const Model& m = *w->model();
+    const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
+    PatchingOptions o;
+    o.metric.answer = parseTokenArgument(m, "red", "answer");
+    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    const PatchingResult plain = activationPatching(m, b.ids[0], b.ids[1], o);
+    auto list = std::make_shared<EditList>();
+    addIntervention(*list, m, edit.toStdString());
+    o.intervention = list;
+    const PatchingResult edited = activationPatching(m, b.ids[0], b.ids[1], o);
+    QCOMPARE(pv->result()->grid, edited.grid);
+    QCOMPARE(pv->result()->estimate, attributionPatching(m, b.ids[0], b.ids[1], o).grid);
+    QVERIFY(pv->result()->grid != plain.grid);
+    QCOMPARE(pv->result()->interventions, std::vector<std::string>{edit.toStdString()});
+    QCOMPARE(pv->settings().value("view.interventions"), edit);
+    // With the list changed, the view says the grid shown ran with other interventions.
+    w->interventionPanel()->clear();
+    QVERIFY2(pv->interventionsLabel()->text().contains("computed with"), qPrintable(pv->interventionsLabel()->text()));
+}
+
+void TestGui::transcoderEditInWindow() {
+    // A transcoder's feature edit typed in the Interventions dock is accepted and applied by the next trace as the engine
+    // applies it (checked against sae-lens in test_dictionaries), with the unedited run beside it for Before / after.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    const QString dictionary = kFixtures + "/../dictionaries/saelens-jumprelu-skip-transcoder-llama-l1";
+    const QString line = "feature " + dictionary + ":3 += 10";
+    QCOMPARE(w->interventionPanel()->add(line), QString());
+    const QStringList prompts = {"Tom and Lily went to the park.", "Lily went to the park."};
+    QVERIFY(runFromPanel(*w, prompts));
+    SnapshotPtr snap = w->snapshot();
+    QCOMPARE(snap->interventions, QStringList{line});
+    QVERIFY(snap->baseline);
+    const TraceResult edited = engineEdited(*w->model(), prompts, {line});
+    const TraceResult plain = engineEdited(*w->model(), prompts, {});
+    QVERIFY(maxDiff(snap->result.nextTokenProbs, edited.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(snap->baseline->result.nextTokenProbs, plain.nextTokenProbs) <= 1e-6);
+    QVERIFY(maxDiff(edited.nextTokenProbs, plain.nextTokenProbs) > 1e-3);
 }
 
 int main(int argc, char** argv) {

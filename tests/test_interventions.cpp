@@ -9,6 +9,8 @@
 #include "core/run/trace.h"
 #include "testutil.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include "testsuite.h"
@@ -229,6 +231,133 @@ private slots:
         QVERIFY(std::abs(r.clean - r.corrupted) > 1e-4);
     }
 
+    // The session's interventions apply to the clean, the corrupted and every patched run: each cell of a grid
+    // computed under them equals a corrupted trace run by hand with the same interventions and then the clean
+    // (edited) value patched in; the edits here touch the patched value itself (its block 0 at position 2), a head, and
+    // skip a block. Attribution patching's clean and corrupted metrics are those of the edited runs.
+    void patchingUnderInterventionsEqualsHandTraces() {
+        const Fixture f = load("tiny-llama");
+        const Model& m = *f.model;
+        const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
+        const std::vector<std::string> lines = {"layers.0.layer_output[:, 2] *= 0.5", "layers.1.self_attn.attention_queries[:, 1] *= 2"};
+        auto session = [&] {
+            auto list = std::make_shared<EditList>();
+            for (const auto& line : lines) addIntervention(*list, m, line);
+            return list;
+        };
+        PatchingOptions o;
+        o.metric.kind = PatchMetric::Kind::LogitDifference;
+        o.metric.answer = 10;
+        o.metric.wrong = 11;
+        const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
+        o.intervention = session();
+        o.interventionTexts = lines;
+        const PatchingResult r = activationPatching(m, clean, corrupt, o);
+        QCOMPARE(r.interventions, lines);
+        auto metric = [&](const torch::Tensor& logits) {
+            return (logits[0][-1][10] - logits[0][-1][11]).item<double>();
+        };
+        TraceOptions save;
+        save.save = {{Value::LayerOutput, 0}, {Value::LayerOutput, 1}, {Value::Logits, -1}};
+        save.intervention = session();
+        const TraceResult cleanRun = trace(m, batchFromIds({clean}), save);
+        const TraceResult corruptRun = trace(m, batchFromIds({corrupt}), save);
+        QVERIFY(std::abs(r.clean - metric(cleanRun.value({Value::Logits, -1}))) < 1e-6);
+        QVERIFY(std::abs(r.corrupted - metric(corruptRun.value({Value::Logits, -1}))) < 1e-6);
+        QVERIFY(std::abs(r.clean - unedited.clean) > 1e-3);
+        for (const auto& [layer, p] : std::vector<std::pair<int, int64_t>>{{0, 2}, {0, 0}, {1, 2}, {1, 5}, {0, 8}}) {
+            auto hand = session();  // the session's edits first, then the patch (an EditList applies its edits in order)
+            IndexItem all, pos;
+            pos.kind = IndexItem::Integer;
+            pos.start = p;
+            hand->patch({Value::LayerOutput, layer}, {all, pos}, cleanRun.value({Value::LayerOutput, layer}).index({Slice(), p}));
+            TraceOptions run;
+            run.save = {{Value::Logits, -1}};
+            run.intervention = hand;
+            const double want = metric(trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1}));
+            const double got = r.grid[static_cast<size_t>(layer)][static_cast<size_t>(p)];
+            QVERIFY2(std::abs(got - want) < 1e-6, (std::to_string(layer) + "," + std::to_string(p) + ": " + std::to_string(got) + " vs " +
+                                                   std::to_string(want)).c_str());
+        }
+        // the edit halved block 0's position 2 in both runs: patching that cell moves the metric less than unedited
+        QVERIFY(std::abs(r.grid[0][2] - unedited.grid[0][2]) > 1e-4);
+        // a skipped block passes its input on: patching its layer_output recovers what patching its input would
+        auto skipped = std::make_shared<EditList>();
+        skipped->skipLayer(1);
+        o.intervention = skipped;
+        o.interventionTexts = {"skip 1"};
+        const PatchingResult s = activationPatching(m, clean, corrupt, o);
+        for (size_t p = 0; p < clean.size(); ++p) QVERIFY(std::abs(s.grid[1][p] - s.grid[0][p]) < 1e-5);
+        // attribution patching runs its passes under the same interventions
+        o.intervention = session();
+        o.interventionTexts = lines;
+        const PatchingResult a = attributionPatching(m, clean, corrupt, o);
+        QVERIFY(std::abs(a.clean - r.clean) < 1e-6 && std::abs(a.corrupted - r.corrupted) < 1e-6);
+        QCOMPARE(a.interventions, lines);
+    }
+
+    // A feature edit under patching: a transcoder steering one feature of block 1's MLP applies to every run, so the
+    // grid of mlp_output equals traces run by hand with that feature edit and the patch; patching block 1's mlp_output
+    // replaces the transcoder's edited output by the clean run's edited one; and the grid differs from the unedited.
+    void featureEditUnderPatching() {
+        const Fixture f = load("tiny-llama");
+        const Model& m = *f.model;
+        const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
+        const std::string line = "feature " + test::fixturesDir() + "/dictionaries/saelens-jumprelu-skip-transcoder-llama-l1:3 += 4";
+        auto session = [&] {
+            auto list = std::make_shared<EditList>();
+            addIntervention(*list, m, line);
+            return list;
+        };
+        PatchingOptions o;
+        o.site = PatchSite::MlpOutput;
+        o.metric.kind = PatchMetric::Kind::LogitDifference;
+        o.metric.answer = 10;
+        o.metric.wrong = 11;
+        const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
+        o.intervention = session();
+        const PatchingResult r = activationPatching(m, clean, corrupt, o);
+        TraceOptions save;
+        save.save = {{Value::MlpOutput, 0}, {Value::MlpOutput, 1}, {Value::Logits, -1}};
+        save.intervention = session();
+        const TraceResult cleanRun = trace(m, batchFromIds({clean}), save);
+        auto metric = [&](const torch::Tensor& logits) { return (logits[0][-1][10] - logits[0][-1][11]).item<double>(); };
+        double moved = 0;
+        for (int layer : {0, 1})
+            for (int64_t p = 0; p < static_cast<int64_t>(clean.size()); ++p) {
+                auto patch = std::make_shared<EditList>();
+                IndexItem all, pos;
+                pos.kind = IndexItem::Integer;
+                pos.start = p;
+                patch->patch({Value::MlpOutput, layer}, {all, pos}, cleanRun.value({Value::MlpOutput, layer}).index({Slice(), p}));
+                auto hand = std::make_shared<EditList>();  // the feature edit, then the patch
+                hand->add(std::shared_ptr<const Intervention>(session()));
+                hand->add(std::shared_ptr<const Intervention>(patch));
+                TraceOptions run;
+                run.save = {{Value::Logits, -1}};
+                run.intervention = hand;
+                const double want = metric(trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1}));
+                const double got = r.grid[static_cast<size_t>(layer)][static_cast<size_t>(p)];
+                QVERIFY2(std::abs(got - want) < 1e-6, (std::to_string(layer) + "," + std::to_string(p)).c_str());
+                moved = std::max(moved, std::abs(got - unedited.grid[static_cast<size_t>(layer)][static_cast<size_t>(p)]));
+            }
+        QVERIFY(moved > 1e-3);
+        // patching a run into itself under the feature edit changes nothing: every cell is the edited run's metric
+        // (which differs from the unedited one's), so every patched run applied the edit
+        const PatchingResult self = activationPatching(m, clean, clean, o);
+        QVERIFY(std::abs(self.clean - unedited.clean) > 1e-3);
+        QCOMPARE(self.corrupted, self.clean);
+        for (const auto& row : self.grid)
+            for (double v : row) QVERIFY(std::abs(v - self.clean) < 1e-9);
+        // attribution patching differentiates through the transcoder's edit
+        const PatchingResult a = attributionPatching(m, clean, corrupt, o);
+        QVERIFY(std::abs(a.corrupted - r.corrupted) < 1e-6);
+        for (const auto& row : a.grid)
+            for (double v : row) QVERIFY(std::isfinite(v));
+    }
+
     void commandLineEditsAndPatch() {
         QTemporaryDir tmp;
         const QString model = QString::fromStdString(test::fixture("tiny-llama"));
@@ -250,6 +379,30 @@ private slots:
         QVERIFY2(q.exitCode() == 0, q.readAllStandardError().constData());
         const auto j = nlohmann::json::parse(q.readAllStandardOutput().toStdString());
         QCOMPARE(j["grid"].size(), size_t(f.model->config().numLayers));
+        // `patch` takes --edit / --skip / --steer as `trace` does and applies them to every run: its grid equals the
+        // engine's under the same interventions
+        QProcess qe;
+        qe.start(NNSCOPE_BINARY, {"patch", "--model", model, "--dtype", "float32", "--clean", "Tom and Lily went to the park.",
+                                  "--corrupted", "Lily and Lily went to the park.", "--answer", "#10", "--wrong", "#11", "--json",
+                                  "--edit", "layers.0.layer_output[:, 2] *= 0.5", "--skip", "1"});
+        QVERIFY(qe.waitForFinished(60000));
+        QVERIFY2(qe.exitCode() == 0, qe.readAllStandardError().constData());
+        const auto je = nlohmann::json::parse(qe.readAllStandardOutput().toStdString());
+        QCOMPARE(je["interventions"], nlohmann::json({"layers.0.layer_output[:, 2] *= 0.5", "skip 1"}));
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, *f.model, "layers.0.layer_output[:, 2] *= 0.5");
+        addIntervention(*list, *f.model, "skip 1");
+        PatchingOptions po;
+        po.metric.answer = 10;
+        po.metric.wrong = 11;
+        po.intervention = list;
+        const Model& fm = *f.model;
+        const auto r = activationPatching(fm, encodeBatch(fm, {"Tom and Lily went to the park."}).ids[0],
+                                          encodeBatch(fm, {"Lily and Lily went to the park."}).ids[0], po);
+        QVERIFY(std::abs(je["clean"].get<double>() - r.clean) < 1e-6 && std::abs(je["corrupted"].get<double>() - r.corrupted) < 1e-6);
+        for (size_t i = 0; i < r.grid.size(); ++i)
+            for (size_t p = 0; p < r.grid[i].size(); ++p) QVERIFY(std::abs(je["grid"][i][p].get<double>() - r.grid[i][p]) < 1e-6);
+        QVERIFY(std::abs(je["grid"][0][2].get<double>() - j["grid"][0][2].get<double>()) > 1e-4);
         QProcess bad;
         bad.start(NNSCOPE_BINARY, {"trace", "--model", model, "--prompt", "x", "--edit", "next_token_probs = 0"});
         QVERIFY(bad.waitForFinished(60000));

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include <regex>
 
@@ -146,11 +147,7 @@ std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k)
     return out;
 }
 
-FeatureIntervention::FeatureIntervention(AttachedDictionary attached) : attached_(std::move(attached)) {
-    if (attached_.dictionary->transcoder)
-        throw Error(attached_.dictionary->describe() + ": a transcoder's features edit its output site from its input, which nnscope's "
-                    "feature edits do not do yet; edit an SAE's features.");
-}
+FeatureIntervention::FeatureIntervention(AttachedDictionary attached) : attached_(std::move(attached)) {}
 
 void FeatureIntervention::change(Change c) {
     if (c.feature < 0 || c.feature >= attached_.dictionary->dSae)
@@ -159,28 +156,59 @@ void FeatureIntervention::change(Change c) {
     changes_.push_back(c);
 }
 
-void FeatureIntervention::apply(Value, int, torch::Tensor& t) const {
-    const Dictionary& d = *attached_.dictionary;
-    const auto shape = t.sizes().vec();
-    // [batch, seq, ...] with the site's own layout; the dictionary reads each position's values side by side
-    const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
-    const torch::Tensor f = d.encode(x);
-    const torch::Tensor reconstruction = d.decode(f, x);
-    torch::Tensor edited = f;
-    if (!changes_.empty()) {
-        edited = f.clone();
-        for (const Change& c : changes_) {
-            torch::Tensor col = edited.select(-1, c.feature);
-            switch (c.op) {
-                case Edit::Op::Set: col.fill_(c.value); break;
-                case Edit::Op::Mul: col.mul_(c.value); break;
-                case Edit::Op::Div: col.div_(c.value); break;
-                case Edit::Op::Add: col.add_(c.value); break;
-                case Edit::Op::Sub: col.sub_(c.value); break;
-            }
+bool FeatureIntervention::touches(Value v, int layer) const {
+    const ValueKey key{v, layer};
+    return key == attached_.site || key == attached_.siteOut;
+}
+
+torch::Tensor FeatureIntervention::edited(const torch::Tensor& f) const {
+    if (changes_.empty()) return f;
+    torch::Tensor out = f.clone();
+    for (const Change& c : changes_) {
+        torch::Tensor col = out.select(-1, c.feature);
+        switch (c.op) {
+            case Edit::Op::Set: col.fill_(c.value); break;
+            case Edit::Op::Mul: col.mul_(c.value); break;
+            case Edit::Op::Div: col.div_(c.value); break;
+            case Edit::Op::Add: col.add_(c.value); break;
+            case Edit::Op::Sub: col.sub_(c.value); break;
         }
     }
-    torch::Tensor out = splice_ ? d.decode(edited, x) : x + (d.decode(edited, x) - reconstruction);
+    return out;
+}
+
+void FeatureIntervention::apply(Value v, int layer, torch::Tensor& t) const {
+    const Dictionary& d = *attached_.dictionary;
+    const ValueKey key{v, layer};
+    const auto shape = t.sizes().vec();
+    if (attached_.site == attached_.siteOut) {
+        // an SAE: [batch, seq, ...] with the site's own layout; the dictionary reads each position's values side by side
+        const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
+        const torch::Tensor f = d.encode(x);
+        const torch::Tensor out = splice_ ? d.decode(edited(f), x) : x + (d.decode(edited(f), x) - d.decode(f, x));
+        t = out.reshape(shape).to(t.scalar_type());
+        return;
+    }
+    if (key == attached_.site) {
+        // a transcoder's input: read, left as it is; what its edited features change is added where its output is made
+        const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
+        const torch::Tensor f = d.encode(x);
+        pending_ = splice_ ? d.decode(edited(f), x) : d.decode(edited(f), x) - d.decode(f, x);
+        return;
+    }
+    if (!pending_.defined())
+        throw Error(d.describe() + ": the pass computed its output site (" + std::string(valueInfo(attached_.siteOut.value).name) + " of block " +
+                    std::to_string(attached_.siteOut.layer) + ") without computing its input site (" + valueInfo(attached_.site.value).name +
+                    " of block " + std::to_string(attached_.site.layer) + ") before it, so its features cannot be edited.");
+    const torch::Tensor y = t.to(torch::kFloat32).flatten(2);
+    if (y.sizes() != pending_.sizes()) {
+        std::ostringstream s;
+        s << d.describe() << ": its output site holds " << y.sizes() << " values but its input site gave " << pending_.sizes()
+          << " in this pass.";
+        throw Error(s.str());
+    }
+    const torch::Tensor out = splice_ ? pending_ : y + pending_;
+    pending_ = torch::Tensor();
     t = out.reshape(shape).to(t.scalar_type());
 }
 

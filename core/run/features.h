@@ -67,11 +67,22 @@ struct FeatureActivation {
 /// The `k` largest activations of `features` [d_sae] that are above zero, largest first.
 std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k);
 
-/// Feature edits at an SAE's site, applied during the pass (Intervention): at every position the site's value x is
-/// encoded, the named features of f = encode(x) are changed (set, scaled or moved), and x becomes
-/// x + decode(f') - decode(f): the dictionary's error term x - decode(f) stays and only the edited features change
-/// (Templeton et al. 2024's clamping, with the error kept as SAELens' use_error_term keeps it). With `splice` the value
-/// becomes decode(f') itself: the reconstruction, the error term dropped.
+/// Feature edits of a sparse dictionary, applied during the pass (Intervention).
+///
+/// An SAE (one site, reading and writing x [batch, seq, d_in]): at every position x is encoded, the named features of
+/// f = encode(x) [batch, seq, d_sae] are changed (set, scaled or moved) into f', and x becomes
+/// x + decode(f', x) - decode(f, x): the dictionary's error term x - decode(f, x) stays and only the edited features
+/// change (Templeton et al. 2024's clamping, with the error kept as SAELens' use_error_term keeps it). With `splice`
+/// the value becomes decode(f', x) itself: the reconstruction, the error term dropped.
+///
+/// A transcoder (reads site x_in [batch, seq, d_in], predicts siteOut y [batch, seq, d_out], e.g. mlp_input to
+/// mlp_output): when the pass computes x_in, f = encode(x_in) and f' are made and x_in is left as it is; when the same
+/// pass then computes y (later in the same block), y becomes y + decode(f', x_in) - decode(f, x_in), so the transcoder's
+/// error term y - decode(f, x_in) stays and only the edited features' share of y changes (a skip connection's
+/// x_in · W_skip cancels out); with `splice`, y becomes decode(f', x_in) (the transcoder replaces the MLP, error
+/// dropped). This is what a hook on the MLP's output computing the same difference with SAELens' own encode/decode does
+/// (tests/fixtures/make_feature_edits.py). Each pass (a whole prompt, or a generation step's new positions) pairs its
+/// own x_in with its own y.
 class FeatureIntervention : public Intervention {
 public:
     struct Change {
@@ -79,20 +90,29 @@ public:
         Edit::Op op;   ///< Set (clamp), Mul (scale), Add / Sub (move by a multiple of the decoder row)
         double value;
     };
-    /// Throws nnscope::Error for a transcoder (its features would edit its output site from its input: not yet).
     explicit FeatureIntervention(AttachedDictionary attached);
     /// Throws nnscope::Error when `feature` is outside [0, d_sae).
     void change(Change c);
     void setSplice(bool splice) { splice_ = splice; }
     const AttachedDictionary& attached() const { return attached_; }
 
-    bool touches(Value v, int layer) const override { return v == attached_.site.value && layer == attached_.site.layer; }
+    /// The site, and a transcoder's output site.
+    bool touches(Value v, int layer) const override;
+    /// Throws nnscope::Error when a transcoder's output site comes without its input site before it in the pass, or
+    /// their batch and position axes differ (both shapes named).
     void apply(Value v, int layer, torch::Tensor& t) const override;
+    void begin(const PassPositions&) const override { pending_ = torch::Tensor(); }
 
 private:
+    /// f' from f [..., d_sae]: the changes applied in order (f itself when there are none).
+    torch::Tensor edited(const torch::Tensor& f) const;
+
     AttachedDictionary attached_;
     std::vector<Change> changes_;
     bool splice_ = false;
+    /// A transcoder's change of its output site, [batch, seq, d_out] float32, made at its input site and used once at its
+    /// output site in the same pass (splice: the whole new value).
+    mutable torch::Tensor pending_;
 };
 
 /// Parses `feature DIR:F OP VALUE` or `splice DIR` (addIntervention's syntax, core/run/edit.h) for `model`: reads the

@@ -50,11 +50,14 @@ namespace {
 
 /// Keeps the site's value of every block with its autograd history: the stream is made a leaf that requires grad
 /// where block 0 reads it, so every later value is differentiable.
+/// The interventions apply as in a trace (before the site's value is kept), so the gradient runs through them.
 class GradientTaps : public Taps {
 public:
-    GradientTaps(Value site, int layers) : site_(site), values_(static_cast<size_t>(layers)) {}
+    GradientTaps(Value site, int layers, const Intervention* intervention)
+        : site_(site), values_(static_cast<size_t>(layers)), intervention_(intervention) {}
     void tap(Value v, int layer, torch::Tensor& t) override {
         if (v == Value::LayerInput && layer == 0) t = t.detach().requires_grad_(true);
+        if (intervention_ && intervention_->touches(v, layer)) intervention_->apply(v, layer, t);
         if (v == site_ && layer >= 0) values_[static_cast<size_t>(layer)] = t;
     }
     const std::vector<torch::Tensor>& values() const { return values_; }
@@ -62,7 +65,18 @@ public:
 private:
     Value site_;
     std::vector<torch::Tensor> values_;
+    const Intervention* intervention_;
 };
+
+/// The session's interventions, then the patch: one pass's interventions in that order (an EditList applies its own
+/// edits before the interventions added to it, so both go in as added ones).
+std::shared_ptr<const Intervention> thenPatch(const std::shared_ptr<const Intervention>& session, std::shared_ptr<const Intervention> patch) {
+    if (!session) return patch;
+    auto both = std::make_shared<EditList>();
+    both->add(session);
+    both->add(std::move(patch));
+    return both;
+}
 
 }  // namespace
 
@@ -73,16 +87,19 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
     const auto [value, site] = resolveSite(model, clean, corrupted, o);
     TraceOptions saveClean;
     saveClean.cancel = o.cancel;
+    saveClean.intervention = o.intervention;
     for (int i = 0; i < L; ++i) saveClean.save.push_back({value, i});
     saveClean.save.push_back({Value::Logits, -1});
     const TraceResult cleanRun = trace(model, batchFromIds({clean}), saveClean);
     TraceOptions plain;
     plain.cancel = o.cancel;
+    plain.intervention = o.intervention;
     plain.save = {{Value::Logits, -1}};
     const Batch corruptedBatch = batchFromIds({corrupted});
     const TraceResult corruptedRun = trace(model, corruptedBatch, plain);
     PatchingResult r;
     r.site = site;
+    r.interventions = o.interventionTexts;
     r.clean = patchMetricValue(o.metric, cleanRun.value({Value::Logits, -1}));
     r.corrupted = patchMetricValue(o.metric, corruptedRun.value({Value::Logits, -1}));
     if (model.tokenizer())
@@ -107,7 +124,7 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
             if (o.site == PatchSite::HeadOutput) tidx.emplace_back(static_cast<int64_t>(o.head));
             edits->patch({value, i}, index, source.index(tidx).to(torch::kFloat32));
             TraceOptions run = plain;
-            run.intervention = edits;
+            run.intervention = thenPatch(o.intervention, edits);
             const TraceResult patched = trace(model, corruptedBatch, run);
             r.grid[static_cast<size_t>(i)][static_cast<size_t>(p)] = patchMetricValue(o.metric, patched.value({Value::Logits, -1}));
             ++done;
@@ -139,11 +156,13 @@ PatchingResult attributionPatching(const Model& model, const std::vector<int64_t
     const auto [value, site] = resolveSite(model, clean, corrupted, o);
     PatchingResult r;
     r.site = site;
+    r.interventions = o.interventionTexts;
     if (model.tokenizer())
         for (int64_t id : corrupted) r.tokens.push_back(model.tokenizer()->tokenLabel(id));
     if (o.progress) o.progress(0, 3);
     TraceOptions saveClean;
     saveClean.cancel = o.cancel;
+    saveClean.intervention = o.intervention;
     for (int i = 0; i < L; ++i) saveClean.save.push_back({value, i});
     saveClean.save.push_back({Value::Logits, -1});
     const TraceResult cleanRun = trace(model, batchFromIds({clean}), saveClean);
@@ -153,8 +172,9 @@ PatchingResult attributionPatching(const Model& model, const std::vector<int64_t
     // the corrupted run with autograd on, then d metric / d site value for every block at once
     c10::InferenceMode autograd(false);
     torch::AutoGradMode enable(true);
-    GradientTaps taps(value, L);
+    GradientTaps taps(value, L, o.intervention.get());
     const Batch corruptedBatch = batchFromIds({corrupted});
+    if (o.intervention) o.intervention->begin(PassPositions::ofPrompts({S}, S));
     const torch::Tensor metric = metricTensor(o.metric, model.forward(corruptedBatch.inputIds, corruptedBatch.attentionMask, &taps));
     r.corrupted = metric.item<double>();
     if (o.progress) o.progress(2, 3);

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct PatchingOptions {
     PatchSite site = PatchSite::LayerOutput;
     int head = 0;  ///< for HeadOutput: which head of attention_head_outputs
     PatchMetric metric;
+    /// The session's interventions (edits, steering, skipped blocks, feature edits: core/run/edit.h), applied to the
+    /// clean run, the corrupted run and every patched run (attribution patching: its clean pass and its corrupted pass
+    /// with the backward through them), before the patch where both touch one value: a patched run is the corrupted
+    /// prompt traced with them, its site at one block and position then replaced by the clean run's (edited) value.
+    /// Positions count from the prompt (PassPositions). Null: none.
+    std::shared_ptr<const Intervention> intervention;
+    /// The interventions as written (addIntervention's syntax), for the result's provenance; not parsed here.
+    std::vector<std::string> interventionTexts;
     std::function<void(int done, int total)> progress;
     const std::atomic<bool>* cancel = nullptr;
 };
@@ -39,13 +48,14 @@ struct PatchingResult {
     double clean = 0, corrupted = 0;
     std::vector<std::string> tokens;        ///< the corrupted prompt's token labels (x axis)
     std::string site;                       ///< the patched value's path template, e.g. "layers.{i}.layer_output"
+    std::vector<std::string> interventions; ///< PatchingOptions::interventionTexts: what every run applied
     /// Attribution patching's estimate of `grid` ([num_layers][seq]; empty unless computed: the window computes both).
     std::vector<std::vector<double>> estimate;
 };
 
 /// Activation patching (Meng et al. 2022; Heimersheim & Nanda 2024): runs `clean` and `corrupted` (same token
 /// count), then for every block i and position p reruns `corrupted` with the chosen value at (i, p) replaced by
-/// the clean run's, and measures the metric. Throws nnscope::Error when the prompts' lengths differ or a token
+/// the clean run's, and measures the metric; options.intervention applies to every one of these runs. Throws nnscope::Error when the prompts' lengths differ or a token
 /// id is out of range; nnscope::Cancelled on cancel.
 PatchingResult activationPatching(const Model& model, const std::vector<int64_t>& clean, const std::vector<int64_t>& corrupted,
                                   const PatchingOptions& options);

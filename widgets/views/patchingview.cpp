@@ -50,6 +50,11 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    interventionsNote_ = new QLabel(content);
+    interventionsNote_->setWordWrap(true);
+    interventionsNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    interventionsNote_->setStyleSheet("color: #8a5a00;");
+    interventionsNote_->hide();
 
     model_ = new MatrixModel(this);
     heatmap_ = new HeatmapPlot(content);
@@ -86,6 +91,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     layout->addLayout(form);
     layout->addLayout(runRow);
     layout->addWidget(status_);
+    layout->addWidget(interventionsNote_);
     auto* grids = new QSplitter(Qt::Horizontal, content);
     grids->addWidget(heatmap_);
     grids->addWidget(estimateHeatmap_);
@@ -124,6 +130,7 @@ void PatchingView::setModel(ModelPtr model) {
                                     "corrupted run at each block and position and measures the answer.")
                                : tr("Open a checkpoint first."));
     status_->setStyleSheet(QString());
+    refreshInterventionsNote();
 }
 
 void PatchingView::setRequest(const PatchRequest& r) {
@@ -177,7 +184,30 @@ void PatchingView::setFailed(const QString& message) {
 
 void PatchingView::setNormalized(bool normalized) { normalized_->setChecked(normalized); }
 
+void PatchingView::setActiveInterventions(const QStringList& lines) {
+    activeInterventions_ = lines;
+    refreshInterventionsNote();
+}
+
+void PatchingView::refreshInterventionsNote() {
+    QStringList ran;
+    if (result_)
+        for (const auto& line : result_->interventions) ran << QString::fromStdString(line);
+    QString text;
+    if (!activeInterventions_.isEmpty())
+        text = tr("With %n intervention(s) from the Interventions list, applied to the clean, the corrupted and every patched run: %1.",
+                  nullptr, static_cast<int>(activeInterventions_.size()))
+                   .arg(activeInterventions_.join(tr("; ")));
+    if (result_ && ran != activeInterventions_)
+        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
+                (ran.isEmpty() ? tr("The grid shown was computed without interventions: press Run patching to apply them.")
+                               : tr("The grid shown was computed with %1: press Run patching for the list as it is now.").arg(ran.join(tr("; "))));
+    interventionsNote_->setText(text);
+    interventionsNote_->setVisible(!text.isEmpty());
+}
+
 void PatchingView::refresh() {
+    refreshInterventionsNote();
     if (!result_) return;
     const auto& r = *result_;
     const bool norm = normalized_->isChecked();
@@ -257,7 +287,13 @@ QMap<QString, QString> PatchingView::settings() const {
             {"view.wrong", r.wrong},
             {"view.site", result_ ? QString::fromStdString(result_->site) : site_->currentText()},
             {"view.metric", metric_},
-            {"view.normalized", normalized_->isChecked() ? "true" : "false"}};
+            {"view.normalized", normalized_->isChecked() ? "true" : "false"},
+            {"view.interventions", [this] {
+                 QStringList ran;
+                 if (result_)
+                     for (const auto& line : result_->interventions) ran << QString::fromStdString(line);
+                 return ran.join(" ; ");
+             }()}};
 }
 
 }  // namespace nnscope

@@ -5,7 +5,8 @@
 // attention_output, mlp_output or one head's output); Run patches the clean run's value into the corrupted run at
 // every block x position, in the worker thread, and the grid of the metric (logit(answer) - logit(wrong), or
 // p(answer) without a wrong token) is shown as a blocks x positions heatmap, raw or normalised as the fraction of
-// the clean - corrupted gap that one patch recovers.
+// the clean - corrupted gap that one patch recovers. The window's Interventions list applies to every run, as to a
+// trace, and the view says when it does.
 #include "widgets/plots/heatmapplot.h"
 #include "widgets/views/traceview.h"
 
@@ -51,6 +52,12 @@ public:
     void setFailed(const QString& message);
     /// Normalised: (patched − corrupted) / (clean − corrupted), 1 = the patch restores the clean metric.
     void setNormalized(bool normalized);
+    /// The Interventions list's active lines: the next run applies them to every run (clean, corrupted, patched); the
+    /// view says so, and says when the grid shown was computed with other ones.
+    void setActiveInterventions(const QStringList& lines);
+    /// The line that says which interventions the next run applies and which the grid shown ran with (hidden when
+    /// neither has any).
+    QLabel* interventionsLabel() const { return interventionsNote_; }
 
     std::shared_ptr<const PatchingResult> result() const { return result_; }
     HeatmapPlot* heatmap() const { return heatmap_; }
@@ -67,6 +74,7 @@ signals:
 
 private:
     void refresh();
+    void refreshInterventionsNote();
 
     ModelPtr modelPtr_;
     QLineEdit* clean_;
@@ -80,6 +88,8 @@ private:
     QPushButton* cancel_;
     QProgressBar* progress_;
     QLabel* status_;
+    QLabel* interventionsNote_;
+    QStringList activeInterventions_;
     HeatmapPlot* heatmap_;
     MatrixModel* model_;
     HeatmapPlot* estimateHeatmap_;
