@@ -426,11 +426,38 @@ void MainWindow::createCentral() {
                                     " color: #5c3c00; padding: 4px 8px; }");
     nonFiniteBanner_->hide();
 
+    // #28: nothing on screen said what the demo's stripe is or where to click next
+    demoCaption_ = new QFrame(this);
+    demoCaption_->setObjectName("demoCaption");
+    demoCaption_->setStyleSheet("QFrame#demoCaption { background: #e8f1fb; border: 1px solid #9cbfe3; border-radius: 4px; }"
+                                "QLabel { border: none; color: #0d2c4f; }");
+    auto* captionText = new QLabel(
+        tr("<b>This is nnscope's demo model</b> (2 blocks, trained by nnscope on simple stories, docs/DEMO.md). The prompt says "
+           "one sentence twice. In block 1's attention pattern each word of the second half attends to the word that "
+           "followed it the first time: that diagonal stripe is an <b>induction head</b> copying the sentence. Next: hover a "
+           "cell for its probability, click <b>Heads</b> (Ctrl+Shift+H) to score every head, <b>Features</b> for the demo's "
+           "sparse autoencoder, or File ▸ Open Checkpoint (Ctrl+O) for your own model."),
+        demoCaption_);
+    captionText->setWordWrap(true);
+    captionText->setTextFormat(Qt::RichText);
+    auto* gotIt = new QPushButton(tr("Got it"), demoCaption_);
+    gotIt->setToolTip(tr("Hide this caption for good"));
+    connect(gotIt, &QPushButton::clicked, this, [this] {
+        demoCaption_->hide();
+        QSettings().setValue("demo/captionDismissed", true);
+    });
+    auto* captionLayout = new QHBoxLayout(demoCaption_);
+    captionLayout->setContentsMargins(8, 4, 4, 4);
+    captionLayout->addWidget(captionText, 1);
+    captionLayout->addWidget(gotIt, 0, Qt::AlignVCenter);
+    demoCaption_->hide();
+
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(messageBar_);
     layout->addWidget(nonFiniteBanner_);
+    layout->addWidget(demoCaption_);
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
 
@@ -812,6 +839,7 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     reattachDictionaries();
     updateActions();
     emit modelOpened(dir);
+    if (!sameModel) demoCaption_->setVisible(isDemoModelDir(dir) && !QSettings().value("demo/captionDismissed", false).toBool());
     // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.
     if (!sameModel && isDemoModelDir(dir)) {
         diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));

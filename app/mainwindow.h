@@ -131,6 +131,8 @@ public:
     LogitLensView* lensView() const { return lens_; }
     FamilyView* familyView() const { return family_; }
     InterventionPanel* interventionPanel() const { return interventions_; }
+    /// The demo's first-run caption (shown when the demo opens until dismissed; settings key demo/captionDismissed).
+    QFrame* demoCaption() const { return demoCaption_; }
     CompareView* compareView() const { return compare_; }
     PatchingView* patchingView() const { return patching_; }
     AttributionView* attributionView() const { return attribution_; }
@@ -373,6 +375,8 @@ private:
     QWidget* messageBar_;
     QLabel* messageLabel_;
     QLabel* nonFiniteBanner_;
+    /// The demo's first-run caption: what the stripe is and where to click next (until "Got it").
+    QFrame* demoCaption_;
     QLabel* modelLabel_;
 
     QMenu* recentMenu_;

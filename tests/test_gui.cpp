@@ -327,6 +327,7 @@ private slots:
     void dropOpensFiles();
     void interventionsAskOnAnotherModel();
     void everyViewInSightAt1280();
+    void demoCaptionOnFirstRun();
 
 private:
     QTemporaryDir tmp_;
@@ -3695,5 +3696,35 @@ void TestGui::everyViewInSightAt1280() {
     const int heads = w->views()->indexOf(w->headsView());
     QTest::mouseClick(tabs, Qt::LeftButton, {}, tabs->tabRect(heads).center());
     QCOMPARE(w->views()->currentWidget(), static_cast<QWidget*>(w->headsView()));
+}
+
+void TestGui::demoCaptionOnFirstRun() {
+    // #28: the demo opens with a caption that says what the stripe is and where to click next, until "Got it"; another
+    // checkpoint has none
+    QSettings().remove("demo/captionDismissed");
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY(w->demoCaption()->isVisible());
+    auto* text = w->demoCaption()->findChild<QLabel*>();
+    QVERIFY(text && text->text().contains("induction head") && text->text().contains("Heads"));
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(modelDir("tiny-llama"));
+    QVERIFY(opened.wait(60000));
+    QVERIFY(!w->demoCaption()->isVisible());
+    w->openModel(demoModelDir());
+    QVERIFY(opened.wait(60000));
+    QVERIFY(w->demoCaption()->isVisible());
+    auto* gotIt = w->demoCaption()->findChild<QPushButton*>();
+    QVERIFY(gotIt);
+    QTest::mouseClick(gotIt, Qt::LeftButton);
+    QVERIFY(!w->demoCaption()->isVisible());
+    QVERIFY(QSettings().value("demo/captionDismissed").toBool());
+    w->openModel(modelDir("tiny-llama"));
+    QVERIFY(opened.wait(60000));
+    w->openModel(demoModelDir());
+    QVERIFY(opened.wait(60000));
+    QVERIFY(!w->demoCaption()->isVisible());  // dismissed for good
+    QSettings().remove("demo/captionDismissed");
 }
 
