@@ -41,6 +41,8 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDateTime>
+#include <QUndoCommand>
+#include <QUndoStack>
 #include <QGuiApplication>
 #include <QScreen>
 #include <QDragEnterEvent>
@@ -115,10 +117,14 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         });
     setAcceptDrops(true);  // checkpoint folders, trace files and dictionaries (dropEvent)
     createJobs();
+    undo_ = new QUndoStack(this);
     createActions();
     createCentral();
     createDocks();
     createMenus();
+    // pins, interventions and dictionaries go on the undo stack (attachDictionary and detachDictionary record theirs)
+    connect(pinned_, &PinnedCardsPanel::pinsChanged, this, &MainWindow::recordEdits);
+    connect(interventions_, &InterventionPanel::changed, this, &MainWindow::recordEdits);
     createStatusBar();
     if (start_.useSettings)
         readSettings();
@@ -612,6 +618,13 @@ void MainWindow::changeEvent(QEvent* event) {
 
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));  // after File, as desktops have it
+    QAction* undoAct = undo_->createUndoAction(this, tr("&Undo"));
+    undoAct->setShortcut(QKeySequence::Undo);
+    QAction* redoAct = undo_->createRedoAction(this, tr("&Redo"));
+    redoAct->setShortcut(QKeySequence::Redo);
+    edit->addAction(undoAct);
+    edit->addAction(redoAct);
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
     file->addAction(openDictionaryAct_);
@@ -662,9 +675,11 @@ void MainWindow::readSettings() {
     QSettings settings;
     const QByteArray geometry = settings.value("window/geometry").toByteArray();
     if (geometry.isEmpty()) {
-        // 1500 × 950, or the screen's free area where it is smaller (a 1280 × 800 laptop)
+        // 1500 × 950, or the screen's free area where it is smaller (a 1280 × 800 laptop); not the offscreen platform's
+        // nominal 800 × 600 screen (its windows draw to memory whole, whatever their size: screenshots, tests)
         QSize size(1500, 950);
-        if (const QScreen* screen = QGuiApplication::primaryScreen()) size = size.boundedTo(screen->availableGeometry().size());
+        const QScreen* screen = QGuiApplication::primaryScreen();
+        if (screen && QGuiApplication::platformName() != QLatin1String("offscreen")) size = size.boundedTo(screen->availableGeometry().size());
         resize(size);
     } else
         restoreGeometry(geometry);
@@ -765,6 +780,16 @@ void MainWindow::openModel(const QString& dir) {
 }
 
 void MainWindow::onModelLoaded(ModelPtr model) {
+    // the edits of the last checkpoint are not undone on this one: a new history from the state it opens with
+    restoringEdits_ = true;
+    struct EndRestoring {
+        MainWindow* w;
+        ~EndRestoring() {
+            w->restoringEdits_ = false;
+            w->undo_->clear();
+            w->recordedEdits_ = w->captureEdits();
+        }
+    } endRestoring{this};
     // Reopening the same checkpoint (File ▸ Reload, another dtype) keeps the pinned cards.
     const bool sameModel = canRun() && model_->dir() == model->dir() && model_->config().numLayers == model->config().numLayers;
     const QString previous = model_ ? QFileInfo(QString::fromStdString(model_->dir())).fileName() : QString();
@@ -1726,6 +1751,7 @@ QString MainWindow::attachDictionary(const QString& dirIn) {
     saveDictionaries();
     features_->setAttached(dictionaryNames());
     updatePinMarks();
+    recordEdits();
     const AttachedDictionary& d = dictionaries_.back();
     statusBar()->showMessage(tr("Attached %1 at %2.").arg(QString::fromStdString(d.dictionary->describe()),
                                                         QString::fromStdString(valuePath(model_->family(), d.site))), 8000);
@@ -1741,6 +1767,98 @@ void MainWindow::detachDictionary(int index) {
     features_->setAttached(dictionaryNames());
     updatePinMarks();
     runFeatures();
+    recordEdits();
+}
+
+// ---- undo ---------------------------------------------------------------------------------------------------
+
+namespace {
+/// One step of Edit ▸ Undo: the session's pins, interventions and dictionaries before and after a change.
+class SessionEditCommand : public QUndoCommand {
+public:
+    SessionEditCommand(MainWindow* window, MainWindow::SessionEdits before, MainWindow::SessionEdits after, const QString& text)
+        : QUndoCommand(text), window_(window), before_(std::move(before)), after_(std::move(after)) {}
+    void undo() override { window_->restoreEdits(before_); }
+    void redo() override {
+        if (std::exchange(first_, false)) return;  // pushed after the change was made
+        window_->restoreEdits(after_);
+    }
+
+private:
+    MainWindow* window_;
+    MainWindow::SessionEdits before_, after_;
+    bool first_ = true;
+};
+}  // namespace
+
+MainWindow::SessionEdits MainWindow::captureEdits() const {
+    SessionEdits e;
+    e.pins = pinned_->keys();
+    e.interventions = interventions_->all();
+    e.checkedInterventions = interventions_->active();
+    for (const AttachedDictionary& d : dictionaries_) e.dictionaries << QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath();
+    return e;
+}
+
+void MainWindow::recordEdits() {
+    if (restoringEdits_ || !undo_) return;
+    SessionEdits now = captureEdits();
+    if (now == recordedEdits_) return;
+    // the step's name says what changed
+    QString text;
+    const SessionEdits& was = recordedEdits_;
+    if (now.pins.size() > was.pins.size()) {
+        text = tr("Pin %1").arg(model_ ? QString::fromStdString(valuePath(model_->family(), now.pins.back())) : QString());
+    } else if (now.pins.size() < was.pins.size()) {
+        text = tr("Unpin");
+    } else if (now.interventions.size() > was.interventions.size()) {
+        text = tr("Add %1").arg(now.interventions.back());
+    } else if (now.interventions.size() < was.interventions.size()) {
+        text = tr("Remove intervention(s)");
+    } else if (now.checkedInterventions != was.checkedInterventions) {
+        text = tr("Check or uncheck intervention(s)");
+    } else if (now.dictionaries.size() > was.dictionaries.size()) {
+        text = tr("Attach %1").arg(QFileInfo(now.dictionaries.back()).fileName());
+    } else if (now.dictionaries.size() < was.dictionaries.size()) {
+        text = tr("Detach dictionary");
+    } else {
+        text = tr("Change pins, interventions or dictionaries");
+    }
+    undo_->push(new SessionEditCommand(this, recordedEdits_, now, text));
+    recordedEdits_ = std::move(now);
+}
+
+void MainWindow::restoreEdits(const SessionEdits& edits) {
+    if (!model_) return;
+    restoringEdits_ = true;
+    // pins: unpin what the state lacks, pin what it has (the feature cards stay)
+    for (const ValueKey& key : pinned_->keys())
+        if (std::find(edits.pins.begin(), edits.pins.end(), key) == edits.pins.end()) pinned_->unpin(key);
+    for (const ValueKey& key : edits.pins) {
+        const std::vector<ValueKey> have = pinned_->keys();
+        if (std::find(have.begin(), have.end(), key) == have.end()) pinned_->pin(valueKeyInfo(*model_, key));
+    }
+    // interventions: the lines in order, each checked as it was
+    if (interventions_->all() != edits.interventions || interventions_->active() != edits.checkedInterventions) {
+        interventions_->clear();
+        for (int i = 0; i < edits.interventions.size(); ++i) {
+            interventions_->add(edits.interventions[i]);
+            interventions_->setChecked(i, edits.checkedInterventions.contains(edits.interventions[i]));
+        }
+    }
+    // dictionaries: attached again in their order (mapped files: cheap), the trace redone when a site is missing
+    QStringList now;
+    for (const AttachedDictionary& d : dictionaries_) now << QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath();
+    if (now != edits.dictionaries) {
+        dictionaries_.clear();
+        for (const QString& dir : edits.dictionaries) attachDictionary(dir);
+        saveDictionaries();
+        features_->setAttached(dictionaryNames());
+        updatePinMarks();
+        runFeatures();
+    }
+    restoringEdits_ = false;
+    recordedEdits_ = captureEdits();
 }
 
 QStringList MainWindow::dictionaryNames() const {

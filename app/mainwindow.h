@@ -24,6 +24,7 @@
 class QAction;
 class QDockWidget;
 class QLabel;
+class QUndoStack;
 class QListView;
 class QMenu;
 class QStackedWidget;
@@ -131,6 +132,24 @@ public:
     LogitLensView* lensView() const { return lens_; }
     FamilyView* familyView() const { return family_; }
     InterventionPanel* interventionPanel() const { return interventions_; }
+    /// Edit ▸ Undo / Redo: pins, interventions (lines and check marks) and dictionary attachments, on the open
+    /// checkpoint (opening another one starts a new history).
+    QUndoStack* undoStack() const { return undo_; }
+    /// What Edit ▸ Undo restores: the pinned values, the intervention lines with their check marks, the attached
+    /// dictionaries' folders.
+    struct SessionEdits {
+        std::vector<ValueKey> pins;
+        QStringList interventions;
+        QStringList checkedInterventions;
+        QStringList dictionaries;
+        bool operator==(const SessionEdits& o) const {
+            return pins == o.pins && interventions == o.interventions && checkedInterventions == o.checkedInterventions &&
+                   dictionaries == o.dictionaries;
+        }
+    };
+    SessionEdits captureEdits() const;
+    /// Puts the pins, interventions and dictionaries of `edits` back (what Undo and Redo do).
+    void restoreEdits(const SessionEdits& edits);
     /// The demo's first-run caption (shown when the demo opens until dismissed; settings key demo/captionDismissed).
     QFrame* demoCaption() const { return demoCaption_; }
     CompareView* compareView() const { return compare_; }
@@ -375,6 +394,12 @@ private:
     QWidget* messageBar_;
     QLabel* messageLabel_;
     QLabel* nonFiniteBanner_;
+    /// After a change of pins, interventions or dictionaries: one undo step from the last recorded state to now
+    /// (nothing while restoring or loading).
+    void recordEdits();
+    QUndoStack* undo_ = nullptr;
+    SessionEdits recordedEdits_;
+    bool restoringEdits_ = false;
     /// The demo's first-run caption: what the stripe is and where to click next (until "Got it").
     QFrame* demoCaption_;
     QLabel* modelLabel_;

@@ -74,6 +74,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QMimeData>
+#include <QUndoStack>
 #include <QUrl>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -328,6 +329,7 @@ private slots:
     void interventionsAskOnAnotherModel();
     void everyViewInSightAt1280();
     void demoCaptionOnFirstRun();
+    void undoRedoSessionEdits();
 
 private:
     QTemporaryDir tmp_;
@@ -3726,5 +3728,69 @@ void TestGui::demoCaptionOnFirstRun() {
     QVERIFY(opened.wait(60000));
     QVERIFY(!w->demoCaption()->isVisible());  // dismissed for good
     QSettings().remove("demo/captionDismissed");
+}
+
+void TestGui::undoRedoSessionEdits() {
+    // #28: Edit ▸ Undo / Redo step through pins, interventions (lines and check marks) and dictionary attachments; a
+    // trace after an undo runs without what was undone; opening another checkpoint starts a new history
+    QSettings().remove("dictionaries/attached");
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QUndoStack* undo = w->undoStack();
+    QCOMPARE(undo->count(), 0);
+    InterventionPanel* panel = w->interventionPanel();
+    const ValueKey key{Value::MlpOutput, 0};
+    QVERIFY(w->pinValue(key));
+    QCOMPARE(undo->count(), 1);
+    QVERIFY2(undo->undoText().contains(QString::fromStdString(valuePath(w->model()->family(), key))), qPrintable(undo->undoText()));
+    undo->undo();
+    QVERIFY(w->pinnedPanel()->keys().empty());
+    undo->redo();
+    QCOMPARE(w->pinnedPanel()->keys(), std::vector<ValueKey>{key});
+
+    QCOMPARE(panel->add("skip 0"), QString());
+    QCOMPARE(undo->count(), 2);
+    panel->setChecked(0, false);
+    QCOMPARE(undo->count(), 3);
+    undo->undo();  // checked again
+    QCOMPARE(panel->active(), QStringList{"skip 0"});
+    QVERIFY(runFromPanel(*w, {"hello world"}));
+    QCOMPARE(w->snapshot()->interventions, QStringList{"skip 0"});
+    undo->undo();  // the line is gone
+    QVERIFY(panel->all().isEmpty());
+    QVERIFY(runFromPanel(*w, {"hello world"}));
+    QVERIFY(w->snapshot()->interventions.isEmpty());
+    undo->redo();
+    QCOMPARE(panel->active(), QStringList{"skip 0"});
+
+    const QString dictionary = kDictionaries + "/saelens-jumprelu-llama-resid-post";
+    QVERIFY(w->attachDictionary(dictionary).isEmpty());
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    QVERIFY(undo->undoText().contains("saelens-jumprelu-llama-resid-post"));
+    undo->undo();
+    QCOMPARE(w->dictionaries().size(), size_t(0));
+    undo->redo();
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    // the whole history back to the start, then forward again
+    while (undo->canUndo()) undo->undo();
+    QVERIFY(w->pinnedPanel()->keys().empty() && panel->all().isEmpty() && w->dictionaries().empty());
+    while (undo->canRedo()) undo->redo();
+    QCOMPARE(w->pinnedPanel()->keys(), std::vector<ValueKey>{key});
+    QCOMPARE(panel->active(), QStringList{"skip 0"});
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    // the Edit menu holds them
+    QAction* undoAction = nullptr;
+    for (QAction* a : w->menuBar()->actions())
+        if (a->menu() && a->text().remove('&') == "Edit")
+            for (QAction* item : a->menu()->actions())
+                if (item->shortcut() == QKeySequence(QKeySequence::Undo)) undoAction = item;
+    QVERIFY(undoAction && undoAction->isEnabled());
+
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(modelDir("tiny-qwen2"));
+    QVERIFY(opened.wait(60000));
+    QCOMPARE(undo->count(), 0);
+    panel->clear();
+    QSettings().remove("dictionaries/attached");
 }
 
