@@ -3,6 +3,8 @@
 
 #include "core/io/jsonfile.h"
 #include "core/io/safetensors.h"
+#include "core/io/tensorreader.h"
+#include "core/io/transcoderset.h"
 #include "core/model/config.h"
 #include "core/model/error.h"
 
@@ -17,55 +19,12 @@ namespace fs = std::filesystem;
 namespace nnscope {
 namespace {
 
+using detail::shapeText;
+using detail::TensorReader;
+
 constexpr uint64_t kDictionaryConfigMaxBytes = 1 << 20;
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-    std::ostringstream s;
-    s << "[";
-    for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-    return s.str() + "]";
-}
-
 bool isFile(const fs::path& p) { return fs::is_regular_file(p); }
-
-/// The tensors of one safetensors file, each checked against the shape the config implies, as float32 (a view of the
-/// mapped file where it stores float32).
-class TensorReader {
-public:
-    explicit TensorReader(const std::string& path) : file_(std::make_shared<SafetensorsFile>(path)) {}
-    std::shared_ptr<const SafetensorsFile> file() const { return file_; }
-    bool has(const std::string& name) const { return file_->contains(name); }
-    /// The tensor `name` of shape `shape` (a [n] vector may be stored [1, n], as some formats do). Throws
-    /// nnscope::Error naming the file, the tensor and both shapes.
-    torch::Tensor get(const std::string& name, const std::vector<int64_t>& shape) const {
-        if (!file_->contains(name)) {
-            std::string have;
-            for (const auto& [n, e] : file_->entries()) have += (have.empty() ? "" : ", ") + n;
-            throw Error(file_->path() + ": no tensor '" + name + "' (the file holds " + (have.empty() ? "none" : have) + ").");
-        }
-        torch::Tensor t = file_->tensor(name);
-        if (t.sizes().vec() != shape && !(shape.size() == 1 && t.numel() == shape[0] && t.dim() == 2))
-            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(t.sizes().vec()) + ", expected " +
-                        shapeText(shape) + " from the dictionary's config.");
-        if (t.dim() != static_cast<int64_t>(shape.size())) t = t.reshape(shape);
-        return t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
-    }
-    /// The shape of the matrix `name`, for a format whose sizes come from its weights. Throws nnscope::Error naming the
-    /// file and the tensor when it is absent or not two-dimensional.
-    std::vector<int64_t> matrixShape(const std::string& name) const {
-        if (!file_->contains(name)) get(name, {});  // the error that lists what the file holds
-        const std::vector<int64_t>& shape = file_->entries().at(name).shape;
-        if (shape.size() != 2)
-            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(shape) + ", expected a matrix.");
-        return shape;
-    }
-    torch::Tensor optional(const std::string& name, const std::vector<int64_t>& shape) const {
-        return has(name) ? get(name, shape) : torch::Tensor();
-    }
-
-private:
-    std::shared_ptr<SafetensorsFile> file_;
-};
 
 /// A pickled weights file is refused: unpickling can run code. The message gives the one line that converts it.
 void refusePickle(const fs::path& dir, const std::string& want) {
@@ -346,6 +305,7 @@ torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
         case Activation::ReLU: return torch::relu(pre);
         case Activation::JumpReLU:
         case Activation::BatchTopK: return torch::relu(pre) * (pre > threshold).to(torch::kFloat32);
+        case Activation::JumpReLUSigned: return pre * (pre > threshold).to(torch::kFloat32);
         case Activation::TopK: {
             if (rescaleByDecoderNorm) pre = pre * wDec.norm(2, -1);
             const int64_t kk = std::min(k, dSae);
@@ -385,7 +345,17 @@ std::string Dictionary::describe() const {
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
     const fs::path dir(dirIn);
     if (!fs::exists(dir)) throw Error(dirIn + ": no such folder.");
+    if (isFile(dir) && dir.extension() == ".safetensors" && isTranscoderSet(dir.parent_path().string()))
+        return loadDictionaries(dirIn).front();  // one layer of a circuit-tracer set
     if (!fs::is_directory(dir)) throw Error(dirIn + ": a file; a dictionary is the folder that holds its config and weights.");
+    if (isTranscoderSet(dirIn)) {
+        const TranscoderSetConfig c = readTranscoderSetConfig(dirIn);
+        if (c.modelKind == "cross_layer_transcoder")
+            throw Error(dirIn + ": a circuit-tracer cross-layer transcoder: its layers are not separate dictionaries (nnscope features "
+                        "reads it whole).");
+        throw Error(dirIn + ": a circuit-tracer transcoder set, one transcoder per layer: attach the set (nnscope features --dictionary, "
+                    "File ▸ Open Dictionary) or give one layer's file, e.g. " + (dir / "layer_0.safetensors").string() + ".");
+    }
     std::shared_ptr<Dictionary> d;
     if (isFile(dir / "cfg.json") && isFile(dir / "sae.safetensors")) d = readSparsify(dir);
     else if (isFile(dir / "cfg.json")) d = readSaeLens(dir);
@@ -411,8 +381,6 @@ std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
             throw Error(dirIn + ": holds dictionaries in its subfolders (" + list + "): give one of them, e.g. " +
                         (fs::path(dirIn) / below.front()).string() + ".");
         }
-        if (isFile(dir / "config.yaml"))
-            throw Error(dirIn + ": a circuit-tracer transcoder set (config.yaml), which nnscope does not read yet.");
         throw Error(dirIn + ": no dictionary nnscope knows (SAELens: cfg.json + sae_weights.safetensors; Gemma Scope 2: config.json + "
                     "params.safetensors; Gemma Scope: params.npz; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
                     "checkpoints/final.safetensors).");
