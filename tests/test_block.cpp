@@ -9,6 +9,7 @@
 #include "core/model/model.h"
 #include "core/pages/support.h"
 #include "core/model/taps.h"
+#include "core/run/edit.h"
 #include "core/run/features.h"
 #include "core/run/trace.h"
 #include "core/model/weights.h"
@@ -360,6 +361,37 @@ private slots:
             QVERIFY(!model->hasValue(Value::NativePostAttentionNormNormalized, &why));
             QVERIFY2(why.find("unnormed") != std::string::npos, why.c_str());
         }
+    }
+
+    // Editing the normalized value changes what the norm gives the MLP: doubled before the gain, the MLP's input is
+    // 2 · normalized · w (+ bias for a LayerNorm), from the unedited pass's own normalized value and the norm's weights.
+    void normalizedEditsTheNormsOutput_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-llama", "tiny-gpt2", "tiny-gemma2"}) QTest::newRow(f) << QString(f);
+    }
+    void normalizedEditsTheNormsOutput() {
+        QFETCH(QString, fixture);
+        auto model = loadModel(QString::fromStdString(test::fixture(fixture.toStdString())));
+        const Family& f = model->family();
+        const ValueKey normalized{Value::NativePostAttentionNormNormalized, 1};
+        const ValueKey mlpInput{Value::MlpInput, 1};
+        const Batch batch = batchFromIds({{1, 5, 9, 3, 7, 2}}, 0);
+        TraceOptions plain;
+        plain.save = {normalized, mlpInput};
+        const TraceResult before = trace(*model, batch, plain);
+        TraceOptions edited = plain;
+        auto edits = std::make_shared<EditList>();
+        addIntervention(*edits, *model, valuePath(f, normalized) + " *= 2");
+        edited.intervention = edits;
+        const TraceResult after = trace(*model, batch, edited);
+        NNSCOPE_COMPARE_TENSORS(after.value(normalized), 2 * before.value(normalized), 1e-6, 1e-6);
+        torch::Tensor want = 2 * before.value(normalized);
+        const WeightStore store(test::fixture(fixture.toStdString()));
+        const torch::Tensor w = store.get(f.tensorName({Module::PostAttentionNorm, Param::Weight}, 1)).to(torch::kFloat32);
+        want = want * (f.norm == NormKind::RMSNormPlusOne ? 1 + w : w);
+        if (f.norm == NormKind::LayerNorm) want = want + store.get(f.tensorName({Module::PostAttentionNorm, Param::Bias}, 1)).to(torch::kFloat32);
+        NNSCOPE_COMPARE_TENSORS(after.value(mlpInput), want, 1e-5, 1e-5);
+        QVERIFY(!torch::allclose(after.value(mlpInput), before.value(mlpInput)));
     }
 
     // FreezeTaps cuts every norm's scale from autograd and leaves the values alone: the gradient of a logit direction
