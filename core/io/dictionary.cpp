@@ -162,7 +162,8 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
 }
 
 /// Gemma Scope 1: layer_<L>/width_<W>/average_l0_<M>/params.npz, the site in the repository's name
-/// (gemma-scope-2b-pt-res / -mlp / -att), as sae-lens' gemma_2_sae_huggingface_loader reads it: jumprelu, no b_dec off
+/// (gemma-scope-2b-pt-res / -mlp / -att, and -transcoders: blocks.L.ln2.hook_normalized → blocks.L.hook_mlp_out, as
+/// gemma_2_transcoder_huggingface_loader reads them), as sae-lens' gemma_2_sae_huggingface_loader reads it: jumprelu, no b_dec off
 /// the input, the sizes from the arrays.
 std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     const std::string file = (dir / "params.npz").string();
@@ -180,10 +181,15 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     d->architecture = "jumprelu";
     d->activation = Dictionary::Activation::JumpReLU;
     const std::string kind = m[1].str();
-    if (kind == "transcoders")
-        throw Error(file + ": a Gemma Scope transcoder reads the pre-MLP norm's output before its gain (ln2.hook_normalized), which "
-                    "nnscope does not compute yet.");
-    d->site = "blocks." + layer + (kind == "res" ? ".hook_resid_post" : kind == "mlp" ? ".hook_mlp_out" : ".attn.hook_z");
+    if (kind == "transcoders") {
+        // sae-lens' get_gemma_2_transcoder_config_from_hf: the pre-MLP norm before its gain → hook_mlp_out
+        d->transcoder = true;
+        d->architecture = "jumprelu_transcoder";
+        d->site = "blocks." + layer + ".ln2.hook_normalized";
+        d->siteOut = "blocks." + layer + ".hook_mlp_out";
+    } else {
+        d->site = "blocks." + layer + (kind == "res" ? ".hook_resid_post" : kind == "mlp" ? ".hook_mlp_out" : ".attn.hook_z");
+    }
     d->hookZ = kind == "att";
     std::map<std::string, torch::Tensor> arrays = readNpz(file);
     d->weightFiles.push_back(file);
@@ -194,8 +200,10 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     };
     d->wEnc = array("W_enc");
     if (d->wEnc.dim() != 2) throw Error(file + ": W_enc must be a matrix [d_in, d_sae].");
-    d->dIn = d->dOut = d->wEnc.size(0);
+    d->dIn = d->wEnc.size(0);
     d->dSae = d->wEnc.size(1);
+    // a transcoder's output width is its decoder's; an SAE gives back its input
+    d->dOut = d->transcoder && array("W_dec").dim() == 2 ? array("W_dec").size(1) : d->dIn;
     auto shaped = [&](const std::string& name, std::vector<int64_t> shape) {
         torch::Tensor t = array(name);
         if (t.sizes().vec() != shape)
@@ -203,9 +211,9 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
                         " from W_enc's " + shapeText(d->wEnc.sizes().vec()) + ".");
         return t;
     };
-    d->wDec = shaped("W_dec", {d->dSae, d->dIn});
+    d->wDec = shaped("W_dec", {d->dSae, d->dOut});
     d->bEnc = shaped("b_enc", {d->dSae});
-    d->bDec = shaped("b_dec", {d->dIn});
+    d->bDec = shaped("b_dec", {d->dOut});
     d->threshold = shaped("threshold", {d->dSae});
     d->notes.push_back(file + ": Gemma Scope arrays are read into memory (a .npz is not mapped).");
     return d;
