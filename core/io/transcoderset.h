@@ -56,7 +56,8 @@ std::vector<std::shared_ptr<const Dictionary>> loadDictionaries(const std::strin
 /// A cross-layer transcoder (CLT; circuit_tracer/transcoder/cross_layer_transcoder.py): the features of source layer s
 /// read blocks.s.<feature_input_hook>, and each writes to every output layer l >= s through its own decoder row; the
 /// reconstruction of blocks.l.<feature_output_hook> sums the contributions of the features of every layer s <= l.
-/// Every tensor is a view of the memory-mapped files (float32 files are not copied), one layer's files at a time.
+/// Every tensor is a view of the memory-mapped files (float32 files are not copied; the pages of a layer's files are read
+/// only when that layer is used), two files per source layer.
 struct CrossLayerTranscoder {
     /// Layer s's share of the weights. Shapes use the names n_layers, d_model, d_transcoder.
     struct Layer {
