@@ -663,84 +663,45 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     return 0;
 }
 
-/// The sha256 of a dictionary's weights files, for an export's provenance ("name:hex, ...").
-std::string weightsSha256(const Dictionary& d) {
-    std::string out;
-    for (const std::string& path : d.weightFiles) {
-        QFile file(QString::fromStdString(path));
-        QCryptographicHash hash(QCryptographicHash::Sha256);
-        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(path + ": cannot be read to hash it: " + s(file.errorString()));
-        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + hash.result().toHex().toStdString();
-    }
-    return out;
-}
+/// One dictionary's (or one layer's) part of `nnscope features`: its JSON document (docs/FEATURES.md) and its text.
+struct FeaturesReport {
+    nlohmann::json doc;
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;  ///< promptN.features, ... for --out
+};
 
-int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args) {
-    QCommandLineOption dictionary("dictionary", "The dictionary's folder: SAELens (cfg.json + sae_weights.safetensors), Gemma Scope 2 "
-                                                "(config.json + params.safetensors), sparsify (cfg.json + sae.safetensors), Llama Scope "
-                                                "(hyperparams.json + checkpoints/final.safetensors).", "DIR");
-    QCommandLineOption prompt("prompt", "A prompt (repeatable: each is traced in one batch).", "TEXT");
-    QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones (default 10).", "K", "10");
-    QCommandLineOption out("out", "Write every prompt's features, reconstruction and error (float32 [seq, d_sae] / [seq, d_out]) to this "
-                                  ".safetensors file as prompt0.features, ... (counted from 0), with the dictionary's folder and the sha256 "
-                                  "of its weights.", "FILE");
-    p.setApplicationDescription("nnscope features: a sparse dictionary's (an SAE's or a transcoder's) active features at every "
-                                "position of each prompt, with the reconstruction's MSE, explained variance and mean L0 (docs/FEATURES.md).");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out});
-    parseCommandLine(p, args);
-    rejectStray(p);
-    if (!p.isSet(dictionary)) throw UsageError("features needs --dictionary DIR.");
-    if (!p.isSet(prompt)) throw UsageError("features needs --prompt.");
-    bool ok = false;
-    const int k = p.value(topK).toInt(&ok);
-    if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");
-    auto model = loadModel(p, c);
-    // The dictionary is read and checked against the model before anything runs.
-    const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(s(p.value(dictionary))));
-    const Dictionary& d = *attached.dictionary;
-    std::vector<std::string> prompts;
-    for (const auto& q : p.values(prompt)) prompts.push_back(s(q));
-    TraceOptions opts;
-    opts.save = attached.neededValues();
-    const TraceResult result = trace(*model, encodeBatch(*model, prompts), opts);
-    const std::string site = valuePath(model->family(), attached.site);
-    nlohmann::json j{{"dictionary", {{"path", d.dir}, {"format", d.format}, {"architecture", d.architecture}, {"d_in", d.dIn},
-                                     {"d_sae", d.dSae}, {"model_name", d.trainedOn}}},
-                     {"site", site},
-                     {"prompts", nlohmann::json::array()}};
-    if (d.transcoder) j["dictionary"]["d_out"] = d.dOut, j["site_out"] = valuePath(model->family(), attached.siteOut);
-    std::vector<std::pair<std::string, torch::Tensor>> tensors;
-    for (size_t row = 0; row < prompts.size(); ++row) {
-        const FeatureRun run = runDictionary(*model, result, attached, static_cast<int64_t>(row));
+/// The report of one dictionary `d` at `site` (→ `siteOut` for a transcoder) from its runs, one per prompt.
+FeaturesReport featuresReport(const Model& model, const TraceResult& result, const nlohmann::json& dictionary, bool transcoder,
+                              const std::string& site, const std::string& siteOut, const std::vector<FeatureRun>& runs, int k) {
+    FeaturesReport r;
+    r.doc = {{"dictionary", dictionary}, {"site", site}, {"prompts", nlohmann::json::array()}};
+    if (transcoder) r.doc["site_out"] = siteOut;
+    for (size_t row = 0; row < runs.size(); ++row) {
+        const FeatureRun& run = runs[row];
         const std::vector<int64_t>& ids = result.batch.ids[row];
         nlohmann::json positions = nlohmann::json::array();
         for (int64_t t = 0; t < run.features.size(0); ++t) {
             nlohmann::json top = nlohmann::json::array();
             for (const FeatureActivation& f : topFeatures(run.features[t], k)) top.push_back({{"feature", f.feature}, {"activation", f.activation}});
-            const std::string token = model->tokenizer() ? model->tokenizer()->tokenLabel(ids[static_cast<size_t>(t)]) : std::to_string(ids[static_cast<size_t>(t)]);
+            const std::string token = model.tokenizer() ? model.tokenizer()->tokenLabel(ids[static_cast<size_t>(t)]) : std::to_string(ids[static_cast<size_t>(t)]);
             positions.push_back({{"token", token}, {"l0", (run.features[t] > 0).sum().item<int64_t>()}, {"top", top}});
         }
         const nlohmann::json ev = std::isnan(run.explainedVariance) ? nlohmann::json(nullptr) : nlohmann::json(run.explainedVariance);
-        j["prompts"].push_back({{"positions", positions}, {"mse", run.mse}, {"explained_variance", ev}, {"mean_l0", run.meanL0}});
+        r.doc["prompts"].push_back({{"positions", positions}, {"mse", run.mse}, {"explained_variance", ev}, {"mean_l0", run.meanL0}});
         const std::string prefix = "prompt" + std::to_string(row) + ".";
-        tensors.emplace_back(prefix + "features", run.features.contiguous());
-        tensors.emplace_back(prefix + "reconstruction", run.reconstruction.contiguous());
-        tensors.emplace_back(prefix + "error", run.error.contiguous());
+        r.tensors.emplace_back(prefix + "features", run.features.contiguous());
+        r.tensors.emplace_back(prefix + "reconstruction", run.reconstruction.contiguous());
+        r.tensors.emplace_back(prefix + "error", run.error.contiguous());
     }
-    if (p.isSet(out)) {
-        std::map<std::string, std::string> meta = exportMetadata(*model, result, {});
-        meta["dictionary"] = d.dir;
-        meta["dictionary_format"] = d.format + " " + d.architecture;
-        meta["dictionary_sha256"] = weightsSha256(d);
-        meta["site"] = site;
-        writeSafetensors(s(p.value(out)), tensors, meta);
-    }
-    if (p.isSet(c.json)) {
-        std::cout << j.dump(2) << std::endl;
-        return 0;
-    }
-    std::cout << d.describe() << (d.trainedOn.empty() ? "" : ", trained on " + d.trainedOn) << "\nsite " << site << (d.transcoder ? " → " + valuePath(model->family(), attached.siteOut) : "") << "\n";
-    for (size_t row = 0; row < prompts.size(); ++row) {
+    return r;
+}
+
+/// Prints one report as text: the dictionary's line, its sites, and per prompt the quality and every position's top K.
+void printFeaturesReport(const FeaturesReport& r, const std::string& describe) {
+    const nlohmann::json& j = r.doc;
+    const std::string trained = j["dictionary"].value("model_name", std::string());
+    std::cout << describe << (trained.empty() ? "" : ", trained on " + trained) << "\nsite " << j["site"].get<std::string>()
+              << (j.contains("site_out") ? " → " + j["site_out"].get<std::string>() : "") << "\n";
+    for (size_t row = 0; row < j["prompts"].size(); ++row) {
         const auto& pj = j["prompts"][row];
         const bool evKnown = !pj["explained_variance"].is_null();
         const std::string ev = evKnown ? std::to_string(pj["explained_variance"].get<double>()).substr(0, 7)
@@ -759,9 +720,127 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
             if (shown < 16) label += std::string(static_cast<size_t>(16 - shown), ' ');
             std::printf("  %s L0 %4lld |%s\n", label.c_str(), static_cast<long long>(pos["l0"].get<int64_t>()), line.c_str());
         }
+        std::fflush(stdout);
         if (evKnown && pj["explained_variance"].get<double>() < 0)
             std::cerr << "nnscope: warning: the dictionary explains less variance than the mean on prompt " << row + 1
                       << " (explained variance < 0): is it trained on this model and this site?" << std::endl;
+    }
+}
+
+/// The sha256 of weights files, for an export's provenance ("name:hex, ...").
+std::string filesSha256(const std::vector<std::string>& files) {
+    std::string out;
+    for (const std::string& path : files) {
+        QFile file(QString::fromStdString(path));
+        QCryptographicHash hash(QCryptographicHash::Sha256);
+        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(path + ": cannot be read to hash it: " + s(file.errorString()));
+        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + hash.result().toHex().toStdString();
+    }
+    return out;
+}
+
+int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    QCommandLineOption dictionary("dictionary", "The dictionary's folder: SAELens (cfg.json + sae_weights.safetensors), Gemma Scope 2 "
+                                                "(config.json + params.safetensors), sparsify (cfg.json + sae.safetensors), Llama Scope "
+                                                "(hyperparams.json + checkpoints/final.safetensors), a circuit-tracer transcoder set "
+                                                "(config.yaml: every layer, or one layer's layer_<i>.safetensors) or cross-layer "
+                                                "transcoder (config.yaml + W_enc_<i>/W_dec_<i>.safetensors).", "DIR");
+    QCommandLineOption prompt("prompt", "A prompt (repeatable: each is traced in one batch).", "TEXT");
+    QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones (default 10).", "K", "10");
+    QCommandLineOption out("out", "Write every prompt's features, reconstruction and error (float32 [seq, d_sae] / [seq, d_out]) to this "
+                                  ".safetensors file as prompt0.features, ... (counted from 0; layerL.prompt0.features, ... for a "
+                                  "transcoder set), with the dictionary's folder and the sha256 of its weights.", "FILE");
+    p.setApplicationDescription("nnscope features: a sparse dictionary's (an SAE's or a transcoder's) active features at every "
+                                "position of each prompt, with the reconstruction's MSE, explained variance and mean L0 (docs/FEATURES.md).");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out});
+    parseCommandLine(p, args);
+    rejectStray(p);
+    if (!p.isSet(dictionary)) throw UsageError("features needs --dictionary DIR.");
+    if (!p.isSet(prompt)) throw UsageError("features needs --prompt.");
+    bool ok = false;
+    const int k = p.value(topK).toInt(&ok);
+    if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");
+    auto model = loadModel(p, c);
+    const std::string path = s(p.value(dictionary));
+    const Family& fam = model->family();
+    // The dictionaries are read and checked against the model before anything runs: one, every layer of a circuit-tracer
+    // transcoder set, or a cross-layer transcoder (whose layers' reconstructions share their features).
+    std::vector<AttachedDictionary> attached;
+    std::optional<AttachedCrossLayerTranscoder> clt;
+    std::optional<TranscoderSetConfig> set;
+    if (std::filesystem::is_directory(path) && isTranscoderSet(path)) set = readTranscoderSetConfig(path);
+    if (set && set->modelKind == "cross_layer_transcoder") clt = AttachedCrossLayerTranscoder::attach(*model, loadCrossLayerTranscoder(path));
+    else
+        for (const auto& d : loadDictionaries(path)) attached.push_back(AttachedDictionary::attach(*model, d));
+    std::vector<std::string> prompts;
+    for (const auto& q : p.values(prompt)) prompts.push_back(s(q));
+    TraceOptions opts;
+    for (const AttachedDictionary& a : attached)
+        for (const ValueKey& v : a.neededValues()) opts.save.push_back(v);
+    if (clt) opts.save = clt->neededValues();
+    const TraceResult result = trace(*model, encodeBatch(*model, prompts), opts);
+
+    std::vector<FeaturesReport> reports;
+    std::vector<std::string> described;
+    std::vector<std::string> weightFiles;
+    if (clt) {
+        const CrossLayerTranscoder& t = *clt->transcoder;
+        std::vector<std::vector<FeatureRun>> byPrompt;
+        for (size_t row = 0; row < prompts.size(); ++row) byPrompt.push_back(runCrossLayerTranscoder(*model, result, *clt, static_cast<int64_t>(row)));
+        for (size_t l = 0; l < clt->sites.size(); ++l) {
+            std::vector<FeatureRun> runs;
+            for (const auto& r : byPrompt) runs.push_back(r[l]);
+            const nlohmann::json dj{{"path", t.dir}, {"format", "circuit-tracer"}, {"architecture", t.jumpReLU ? "jump_relu" : "relu"},
+                                    {"d_in", t.dModel}, {"d_sae", t.dTranscoder}, {"d_out", t.dModel}, {"model_name", t.config.modelName},
+                                    {"layer", l}};
+            reports.push_back(featuresReport(*model, result, dj, true, valuePath(fam, clt->sites[l]), valuePath(fam, clt->sitesOut[l]), runs, k));
+            described.push_back("layer " + std::to_string(l) + " of the " + t.describe() + ": its features, and the reconstruction from "
+                                "the features of layers 0 to " + std::to_string(l));
+        }
+        weightFiles = t.weightFiles;
+    } else {
+        for (const AttachedDictionary& a : attached) {
+            const Dictionary& d = *a.dictionary;
+            std::vector<FeatureRun> runs;
+            for (size_t row = 0; row < prompts.size(); ++row) runs.push_back(runDictionary(*model, result, a, static_cast<int64_t>(row)));
+            nlohmann::json dj{{"path", d.dir}, {"format", d.format}, {"architecture", d.architecture}, {"d_in", d.dIn},
+                              {"d_sae", d.dSae}, {"model_name", d.trainedOn}};
+            if (d.transcoder) dj["d_out"] = d.dOut;
+            reports.push_back(featuresReport(*model, result, dj, d.transcoder, valuePath(fam, a.site), valuePath(fam, a.siteOut), runs, k));
+            described.push_back(d.describe());
+            weightFiles.insert(weightFiles.end(), d.weightFiles.begin(), d.weightFiles.end());
+        }
+    }
+    const bool several = reports.size() > 1 || set.has_value();
+    if (p.isSet(out)) {
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        for (size_t i = 0; i < reports.size(); ++i)
+            for (const auto& [name, t] : reports[i].tensors) tensors.emplace_back((several ? "layer" + std::to_string(i) + "." : "") + name, t);
+        std::map<std::string, std::string> meta = exportMetadata(*model, result, {});
+        meta["dictionary"] = path;
+        meta["dictionary_format"] = several ? "circuit-tracer " + set->modelKind
+                                            : reports.front().doc["dictionary"]["format"].get<std::string>() + " " +
+                                                  reports.front().doc["dictionary"]["architecture"].get<std::string>();
+        meta["dictionary_sha256"] = filesSha256(weightFiles);
+        meta["site"] = reports.front().doc["site"].get<std::string>();
+        writeSafetensors(s(p.value(out)), tensors, meta);
+    }
+    if (p.isSet(c.json)) {
+        if (!several) {
+            std::cout << reports.front().doc.dump(2) << std::endl;
+            return 0;
+        }
+        // a set: one document per layer, in order, as a single dictionary's
+        nlohmann::json j{{"set", {{"path", path}, {"format", "circuit-tracer"}, {"model_kind", set->modelKind},
+                                  {"model_name", set->modelName}, {"layers", reports.size()}}},
+                         {"layers", nlohmann::json::array()}};
+        for (const FeaturesReport& r : reports) j["layers"].push_back(r.doc);
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    for (size_t i = 0; i < reports.size(); ++i) {
+        if (i) std::cout << "\n";
+        printFeaturesReport(reports[i], described[i]);
     }
     return 0;
 }

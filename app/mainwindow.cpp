@@ -10,6 +10,7 @@
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
 #include "core/io/dictionary.h"
+#include "core/io/transcoderset.h"
 #include "core/io/export.h"
 #include "core/analysis/valuestats.h"
 #include "widgets/views/attentionview.h"
@@ -251,7 +252,8 @@ void MainWindow::createActions() {
 
     openDictionaryAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open &Dictionary…"), this);
     openDictionaryAct_->setStatusTip(tr("Attach a sparse dictionary (an SAE or transcoder folder: SAELens, Gemma Scope, sparsify, "
-                                        "Llama Scope) to the open checkpoint; the Features view shows its features"));
+                                        "Llama Scope; a circuit-tracer transcoder set attaches every layer) to the open checkpoint; the Features view "
+                                        "shows its features"));
     connect(openDictionaryAct_, &QAction::triggered, this, &MainWindow::openDictionaryDialog);
 
     exportTraceAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Trace…"), this);
@@ -1734,13 +1736,28 @@ QString MainWindow::attachDictionary(const QString& dirIn) {
         return why;
     }
     const QString dir = QFileInfo(dirIn).absoluteFilePath();
-    for (const AttachedDictionary& d : dictionaries_)
-        if (QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath() == dir) {
-            statusBar()->showMessage(tr("The dictionary %1 is attached already.").arg(dir), 5000);
+    auto attachedAlready = [this](const std::string& path) {
+        const QString p = QFileInfo(QString::fromStdString(path)).absoluteFilePath();
+        for (const AttachedDictionary& d : dictionaries_)
+            if (QFileInfo(QString::fromStdString(d.dictionary->dir)).absoluteFilePath() == p) return true;
+        return false;
+    };
+    if (attachedAlready(dir.toStdString())) {
+        statusBar()->showMessage(tr("The dictionary %1 is attached already.").arg(dir), 5000);
+        return {};
+    }
+    size_t count = 0;
+    try {
+        // a circuit-tracer transcoder set attaches every layer (not attached yet), one dictionary each: all or none
+        std::vector<AttachedDictionary> added;
+        for (const auto& d : loadDictionaries(dir.toStdString()))
+            if (!attachedAlready(d->dir)) added.push_back(AttachedDictionary::attach(*model_, d));
+        if (added.empty()) {
+            statusBar()->showMessage(tr("Every layer of %1 is attached already.").arg(dir), 5000);
             return {};
         }
-    try {
-        dictionaries_.push_back(AttachedDictionary::attach(*model_, loadDictionary(dir.toStdString())));
+        count = added.size();
+        dictionaries_.insert(dictionaries_.end(), added.begin(), added.end());
     } catch (const std::exception& e) {
         QString why = QString::fromStdString(e.what());
         if (why.startsWith(dir + ": ")) why = why.mid(dir.size() + 2);  // the folder is named once
@@ -1753,8 +1770,11 @@ QString MainWindow::attachDictionary(const QString& dirIn) {
     updatePinMarks();
     recordEdits();
     const AttachedDictionary& d = dictionaries_.back();
-    statusBar()->showMessage(tr("Attached %1 at %2.").arg(QString::fromStdString(d.dictionary->describe()),
-                                                        QString::fromStdString(valuePath(model_->family(), d.site))), 8000);
+    if (count > 1)
+        statusBar()->showMessage(tr("Attached the %1 layers of the transcoder set %2.").arg(count).arg(dir), 8000);
+    else
+        statusBar()->showMessage(tr("Attached %1 at %2.").arg(QString::fromStdString(d.dictionary->describe()),
+                                                            QString::fromStdString(valuePath(model_->family(), d.site))), 8000);
     // the trace shown did not save its site: traced again (the views keep what they show)
     if (snapshot_ && snapshot_->model == model_ && !tracePanel_->isRunning()) runTrace();
     return {};
@@ -1863,7 +1883,11 @@ void MainWindow::restoreEdits(const SessionEdits& edits) {
 
 QStringList MainWindow::dictionaryNames() const {
     QStringList names;
-    for (const AttachedDictionary& d : dictionaries_) names << QFileInfo(QString::fromStdString(d.dictionary->dir)).fileName();
+    for (const AttachedDictionary& d : dictionaries_) {
+        const QFileInfo info(QString::fromStdString(d.dictionary->dir));
+        // one layer of a circuit-tracer set is its weights file: named by the set's folder and the layer
+        names << (info.isFile() ? info.dir().dirName() + "/" + info.completeBaseName() : info.fileName());
+    }
     return names;
 }
 
@@ -1900,7 +1924,7 @@ void MainWindow::reattachDictionaries() {
     QStringList dropped;
     for (const QString& dir : dirs) {
         try {
-            dictionaries_.push_back(AttachedDictionary::attach(*model_, loadDictionary(dir.toStdString())));
+            for (const auto& d : loadDictionaries(dir.toStdString())) dictionaries_.push_back(AttachedDictionary::attach(*model_, d));
         } catch (const std::exception& e) {
             dropped << tr("%1 (%2)").arg(dir, QString::fromStdString(e.what()));
         }

@@ -9,6 +9,8 @@
 #include "core/model/model.h"
 #include "core/pages/support.h"
 #include "core/model/taps.h"
+#include "core/run/edit.h"
+#include "core/run/features.h"
 #include "core/run/trace.h"
 #include "core/model/weights.h"
 #include "manifest.h"
@@ -309,6 +311,87 @@ private slots:
         if (f.blockNorms.beforeMlp) check({Value::NativePostAttentionNormScale, last}, {Value::LayerMid, last});
         if (f.blockNorms.afterMlp) check({Value::NativeMlpOutputNormScale, 0}, {Value::MlpOutput, 0});
         check({Value::NativeFinalNormScale, -1}, {Value::LayerOutput, last});
+    }
+
+    // The pre-attention and pre-MLP norms' output before their gain (TransformerLens' ln1/ln2.hook_normalized) is a value:
+    // x · scale for an RMSNorm (Gemma's _norm(x)), (x - mean(x)) · scale for a LayerNorm, recomputed here in float64
+    // from the saved stream; float32 [batch, seq, hidden_size], named after the norm's module, and the site a dictionary
+    // naming blocks.i.ln2.hook_normalized reads.
+    void normalizedIsTheNormsOwn_data() { modelRows(); }
+    void normalizedIsTheNormsOwn() {
+        QFETCH(QString, dir);
+        auto model = loadModel(dir);
+        const Family& f = model->family();
+        const ModelConfig& c = model->config();
+        RecordingTaps taps;
+        c10::InferenceMode guard;
+        model->forward(torch::tensor({{1, 5, 9, 3, 7, 2}}, torch::kInt64), torch::Tensor(), &taps);
+        auto expected = [&](const torch::Tensor& x) {
+            torch::Tensor h = x.to(torch::kFloat64);
+            if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
+            return h * torch::rsqrt(h.pow(2).mean(-1, true) + c.normEps);
+        };
+        const std::map<ValueKey, torch::Tensor>& tapped = taps.tensors;
+        auto check = [&](ValueKey key, ValueKey inputKey, Module norm) {
+            const std::string path = valuePath(f, key);
+            QCOMPARE(path, "layers." + std::to_string(key.layer) + "." + f.moduleName(norm) + ".normalized");
+            QVERIFY(parseValuePath(*model, path) == key);
+            const torch::Tensor got = tapped.at(key);
+            QCOMPARE(got.scalar_type(), torch::kFloat32);
+            const torch::Tensor want = expected(tapped.at(inputKey));
+            QCOMPARE(got.sizes().vec(), (std::vector<int64_t>{1, 6, c.hiddenSize}));
+            const double err = (got.to(torch::kFloat64) - want).abs().max().item<double>();
+            QVERIFY2(err < 1e-5, qPrintable(QString::fromStdString(path) + QString(" off by %1").arg(err)));
+        };
+        const int last = static_cast<int>(c.numLayers) - 1;
+        if (f.blockNorms.beforeAttention) check({Value::NativeInputNormNormalized, last}, {Value::LayerInput, last}, Module::InputNorm);
+        else QVERIFY(!model->hasValue(Value::NativeInputNormNormalized));
+        std::string why;
+        if (f.blockNorms.beforeMlp || c.parallelResidual) {
+            // under a parallel residual the MLP's norm reads the block's input (layer_mid is that input)
+            check({Value::NativePostAttentionNormNormalized, 0}, {Value::LayerMid, 0}, Module::PostAttentionNorm);
+            Dictionary d;
+            d.dir = "a-transcoder";
+            d.format = "circuit-tracer";
+            d.site = "blocks.0.ln2.hook_normalized";
+            QVERIFY(dictionarySite(*model, d) == (ValueKey{Value::NativePostAttentionNormNormalized, 0}));
+            d.site = "blocks.0.ln1.hook_normalized";
+            if (f.blockNorms.beforeAttention) QVERIFY(dictionarySite(*model, d) == (ValueKey{Value::NativeInputNormNormalized, 0}));
+        } else {
+            QVERIFY(!model->hasValue(Value::NativePostAttentionNormNormalized, &why));
+            QVERIFY2(why.find("unnormed") != std::string::npos, why.c_str());
+        }
+    }
+
+    // Editing the normalized value changes what the norm gives the MLP: doubled before the gain, the MLP's input is
+    // 2 · normalized · w (+ bias for a LayerNorm), from the unedited pass's own normalized value and the norm's weights.
+    void normalizedEditsTheNormsOutput_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-llama", "tiny-gpt2", "tiny-gemma2"}) QTest::newRow(f) << QString(f);
+    }
+    void normalizedEditsTheNormsOutput() {
+        QFETCH(QString, fixture);
+        auto model = loadModel(QString::fromStdString(test::fixture(fixture.toStdString())));
+        const Family& f = model->family();
+        const ValueKey normalized{Value::NativePostAttentionNormNormalized, 1};
+        const ValueKey mlpInput{Value::MlpInput, 1};
+        const Batch batch = batchFromIds({{1, 5, 9, 3, 7, 2}}, 0);
+        TraceOptions plain;
+        plain.save = {normalized, mlpInput};
+        const TraceResult before = trace(*model, batch, plain);
+        TraceOptions edited = plain;
+        auto edits = std::make_shared<EditList>();
+        addIntervention(*edits, *model, valuePath(f, normalized) + " *= 2");
+        edited.intervention = edits;
+        const TraceResult after = trace(*model, batch, edited);
+        NNSCOPE_COMPARE_TENSORS(after.value(normalized), 2 * before.value(normalized), 1e-6, 1e-6);
+        torch::Tensor want = 2 * before.value(normalized);
+        const WeightStore store(test::fixture(fixture.toStdString()));
+        const torch::Tensor w = store.get(f.tensorName({Module::PostAttentionNorm, Param::Weight}, 1)).to(torch::kFloat32);
+        want = want * (f.norm == NormKind::RMSNormPlusOne ? 1 + w : w);
+        if (f.norm == NormKind::LayerNorm) want = want + store.get(f.tensorName({Module::PostAttentionNorm, Param::Bias}, 1)).to(torch::kFloat32);
+        NNSCOPE_COMPARE_TENSORS(after.value(mlpInput), want, 1e-5, 1e-5);
+        QVERIFY(!torch::allclose(after.value(mlpInput), before.value(mlpInput)));
     }
 
     // FreezeTaps cuts every norm's scale from autograd and leaves the values alone: the gradient of a logit direction

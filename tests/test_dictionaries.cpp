@@ -6,6 +6,7 @@
 // reconstruction. Bad folders are refused with a message that names the file and the problem.
 #include "core/io/dictionary.h"
 #include "core/io/safetensors.h"
+#include "core/io/transcoderset.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
 #include "core/run/edit.h"
@@ -20,6 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QProcess>
+#include <QTemporaryDir>
+
+#include <filesystem>
 #include <fstream>
 
 using namespace nnscope;
@@ -66,6 +71,46 @@ std::string editLine(const std::string& entry, const std::string& edit) {
     return line;
 }
 
+const nlohmann::json& entry(const std::string& name) {
+    for (const auto& e : manifest()["entries"])
+        if (e["entry"] == name) return e;
+    throw std::runtime_error("no manifest entry " + name);
+}
+
+/// `pattern` with {i} replaced by `layer` (the manifest's per-layer sites of circuit-tracer sets).
+std::string atLayer(std::string pattern, int layer) {
+    const auto at = pattern.find("{i}");
+    return at == std::string::npos ? pattern : pattern.replace(at, 3, std::to_string(layer));
+}
+
+/// The message `load` throws, or "accepted".
+template <class F>
+std::string refusal(F load) {
+    try {
+        load();
+        return "accepted";
+    } catch (const Error& e) {
+        return e.what();
+    }
+}
+
+/// A copy of the fixture folder `name` in `tmp`, to break.
+std::string copyOf(const QTemporaryDir& tmp, const std::string& name) {
+    const std::filesystem::path to = std::filesystem::path(tmp.path().toStdString()) / name;
+    std::filesystem::copy(dictionariesDir() + "/" + name, to, std::filesystem::copy_options::recursive);
+    return to.string();
+}
+
+/// Rewrites the safetensors file `path` with tensor `name` replaced by `t` (every other tensor as it was).
+void replaceTensor(const std::string& path, const std::string& name, const torch::Tensor& t) {
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    {
+        SafetensorsFile f(path);
+        for (const auto& [n, e] : f.entries()) tensors.emplace_back(n, n == name ? t : f.tensor(n).clone());
+    }
+    writeSafetensors(path, tensors, {});
+}
+
 }  // namespace
 
 class TestDictionaries : public QObject {
@@ -110,6 +155,212 @@ private slots:
         NNSCOPE_COMPARE_TENSORS(run.reconstruction, reconstruction, 1e-4, 1e-4);
         NNSCOPE_COMPARE_TENSORS(run.error, run.target - reconstruction, 1e-4, 1e-4);
         QVERIFY(std::isfinite(run.mse) && std::isfinite(run.explainedVariance) && run.meanL0 > 0);
+    }
+
+    // circuit-tracer's per-layer transcoder sets: every layer a transcoder at its own block (Llama: mlp.hook_in →
+    // mlp.hook_out; Gemma 2: ln2.hook_normalized, the pre-MLP norm before its gain, → hook_mlp_out), run through the
+    // same path as any dictionary, gives the reference's input, features (every JumpReLU decision),
+    // reconstruction (skip term included) and decode-only output at every layer. W_enc stays the mapped file's tensor,
+    // transposed as a view.
+    void circuitTracerSetMatchesTheReference_data() {
+        QTest::addColumn<QString>("name");
+        for (const auto& e : manifest()["entries"])
+            if (e["format"] == "circuittracer_plt") QTest::newRow(e["entry"].get<std::string>().c_str()) << QString::fromStdString(e["entry"].get<std::string>());
+    }
+    void circuitTracerSetMatchesTheReference() {
+        QFETCH(QString, name);
+        const nlohmann::json& e = entry(name.toStdString());
+        auto model = Model::load(test::fixture(e["fixture"].get<std::string>()), test::float32());
+        const std::string dir = dictionariesDir() + "/" + e["path"].get<std::string>();
+        const auto layers = loadDictionaries(dir);
+        QCOMPARE(static_cast<int64_t>(layers.size()), e["layers"].get<int64_t>());
+        std::vector<AttachedDictionary> attached;
+        TraceOptions options;
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const Dictionary& d = *layers[i];
+            QCOMPARE(d.format, std::string("circuit-tracer"));
+            QVERIFY(d.transcoder && d.activation == Dictionary::Activation::JumpReLUSigned);
+            QCOMPARE(d.dIn, e["d_in"].get<int64_t>());
+            QCOMPARE(d.dSae, e["d_sae"].get<int64_t>());
+            QCOMPARE(d.wEnc.sizes().vec(), (std::vector<int64_t>{d.dIn, d.dSae}));
+            QCOMPARE(d.wEnc.data_ptr(), d.files.front()->tensor("W_enc").data_ptr());  // no copy
+            attached.push_back(AttachedDictionary::attach(*model, layers[i]));
+            QCOMPARE(valuePath(model->family(), attached.back().site), atLayer(e["nnscope_site"].get<std::string>(), static_cast<int>(i)));
+            QCOMPARE(valuePath(model->family(), attached.back().siteOut), atLayer(e["nnscope_site_out"].get<std::string>(), static_cast<int>(i)));
+            for (const ValueKey& v : attached.back().neededValues()) options.save.push_back(v);
+        }
+        const TraceResult result = trace(*model, encodeBatch(*model, {kPrompt}), options);
+        SafetensorsFile reference(dictionariesDir() + "/" + e["reference"].get<std::string>());
+        for (size_t i = 0; i < layers.size(); ++i) {
+            const std::string L = "layers." + std::to_string(i) + ".";
+            const FeatureRun run = runDictionary(*model, result, attached[i], 0);
+            NNSCOPE_COMPARE_TENSORS(run.input, reference.tensor(L + "sae_input"), 1e-4, 1e-5);
+            const torch::Tensor features = reference.tensor(L + "feature_acts");
+            QVERIFY(torch::equal(run.features != 0, features != 0));
+            NNSCOPE_COMPARE_TENSORS(run.features, features, 1e-4, 1e-4);
+            NNSCOPE_COMPARE_TENSORS(run.reconstruction, reference.tensor(L + "reconstruction"), 1e-4, 1e-4);
+            QCOMPARE(layers[i]->wSkip.defined(), reference.contains(L + "decode_only"));
+            if (layers[i]->wSkip.defined()) {  // the reconstruction without the skip term
+                const torch::Tensor decodeOnly = torch::matmul(run.features, layers[i]->wDec) + layers[i]->bDec;
+                NNSCOPE_COMPARE_TENSORS(decodeOnly, reference.tensor(L + "decode_only"), 1e-4, 1e-4);
+            }
+        }
+        // one layer alone: its weights file (loadDictionary reads it too); the set's folder is not one dictionary
+        const auto one = loadDictionaries(dir + "/layer_1.safetensors");
+        QCOMPARE(one.size(), size_t(1));
+        QCOMPARE(one.front()->site, "blocks.1." + e["native_site"].get<std::string>());
+        QCOMPARE(loadDictionary(dir + "/layer_1.safetensors")->siteOut, "blocks.1." + e["native_site_out"].get<std::string>());
+        const std::string m = refusal([&] { loadDictionary(dir); });
+        QVERIFY2(m.find("circuit-tracer transcoder set") != std::string::npos && m.find("layer_0.safetensors") != std::string::npos, m.c_str());
+    }
+
+    // circuit-tracer's cross-layer transcoder: layer l's features from its own site, its reconstruction from the features
+    // of every layer up to l, equal to the reference at every layer; reconstruct() on the reference's own features gives
+    // the reference's reconstruction; a feature's decoder rows are its slots of W_dec_<source>.
+    void crossLayerTranscoderMatchesTheReference() {
+        const nlohmann::json& e = entry("circuittracer-clt-llama");
+        auto model = Model::load(test::fixture(e["fixture"].get<std::string>()), test::float32());
+        const std::string dir = dictionariesDir() + "/" + e["path"].get<std::string>();
+        auto clt = loadCrossLayerTranscoder(dir);
+        QCOMPARE(clt->numLayers, e["layers"].get<int64_t>());
+        QCOMPARE(clt->dModel, e["d_in"].get<int64_t>());
+        QCOMPARE(clt->dTranscoder, e["d_sae"].get<int64_t>());
+        QVERIFY(clt->jumpReLU);
+        const AttachedCrossLayerTranscoder attached = AttachedCrossLayerTranscoder::attach(*model, clt);
+        TraceOptions options;
+        options.save = attached.neededValues();
+        const TraceResult result = trace(*model, encodeBatch(*model, {kPrompt}), options);
+        const std::vector<FeatureRun> runs = runCrossLayerTranscoder(*model, result, attached, 0);
+        QCOMPARE(static_cast<int64_t>(runs.size()), clt->numLayers);
+        SafetensorsFile reference(dictionariesDir() + "/" + e["reference"].get<std::string>());
+        std::vector<torch::Tensor> referenceFeatures;
+        for (int l = 0; l < clt->numLayers; ++l) {
+            const std::string L = "layers." + std::to_string(l) + ".";
+            QCOMPARE(valuePath(model->family(), attached.sites[l]), atLayer(e["nnscope_site"].get<std::string>(), l));
+            QCOMPARE(valuePath(model->family(), attached.sitesOut[l]), atLayer(e["nnscope_site_out"].get<std::string>(), l));
+            NNSCOPE_COMPARE_TENSORS(runs[l].input, reference.tensor(L + "sae_input"), 1e-4, 1e-5);
+            const torch::Tensor features = reference.tensor(L + "feature_acts");
+            QVERIFY(torch::equal(runs[l].features != 0, features != 0));
+            NNSCOPE_COMPARE_TENSORS(runs[l].features, features, 1e-4, 1e-4);
+            NNSCOPE_COMPARE_TENSORS(clt->preActivation(runs[l].input, l), reference.tensor(L + "pre_activation"), 1e-4, 1e-4);
+            NNSCOPE_COMPARE_TENSORS(runs[l].reconstruction, reference.tensor(L + "reconstruction"), 1e-4, 1e-4);
+            referenceFeatures.push_back(features);
+            NNSCOPE_COMPARE_TENSORS(clt->reconstruct(referenceFeatures, l), reference.tensor(L + "reconstruction"), 1e-5, 1e-5);
+            QVERIFY(std::isfinite(runs[l].mse) && runs[l].meanL0 > 0);
+        }
+        SafetensorsFile dec0(dir + "/W_dec_0.safetensors");
+        const torch::Tensor w = dec0.tensor("W_dec_0");  // [d_transcoder, n_layers, d_model]
+        QVERIFY(torch::equal(clt->decoderRows(0, 5), w[5]));
+        QVERIFY(torch::equal(clt->decoder(0, 1), w.select(1, 1)));
+        QVERIFY(refusal([&] { clt->decoder(1, 0); }).find("no decoder from layer 1 to layer 0") != std::string::npos);
+        QVERIFY(refusal([&] { clt->reconstruct({referenceFeatures[0]}, 1); }).find("layers 0 to 1") != std::string::npos);
+        // not a set of separate dictionaries
+        QVERIFY(refusal([&] { loadDictionaries(dir); }).find("cross-layer") != std::string::npos);
+    }
+
+    // Broken circuit-tracer folders are refused with the file and the problem named.
+    void badTranscoderSetsAreRefused() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        auto says = [](const std::string& message, std::initializer_list<std::string> parts) {
+            for (const std::string& p : parts)
+                if (message.find(p) == std::string::npos) return false;
+            return true;
+        };
+        namespace fs = std::filesystem;
+        // a layer file missing: layer_1 renamed layer_2 (circuit-tracer counts the files and reads layer_0, layer_1)
+        std::string set = copyOf(tmp, "circuittracer-plt-llama");
+        fs::rename(set + "/layer_1.safetensors", set + "/layer_2.safetensors");
+        std::string m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {set + "/layer_1.safetensors", "missing"}), m.c_str());
+        fs::rename(set + "/layer_2.safetensors", set + "/layer_1.safetensors");
+        // a wrong shape
+        replaceTensor(set + "/layer_0.safetensors", "W_enc", torch::zeros({48, 63}));
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {set + "/layer_0.safetensors", "W_enc", "[48, 63]", "[48, 64]"}), m.c_str());
+        // a missing tensor
+        replaceTensor(set + "/layer_0.safetensors", "W_enc", torch::zeros({48, 64}));
+        {
+            std::vector<std::pair<std::string, torch::Tensor>> tensors;
+            SafetensorsFile f(set + "/layer_1.safetensors");
+            for (const auto& [n, e] : f.entries())
+                if (n != "W_dec") tensors.emplace_back(n, f.tensor(n).clone());
+            writeSafetensors(set + "/layer_1.safetensors.tmp", tensors, {});
+        }
+        fs::rename(set + "/layer_1.safetensors.tmp", set + "/layer_1.safetensors");
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {set + "/layer_1.safetensors", "no tensor 'W_dec'"}), m.c_str());
+        fs::copy_file(dictionariesDir() + "/circuittracer-plt-llama/layer_1.safetensors", set + "/layer_1.safetensors",
+                      fs::copy_options::overwrite_existing);
+        // config.yaml: a key missing, not YAML, an unknown kind, a Hub path
+        const std::string yaml = set + "/config.yaml";
+        auto writeYaml = [&](const std::string& text) { std::ofstream(yaml) << text; };
+        writeYaml("model_kind: transcoder_set\nfeature_input_hook: mlp.hook_in\n");
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {yaml, "feature_output_hook"}), m.c_str());
+        writeYaml("model_kind: [transcoder_set\n");
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {yaml, "not YAML"}), m.c_str());
+        writeYaml("model_kind: sparse_set\nfeature_input_hook: mlp.hook_in\nfeature_output_hook: mlp.hook_out\n");
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {yaml, "sparse_set"}), m.c_str());
+        writeYaml("model_kind: transcoder_set\nfeature_input_hook: mlp.hook_in\nfeature_output_hook: mlp.hook_out\n"
+                  "transcoders:\n  - hf://someone/set/layer_0.safetensors\n");
+        m = refusal([&] { loadDictionaries(set); });
+        QVERIFY2(says(m, {yaml, "hf://someone/set/layer_0.safetensors", "download"}), m.c_str());
+        // a hook nnscope does not map: refused when attached, naming the file and the hook
+        writeYaml("model_kind: transcoder_set\nfeature_input_hook: attn.hook_q\nfeature_output_hook: mlp.hook_out\n");
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32().withTokenizer(false));
+        m = refusal([&] { AttachedDictionary::attach(*model, loadDictionaries(set).front()); });
+        QVERIFY2(says(m, {set, "blocks.0.attn.hook_q"}), m.c_str());
+
+        // the cross-layer transcoder: a decoder file missing, a decoder of the wrong width
+        const std::string clt = copyOf(tmp, "circuittracer-clt-llama");
+        fs::rename(clt + "/W_dec_1.safetensors", clt + "/W_dec_1.bak");
+        m = refusal([&] { loadCrossLayerTranscoder(clt); });
+        QVERIFY2(says(m, {clt + "/W_dec_1.safetensors", "missing"}), m.c_str());
+        fs::rename(clt + "/W_dec_1.bak", clt + "/W_dec_1.safetensors");
+        replaceTensor(clt + "/W_dec_1.safetensors", "W_dec_1", torch::zeros({48, 2, 64}));  // layer 1 writes to one layer only
+        m = refusal([&] { loadCrossLayerTranscoder(clt); });
+        QVERIFY2(says(m, {clt + "/W_dec_1.safetensors", "W_dec_1", "[48, 2, 64]", "[48, 1, 64]"}), m.c_str());
+        replaceTensor(clt + "/W_dec_1.safetensors", "W_dec_1", torch::zeros({48, 1, 64}));
+        std::ofstream(clt + "/config.yaml") << "model_kind: cross_layer_transcoder\nfeature_output_hook: hook_mlp_out\n";
+        m = refusal([&] { loadCrossLayerTranscoder(clt); });
+        QVERIFY2(says(m, {clt + "/config.yaml", "feature_input_hook"}), m.c_str());
+        // a CLT for another number of blocks is refused when attached
+        std::ofstream(clt + "/config.yaml") << "model_kind: cross_layer_transcoder\nfeature_input_hook: hook_resid_mid\n"
+                                               "feature_output_hook: hook_mlp_out\n";
+        auto apertus = Model::load(test::fixture("tiny-apertus"), test::float32().withTokenizer(false));  // 3 blocks
+        m = refusal([&] { AttachedCrossLayerTranscoder::attach(*apertus, loadCrossLayerTranscoder(clt)); });
+        QVERIFY2(says(m, {"2 layers", "3 blocks"}), m.c_str());
+    }
+
+    // `nnscope features --json` on a transcoder set: one document per layer, each as a single dictionary's, with the
+    // layer's sites and the reference's active features at the last position.
+    void featuresCommandReadsSets() {
+        for (const std::string name : {"circuittracer-plt-llama", "circuittracer-clt-llama"}) {
+            const nlohmann::json& e = entry(name);
+            QProcess p;
+            p.start(NNSCOPE_BINARY, {"features", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--dtype", "float32",
+                                     "--dictionary", QString::fromStdString(dictionariesDir() + "/" + name), "--prompt",
+                                     QString::fromStdString(kPrompt), "--json", "--top-k", "100"});
+            QVERIFY(p.waitForFinished(60000));
+            QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+            const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+            QCOMPARE(j["set"]["model_kind"].get<std::string>(), std::string(name.find("clt") != std::string::npos ? "cross_layer_transcoder" : "transcoder_set"));
+            QCOMPARE(static_cast<int64_t>(j["layers"].size()), e["layers"].get<int64_t>());
+            SafetensorsFile reference(dictionariesDir() + "/" + e["reference"].get<std::string>());
+            for (size_t l = 0; l < j["layers"].size(); ++l) {
+                const auto& doc = j["layers"][l];
+                QCOMPARE(doc["site"].get<std::string>(), atLayer(e["nnscope_site"].get<std::string>(), static_cast<int>(l)));
+                QCOMPARE(doc["site_out"].get<std::string>(), atLayer(e["nnscope_site_out"].get<std::string>(), static_cast<int>(l)));
+                const torch::Tensor want = reference.tensor("layers." + std::to_string(l) + ".feature_acts")[-1];
+                const auto& last = doc["prompts"][0]["positions"].back();
+                QCOMPARE(last["l0"].get<int64_t>(), (want > 0).sum().item<int64_t>());
+                for (const auto& f : last["top"])
+                    QVERIFY(std::abs(f["activation"].get<double>() - want[f["feature"].get<int64_t>()].item<double>()) < 1e-4);
+            }
+        }
     }
 
     // Feature edits during the pass: moving a feature by d adds d times its decoder row to the site at every position,
@@ -252,7 +503,7 @@ private slots:
         QCOMPARE(refused(dictionariesDir() + "/manifest.json", "a file"), std::string());
         QCOMPARE(refused(dictionariesDir() + "/sparsify-topk-llama", "layers.1"), std::string());
         QCOMPARE(refused(NNSCOPE_DEMO_MODEL_DIR, "sae-layers.0"), std::string());
-        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "circuit-tracer"), std::string());
+        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "circuit-tracer"), std::string());  // a set: loadDictionaries
     }
 
     // The site is checked against the model: a dictionary for another width is refused with both sizes.

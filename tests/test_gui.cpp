@@ -317,6 +317,7 @@ private slots:
     void darkPalette();
     void featuresView();
     void featuresWrongWidth();
+    void featuresTranscoderSet();
     void featuresRemembered();
     void exceptionsNeverLeaveASlot();
     void paddedVocabularyInWindow();
@@ -3259,6 +3260,24 @@ void TestGui::featuresWrongWidth() {
     const QString missing = w->attachDictionary(tmp_.filePath("no-such-dictionary"));
     QVERIFY(!missing.isEmpty());
     QVERIFY(w->dictionaries().empty());
+}
+
+void TestGui::featuresTranscoderSet() {
+    // File ▸ Open Dictionary on a circuit-tracer transcoder set attaches every layer, one dictionary each, once; a
+    // cross-layer transcoder is refused with the reason
+    QSettings().remove("dictionaries/attached");  // what another test attached
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    const QString set = kDictionaries + "/circuittracer-plt-llama";
+    QVERIFY(w->attachDictionary(set).isEmpty());
+    QCOMPARE(w->dictionaryNames(), (QStringList{"circuittracer-plt-llama/layer_0", "circuittracer-plt-llama/layer_1"}));
+    QCOMPARE(w->featuresView()->dictionaryCombo()->count(), 2);
+    QVERIFY(w->attachDictionary(set).isEmpty());  // every layer attached already
+    QCOMPARE(w->dictionaries().size(), size_t(2));
+    const QString error = w->attachDictionary(kDictionaries + "/circuittracer-clt-llama");
+    QVERIFY2(error.contains("cross-layer"), qPrintable(error));
+    QCOMPARE(w->dictionaries().size(), size_t(2));
+    QSettings().remove("dictionaries/attached");
 }
 
 void TestGui::featuresRemembered() {

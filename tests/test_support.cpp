@@ -180,6 +180,24 @@ private slots:
         const std::string text = supportText(*m);
         for (Value v : standardValues()) QVERIFY(text.find(valueInfo(v).name) != std::string::npos);
     }
+
+    // Native values are listed after the sizes with their availability: Gemma 2's pre-MLP norm before its gain by its
+    // path; on OLMo 2 (no pre-norms) it is missing, with the reason.
+    void supportListsNativeValues() {
+        auto gemma2 = Model::load(test::fixture("tiny-gemma2"), LoadOptions().withTokenizer(false));
+        bool found = false;
+        const nlohmann::json j = supportJson(*gemma2);
+        for (const auto& n : j["native_values"])
+            if (n["available"].get<bool>() && n["path"] == "layers.i.pre_feedforward_layernorm.normalized") found = true;
+        QVERIFY(found);
+        QVERIFY(supportText(*gemma2).find("layers.i.pre_feedforward_layernorm.normalized\tResidual [batch seq hidden_size]") != std::string::npos);
+        auto olmo2 = Model::load(test::fixture("tiny-olmo2"), LoadOptions().withTokenizer(false));
+        for (const NativeValueRow& r : nativeValueRows(*olmo2))
+            if (r.value == Value::NativePostAttentionNormNormalized) {
+                QVERIFY(!r.available);
+                QVERIFY2(r.whyNot.find("unnormed") != std::string::npos, r.whyNot.c_str());
+            }
+    }
 };
 
 NNSCOPE_TEST_SUITE(TestSupport, "test_support")

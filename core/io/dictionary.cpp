@@ -3,6 +3,8 @@
 
 #include "core/io/jsonfile.h"
 #include "core/io/safetensors.h"
+#include "core/io/tensorreader.h"
+#include "core/io/transcoderset.h"
 #include "core/model/config.h"
 #include "core/model/error.h"
 
@@ -17,55 +19,12 @@ namespace fs = std::filesystem;
 namespace nnscope {
 namespace {
 
+using detail::shapeText;
+using detail::TensorReader;
+
 constexpr uint64_t kDictionaryConfigMaxBytes = 1 << 20;
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-    std::ostringstream s;
-    s << "[";
-    for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-    return s.str() + "]";
-}
-
 bool isFile(const fs::path& p) { return fs::is_regular_file(p); }
-
-/// The tensors of one safetensors file, each checked against the shape the config implies, as float32 (a view of the
-/// mapped file where it stores float32).
-class TensorReader {
-public:
-    explicit TensorReader(const std::string& path) : file_(std::make_shared<SafetensorsFile>(path)) {}
-    std::shared_ptr<const SafetensorsFile> file() const { return file_; }
-    bool has(const std::string& name) const { return file_->contains(name); }
-    /// The tensor `name` of shape `shape` (a [n] vector may be stored [1, n], as some formats do). Throws
-    /// nnscope::Error naming the file, the tensor and both shapes.
-    torch::Tensor get(const std::string& name, const std::vector<int64_t>& shape) const {
-        if (!file_->contains(name)) {
-            std::string have;
-            for (const auto& [n, e] : file_->entries()) have += (have.empty() ? "" : ", ") + n;
-            throw Error(file_->path() + ": no tensor '" + name + "' (the file holds " + (have.empty() ? "none" : have) + ").");
-        }
-        torch::Tensor t = file_->tensor(name);
-        if (t.sizes().vec() != shape && !(shape.size() == 1 && t.numel() == shape[0] && t.dim() == 2))
-            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(t.sizes().vec()) + ", expected " +
-                        shapeText(shape) + " from the dictionary's config.");
-        if (t.dim() != static_cast<int64_t>(shape.size())) t = t.reshape(shape);
-        return t.scalar_type() == torch::kFloat32 ? t : t.to(torch::kFloat32);
-    }
-    /// The shape of the matrix `name`, for a format whose sizes come from its weights. Throws nnscope::Error naming the
-    /// file and the tensor when it is absent or not two-dimensional.
-    std::vector<int64_t> matrixShape(const std::string& name) const {
-        if (!file_->contains(name)) get(name, {});  // the error that lists what the file holds
-        const std::vector<int64_t>& shape = file_->entries().at(name).shape;
-        if (shape.size() != 2)
-            throw Error(file_->path() + ": tensor '" + name + "' has shape " + shapeText(shape) + ", expected a matrix.");
-        return shape;
-    }
-    torch::Tensor optional(const std::string& name, const std::vector<int64_t>& shape) const {
-        return has(name) ? get(name, shape) : torch::Tensor();
-    }
-
-private:
-    std::shared_ptr<SafetensorsFile> file_;
-};
 
 /// A pickled weights file is refused: unpickling can run code. The message gives the one line that converts it.
 void refusePickle(const fs::path& dir, const std::string& want) {
@@ -203,7 +162,8 @@ std::shared_ptr<Dictionary> readGemmaScope2(const fs::path& dir) {
 }
 
 /// Gemma Scope 1: layer_<L>/width_<W>/average_l0_<M>/params.npz, the site in the repository's name
-/// (gemma-scope-2b-pt-res / -mlp / -att), as sae-lens' gemma_2_sae_huggingface_loader reads it: jumprelu, no b_dec off
+/// (gemma-scope-2b-pt-res / -mlp / -att, and -transcoders: blocks.L.ln2.hook_normalized → blocks.L.hook_mlp_out, as
+/// gemma_2_transcoder_huggingface_loader reads them), as sae-lens' gemma_2_sae_huggingface_loader reads it: jumprelu, no b_dec off
 /// the input, the sizes from the arrays.
 std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     const std::string file = (dir / "params.npz").string();
@@ -221,10 +181,15 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     d->architecture = "jumprelu";
     d->activation = Dictionary::Activation::JumpReLU;
     const std::string kind = m[1].str();
-    if (kind == "transcoders")
-        throw Error(file + ": a Gemma Scope transcoder reads the pre-MLP norm's output before its gain (ln2.hook_normalized), which "
-                    "nnscope does not compute yet.");
-    d->site = "blocks." + layer + (kind == "res" ? ".hook_resid_post" : kind == "mlp" ? ".hook_mlp_out" : ".attn.hook_z");
+    if (kind == "transcoders") {
+        // sae-lens' get_gemma_2_transcoder_config_from_hf: the pre-MLP norm before its gain → hook_mlp_out
+        d->transcoder = true;
+        d->architecture = "jumprelu_transcoder";
+        d->site = "blocks." + layer + ".ln2.hook_normalized";
+        d->siteOut = "blocks." + layer + ".hook_mlp_out";
+    } else {
+        d->site = "blocks." + layer + (kind == "res" ? ".hook_resid_post" : kind == "mlp" ? ".hook_mlp_out" : ".attn.hook_z");
+    }
     d->hookZ = kind == "att";
     std::map<std::string, torch::Tensor> arrays = readNpz(file);
     d->weightFiles.push_back(file);
@@ -235,8 +200,10 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
     };
     d->wEnc = array("W_enc");
     if (d->wEnc.dim() != 2) throw Error(file + ": W_enc must be a matrix [d_in, d_sae].");
-    d->dIn = d->dOut = d->wEnc.size(0);
+    d->dIn = d->wEnc.size(0);
     d->dSae = d->wEnc.size(1);
+    // a transcoder's output width is its decoder's; an SAE gives back its input
+    d->dOut = d->transcoder && array("W_dec").dim() == 2 ? array("W_dec").size(1) : d->dIn;
     auto shaped = [&](const std::string& name, std::vector<int64_t> shape) {
         torch::Tensor t = array(name);
         if (t.sizes().vec() != shape)
@@ -244,9 +211,9 @@ std::shared_ptr<Dictionary> readGemmaScope1(const fs::path& dir) {
                         " from W_enc's " + shapeText(d->wEnc.sizes().vec()) + ".");
         return t;
     };
-    d->wDec = shaped("W_dec", {d->dSae, d->dIn});
+    d->wDec = shaped("W_dec", {d->dSae, d->dOut});
     d->bEnc = shaped("b_enc", {d->dSae});
-    d->bDec = shaped("b_dec", {d->dIn});
+    d->bDec = shaped("b_dec", {d->dOut});
     d->threshold = shaped("threshold", {d->dSae});
     d->notes.push_back(file + ": Gemma Scope arrays are read into memory (a .npz is not mapped).");
     return d;
@@ -346,6 +313,7 @@ torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
         case Activation::ReLU: return torch::relu(pre);
         case Activation::JumpReLU:
         case Activation::BatchTopK: return torch::relu(pre) * (pre > threshold).to(torch::kFloat32);
+        case Activation::JumpReLUSigned: return pre * (pre > threshold).to(torch::kFloat32);
         case Activation::TopK: {
             if (rescaleByDecoderNorm) pre = pre * wDec.norm(2, -1);
             const int64_t kk = std::min(k, dSae);
@@ -385,7 +353,17 @@ std::string Dictionary::describe() const {
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
     const fs::path dir(dirIn);
     if (!fs::exists(dir)) throw Error(dirIn + ": no such folder.");
+    if (isFile(dir) && dir.extension() == ".safetensors" && isTranscoderSet(dir.parent_path().string()))
+        return loadDictionaries(dirIn).front();  // one layer of a circuit-tracer set
     if (!fs::is_directory(dir)) throw Error(dirIn + ": a file; a dictionary is the folder that holds its config and weights.");
+    if (isTranscoderSet(dirIn)) {
+        const TranscoderSetConfig c = readTranscoderSetConfig(dirIn);
+        if (c.modelKind == "cross_layer_transcoder")
+            throw Error(dirIn + ": a circuit-tracer cross-layer transcoder: its layers are not separate dictionaries (nnscope features "
+                        "reads it whole).");
+        throw Error(dirIn + ": a circuit-tracer transcoder set, one transcoder per layer: attach the set (nnscope features --dictionary, "
+                    "File ▸ Open Dictionary) or give one layer's file, e.g. " + (dir / "layer_0.safetensors").string() + ".");
+    }
     std::shared_ptr<Dictionary> d;
     if (isFile(dir / "cfg.json") && isFile(dir / "sae.safetensors")) d = readSparsify(dir);
     else if (isFile(dir / "cfg.json")) d = readSaeLens(dir);
@@ -411,8 +389,6 @@ std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
             throw Error(dirIn + ": holds dictionaries in its subfolders (" + list + "): give one of them, e.g. " +
                         (fs::path(dirIn) / below.front()).string() + ".");
         }
-        if (isFile(dir / "config.yaml"))
-            throw Error(dirIn + ": a circuit-tracer transcoder set (config.yaml), which nnscope does not read yet.");
         throw Error(dirIn + ": no dictionary nnscope knows (SAELens: cfg.json + sae_weights.safetensors; Gemma Scope 2: config.json + "
                     "params.safetensors; Gemma Scope: params.npz; sparsify: cfg.json + sae.safetensors; Llama Scope: hyperparams.json + "
                     "checkpoints/final.safetensors).");

@@ -21,6 +21,9 @@ struct Dictionary {
     enum class Activation {
         ReLU,       ///< relu(pre) (SAELens "standard", "transcoder")
         JumpReLU,   ///< relu(pre) where pre > threshold, else 0 (SAELens "jumprelu", Gemma Scope, Llama Scope)
+        /// pre where pre > threshold, else 0, with no ReLU: circuit-tracer's jumprelu (activation_functions.py), under
+        /// which a negative threshold lets negative values through
+        JumpReLUSigned,
         TopK,       ///< the k largest of pre, relu'd; the rest 0 (SAELens "topk", sparsify)
         BatchTopK,  ///< at inference a JumpReLU with the threshold learned in training (SAELens "batchtopk")
         Gated,      ///< (x · W_enc + b_gate > 0) · relu(x · (W_enc ⊙ exp(r_mag)) + b_mag) (SAELens "gated")
@@ -31,8 +34,8 @@ struct Dictionary {
     /// reconstruction by it.
     enum class InputNorm { None, ConstantNormRescale, LayerNorm, ExpectedAverage };
 
-    std::string dir;           ///< the folder it was read from
-    std::string format;        ///< "saelens", "gemma-scope-2", "gemma-scope", "sparsify", "llama-scope"
+    std::string dir;           ///< the folder it was read from (for one layer of a circuit-tracer set, its weights file)
+    std::string format;        ///< "saelens", "gemma-scope-2", "gemma-scope", "sparsify", "llama-scope", "circuit-tracer"
     std::string architecture;  ///< as the file names it ("jumprelu", "jump_relu", "topk", ...)
     std::string trainedOn;     ///< the model the file says it was trained on (metadata.model_name), "" when it says none
     bool transcoder = false;
@@ -79,9 +82,11 @@ struct Dictionary {
 
 /// Reads the dictionary in folder `dir`, finding its format by the files it holds: cfg.json + sae_weights.safetensors
 /// (SAELens), config.json + params.safetensors (Gemma Scope 2), cfg.json + sae.safetensors (sparsify),
-/// hyperparams.json + checkpoints/final.safetensors (Llama Scope). Every tensor is checked against the shape
-/// the config implies. Throws nnscope::Error naming the file and the problem: no known format, a missing tensor or key,
-/// a wrong shape, an unknown architecture, a pickled weights file (with the one line that converts it).
+/// hyperparams.json + checkpoints/final.safetensors (Llama Scope), or one layer of a circuit-tracer transcoder set given
+/// as its layer_<i>.safetensors (core/io/transcoderset.h; a whole set's folder holds several dictionaries: read it with
+/// loadDictionaries). Every tensor is checked against the shape the config implies. Throws nnscope::Error naming the file
+/// and the problem: no known format, a missing tensor or key, a wrong shape, an unknown architecture, a pickled weights
+/// file (with the one line that converts it), a circuit-tracer set's folder (with the reason).
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dir);
 
 }  // namespace nnscope

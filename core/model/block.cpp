@@ -48,7 +48,8 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     // One block.
     step(Host::Layer, std::nullopt, {in(Value::LayerInput)});
     if (bn.beforeAttention) {
-        step(Host::Layer, Module::InputNorm, {inside(Value::NativeInputNormScale), out(Value::AttentionNormOutput)});
+        step(Host::Layer, Module::InputNorm,
+             {inside(Value::NativeInputNormScale), inside(Value::NativeInputNormNormalized), out(Value::AttentionNormOutput)});
         step(Host::Layer, Module::SelfAttn, {again(Value::AttentionNormOutput, ReadSide::Input)});
     } else {  // OLMo 2: the stream itself enters the attention
         step(Host::Layer, Module::SelfAttn, {in(Value::AttentionNormOutput)});
@@ -78,7 +79,8 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     if (bn.beforeMlp || c.parallelResidual) {
         // Under GPT-NeoX's parallel residual the MLP's norm reads the block's input, so layer_mid is that input.
         step(Host::Layer, Module::PostAttentionNorm,
-             {in(Value::LayerMid), inside(Value::NativePostAttentionNormScale), out(Value::MlpNormOutput)});
+             {in(Value::LayerMid), inside(Value::NativePostAttentionNormScale), inside(Value::NativePostAttentionNormNormalized),
+              out(Value::MlpNormOutput)});
         step(Host::Layer, Module::Mlp, {in(Value::MlpInput)});
     } else {  // OLMo 2: the stream after the attention add is the MLP's input, unnormed
         step(Host::Layer, Module::Mlp, {in(Value::LayerMid), in(Value::MlpNormOutput), in(Value::MlpInput)});

@@ -132,8 +132,10 @@ std::string unavailableReason(const Family& f, Value v) {
         case Value::NativeAttentionOutputNormScale: return "this family adds the attention's output to the stream unnormed";
         case Value::NativeMlpOutputNormOutput:
         case Value::NativeMlpOutputNormScale: return "this family adds the MLP's output to the stream unnormed";
-        case Value::NativeInputNormScale: return "this family's attention reads the stream unnormed";
-        case Value::NativePostAttentionNormScale: return "this family's MLP reads the stream unnormed";
+        case Value::NativeInputNormScale:
+        case Value::NativeInputNormNormalized: return "this family's attention reads the stream unnormed";
+        case Value::NativePostAttentionNormScale:
+        case Value::NativePostAttentionNormNormalized: return "this family's MLP reads the stream unnormed";
         default: return "this family's block does not compute it";
     }
 }

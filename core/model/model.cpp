@@ -396,6 +396,10 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
     const torch::Tensor& w = mw.weight;
     const double eps = config_.normEps;
     const bool tapped = taps && scaleValue != Value::Count;
+    // The pre-attention and pre-MLP norms also give their output before the gain (the other norms have no such value).
+    const Value normalizedValue = scaleValue == Value::NativeInputNormScale            ? Value::NativeInputNormNormalized
+                                  : scaleValue == Value::NativePostAttentionNormScale ? Value::NativePostAttentionNormNormalized
+                                                                                      : Value::Count;
     if (kind == NormKind::LayerNorm) {
         if (x.is_meta()) return torch::empty_like(x);  // libtorch 1.13's layer_norm has no meta kernel; the shape is x's
         // nn.LayerNorm as torch 2.x computes it in bfloat16: statistics, (x - mean) * rstd * weight + bias all in float32,
@@ -416,20 +420,31 @@ torch::Tensor Model::norm(const torch::Tensor& x, const ModuleWeights& mw, NormK
         torch::Tensor scale = torch::rsqrt(centred.pow(2).mean(-1) + eps);
         const torch::Tensor computed = scale;
         taps->tap(scaleValue, layer, scale);
-        if (scale.is_same(computed)) return fused();
-        torch::Tensor y = centred * scale.unsqueeze(-1);
+        // (x - mean) · scale, the output before the gain (TransformerLens' hook_normalized), where the block has it
+        torch::Tensor normalized;
+        if (normalizedValue != Value::Count) {
+            normalized = centred * scale.unsqueeze(-1);
+            const torch::Tensor normalizedComputed = normalized;
+            taps->tap(normalizedValue, layer, normalized);
+            if (scale.is_same(computed) && normalized.is_same(normalizedComputed)) return fused();
+            if (!normalized.is_same(normalizedComputed)) scale = torch::Tensor();  // an edited normalized value: no longer frozen
+        } else if (scale.is_same(computed)) {
+            return fused();
+        }
+        torch::Tensor y = normalized.defined() ? normalized : centred * scale.unsqueeze(-1);
         if (w.defined()) y = y * w.to(torch::kFloat32);
         if (mw.bias.defined()) y = y + mw.bias.to(torch::kFloat32);
         y = y.to(x.scalar_type());
         // A frozen scale (the same numbers, cut from autograd): the fused kernel's values, the frozen formula's gradient.
-        if (!x.is_meta() && torch::equal(scale, computed)) return fused().detach() + (y - y.detach());
-        return y;  // an edited scale
+        if (!x.is_meta() && scale.defined() && torch::equal(scale, computed)) return fused().detach() + (y - y.detach());
+        return y;  // an edited scale or normalized value
     }
     // RMSNorm: statistics in float32 (as transformers upcasts). The scale 1 / sqrt(mean(x²) + eps) is tapped per row.
     auto h = x.to(torch::kFloat32);
     torch::Tensor scale = torch::rsqrt(h.pow(2).mean(-1) + eps);
     if (tapped) taps->tap(scaleValue, layer, scale);
     h = h * scale.unsqueeze(-1);
+    if (tapped && normalizedValue != Value::Count) taps->tap(normalizedValue, layer, h);  // x · scale, before the gain
     // Gemma: the gain is (1 + weight) in float32, cast back only at the end (Gemma2RMSNorm); OLMo 2: the gain times the
     // float32 value, cast back once (Olmo2RMSNorm); else the gain is applied in the input dtype (LlamaRMSNorm).
     if (kind == NormKind::RMSNormPlusOne) return (h * (1.0 + w.to(torch::kFloat32))).to(x.scalar_type());

@@ -183,7 +183,9 @@ private:
     void checkTokenIds(const torch::Tensor& inputIds) const;
     /// A norm of `kind` over the last axis of x [..., dim] with module `mw`'s weight and bias. Where `taps` and
     /// `scaleValue` are given, the scale (1 / RMS, or 1 / standard deviation for a LayerNorm; float32 [...]) goes through
-    /// taps->tap(scaleValue, layer, ...) before it is applied, so a Taps can read it or freeze it.
+    /// taps->tap(scaleValue, layer, ...) before it is applied, so a Taps can read it or freeze it. For the pre-attention and
+    /// pre-MLP norms (scaleValue Native{Input,PostAttention}NormScale) the output before the gain, x · scale or
+    /// (x - mean) · scale (float32 [..., dim]), goes through taps->tap(Native*NormNormalized, layer, ...) next.
     torch::Tensor norm(const torch::Tensor& x, const ModuleWeights& mw, NormKind kind, Taps* taps = nullptr,
                        Value scaleValue = Value::Count, int layer = -1) const;
     torch::Tensor activation(const torch::Tensor& x, const LayerWeights& lw) const;

@@ -11,6 +11,10 @@ constexpr const char* kNormScaleText =
     "The norm's scale at each position, float32: 1 / sqrt(mean(x²) + eps) for an RMSNorm, 1 / sqrt(var(x) + eps) for a "
     "LayerNorm; the factor the norm multiplies its (centred) input by before the gain, frozen by attributions";
 constexpr const char* kNormScaleInside = "the norm's forward, between its statistics and its gain";
+constexpr const char* kNormalizedText =
+    "The norm's output before its gain (and bias), float32: x · scale for an RMSNorm (Gemma's _norm(x)), (x - mean(x)) · scale "
+    "for a LayerNorm; TransformerLens' hook_normalized (ln1 before the attention, ln2 before the MLP)";
+constexpr const char* kNormalizedInside = "the norm's forward, after its scale, before its gain";
 
 const std::vector<ValueInfo>& table() {
     static const std::vector<ValueInfo> t = {
@@ -99,6 +103,10 @@ const std::vector<ValueInfo>& table() {
         {Value::NativeAttentionOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
         {Value::NativeMlpOutputNormScale, "scale", Host::Layer, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
         {Value::NativeFinalNormScale, "scale", Host::Model, "NormScale", {"batch", "seq"}, kNormScaleText, kNormScaleInside},
+        {Value::NativeInputNormNormalized, "normalized", Host::Layer, "Residual", {"batch", "seq", "hidden_size"}, kNormalizedText,
+         kNormalizedInside},
+        {Value::NativePostAttentionNormNormalized, "normalized", Host::Layer, "Residual", {"batch", "seq", "hidden_size"},
+         kNormalizedText, kNormalizedInside},
     };
     return t;
 }

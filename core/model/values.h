@@ -31,6 +31,10 @@ enum class Value {
     /// `norm.scale`. Attribution freezes them (FreezeTaps).
     NativeInputNormScale, NativePostAttentionNormScale, NativeAttentionOutputNormScale, NativeMlpOutputNormScale,
     NativeFinalNormScale,
+    /// The pre-attention and pre-MLP norms' output before their gain (and bias), float32 [batch, seq, hidden_size]:
+    /// x · scale (RMSNorm), (x - mean(x)) · scale (LayerNorm), with `scale` the value above:
+    /// `layers.3.post_attention_layernorm.normalized`. TransformerLens' ln1.hook_normalized / ln2.hook_normalized.
+    NativeInputNormNormalized, NativePostAttentionNormNormalized,
     Count
 };
 

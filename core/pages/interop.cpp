@@ -79,6 +79,9 @@ std::optional<TransformerLensHook> transformerLensHook(const Family& f, const Mo
         case Value::NativeUpProjOutput:
             if (f.mlp != MlpKind::Gated) return std::nullopt;  // a plain MLP's up_proj output is hook_pre (act_fn's input)
             return hook(block(i) + "mlp.hook_pre_linear");
+        // hook_normalized: before the gain and bias as from_pretrained loads a model (fold_ln: LayerNormPre / RMSNormPre)
+        case Value::NativeInputNormNormalized: return hook(block(i) + "ln1.hook_normalized");
+        case Value::NativePostAttentionNormNormalized: return hook(block(i) + "ln2.hook_normalized");
         case Value::FinalNormOutput: return hook("unembed.hook_in");
         case Value::LmHeadOutput: return hook("unembed.hook_out");
         case Value::Logits:

@@ -73,6 +73,26 @@ std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& c)
             {"vocab_size", c.vocabSize}, {"intermediate_size", c.intermediateSize}};
 }
 
+std::vector<NativeValueRow> nativeValueRows(const Model& model) {
+    const Family& f = model.family();
+    std::vector<NativeValueRow> rows;
+    for (int i = kNumStandardValues; i < kNumValues; ++i) {
+        const Value v = static_cast<Value>(i);
+        const ValueInfo& info = valueInfo(v);
+        NativeValueRow r;
+        r.value = v;
+        r.layout = layoutString(info);
+        r.description = info.description;
+        r.available = model.hasValue(v, &r.whyNot);
+        if (r.available) {
+            r.path = f.nativeValuePath(v, 0);
+            if (r.path.rfind("layers.0.", 0) == 0) r.path = "layers.i." + r.path.substr(9);
+        }
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
 nlohmann::json supportJson(const Model& model) {
     const Family& f = model.family();
     nlohmann::json j;
@@ -92,6 +112,14 @@ nlohmann::json supportJson(const Model& model) {
         hosts.push_back(host);
     }
     j["hosts"] = hosts;
+    nlohmann::json natives = nlohmann::json::array();
+    for (const NativeValueRow& r : nativeValueRows(model)) {
+        nlohmann::json n = {{"layout", r.layout}, {"description", r.description}, {"available", r.available}};
+        if (r.available) n["path"] = r.path;
+        else n["why"] = r.whyNot;
+        natives.push_back(n);
+    }
+    j["native_values"] = natives;
     return j;
 }
 
@@ -108,6 +136,13 @@ std::string supportText(const Model& model) {
     }
     out << "\nSizes\n";
     for (const auto& [k, v] : standardSizes(model.config())) out << "model." << k << "\t" << v << "\n";
+    out << "\nNative values (the family's own modules; --save and the edits take these paths too)\npath\tlayout\twhat it is\n";
+    std::string missing;
+    for (const NativeValueRow& r : nativeValueRows(model)) {
+        if (r.available) out << r.path << "\t" << r.layout << "\t" << r.description << "\n";
+        else missing += "  " + r.description.substr(0, r.description.find_first_of(":;,")) + ": " + r.whyNot + "\n";
+    }
+    if (!missing.empty()) out << "Not in this checkpoint:\n" << missing;
     return out.str();
 }
 

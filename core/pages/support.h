@@ -29,7 +29,21 @@ struct SupportRow {
 std::string hostClass(const Family& family, Host host);
 /// The support table of a family, in the seeds' order.
 std::vector<SupportRow> supportTable(const Family& family);
-/// The support table as JSON: {"family", "architecture", "sizes": {...}, "hosts": [{"host", "class", "values": [...]}]}.
+/// One native value (a value of the family's own modules, Value::Native*) of a checkpoint: its path with `i` for the block
+/// ("layers.i.post_attention_layernorm.normalized"), layout with axes, description, and whether this checkpoint computes
+/// it (else why not).
+struct NativeValueRow {
+    Value value;
+    std::string path;  ///< "" when not available
+    std::string layout, description;
+    bool available = false;
+    std::string whyNot;
+};
+/// Every native value, in the table's order, with its availability on `model`.
+std::vector<NativeValueRow> nativeValueRows(const Model& model);
+
+/// The support table as JSON: {"family", "architecture", "sizes": {...}, "hosts": [{"host", "class", "values": [...]}],
+/// "native_values": [{"path", "layout", "description", "available"} or {..., "available": false, "why"}]}.
 nlohmann::json supportJson(const Model& model);
 /// The support table as text, one block per host (as `nnscope support` prints it).
 std::string supportText(const Model& model);

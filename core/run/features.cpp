@@ -34,8 +34,34 @@ std::string pathOfHook(const Family& family, const std::string& hook) {
     if (rest == "attn.hook_z") return L + "self_attn.attention_premix";
     if (rest == "mlp.hook_post") return L + "mlp.mlp_neurons";
     if (rest == "mlp.hook_pre") return L + "mlp." + family.moduleName(Module::ActFn) + ".input";
-    if (rest == "ln2.hook_normalized" || rest == "ln1.hook_normalized") return "?";  // not a value yet (see below)
+    // a norm's output before its gain: TransformerLens' LayerNorm / RMSNorm hook_normalized (the pre-MLP norm's for ln2)
+    if (rest == "ln2.hook_normalized") return L + family.moduleName(Module::PostAttentionNorm) + ".normalized";
+    if (rest == "ln1.hook_normalized") return L + family.moduleName(Module::InputNorm) + ".normalized";
     return {};
+}
+
+/// The value path a TransformerLens hook names; `where` starts the message. Throws nnscope::Error for a hook nnscope
+/// does not map.
+std::string pathOfHookOrThrow(const Family& f, const std::string& hook, const std::string& where) {
+    std::string path = pathOfHook(f, hook);
+    if (path.empty())
+        throw Error(where + " is a TransformerLens hook nnscope does not map to a value (it maps blocks.N.hook_resid_pre/mid/post, "
+                    "hook_attn_out, hook_mlp_out, hook_mlp_in, attn.hook_z, mlp.hook_pre, mlp.hook_post, mlp.hook_in, mlp.hook_out, "
+                    "ln1.hook_normalized, ln2.hook_normalized).");
+    return path;
+}
+
+/// The value `path` names on `model`, the pre-MLP norm's output read as mlp_input. Throws nnscope::Error starting with
+/// `where` when the model has no such value.
+ValueKey siteValue(const Model& model, const std::string& path, const std::string& where) {
+    try {
+        const ValueKey key = parseValuePath(model, path);
+        // The pre-MLP norm's output is what the MLP is called with: one tensor, named as the MLP's input.
+        if (key.value == Value::MlpNormOutput) return {Value::MlpInput, key.layer};
+        return key;
+    } catch (const Error& e) {
+        throw Error(where + " (" + path + " in nnscope's words) does not fit " + model.dir() + ": " + e.what());
+    }
 }
 
 }  // namespace
@@ -46,13 +72,7 @@ ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
     const std::string where = d.dir + " (" + d.format + "): its site " + site;
     std::string path;
     if (d.siteConvention == "tl") {
-        path = pathOfHook(f, site);
-        if (path == "?")
-            throw Error(where + " is a norm's output before its gain, which nnscope does not compute yet; a dictionary at the "
-                        "norm's output (with its gain) reads " + std::string("blocks.N.hook_mlp_in") + ".");
-        if (path.empty())
-            throw Error(where + " is a TransformerLens hook nnscope does not map to a value (it maps blocks.N.hook_resid_pre/mid/post, "
-                        "hook_attn_out, hook_mlp_out, hook_mlp_in, attn.hook_z, mlp.hook_pre, mlp.hook_post, mlp.hook_in, mlp.hook_out).");
+        path = pathOfHookOrThrow(f, site, where);
     } else {
         // an HF module path, with or without the base model's prefix
         path = site;
@@ -67,15 +87,25 @@ ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
                 path = "layers." + m[1].str() + ".self_attn.attention_premix";
         }
     }
-    try {
-        const ValueKey key = parseValuePath(model, path);
-        // The pre-MLP norm's output is what the MLP is called with: one tensor, named as the MLP's input.
-        if (key.value == Value::MlpNormOutput) return {Value::MlpInput, key.layer};
-        return key;
-    } catch (const Error& e) {
-        throw Error(where + " (" + path + " in nnscope's words) does not fit " + model.dir() + ": " + e.what());
-    }
+    return siteValue(model, path, where);
 }
+
+namespace {
+
+/// FeatureRun's quality numbers from its features, target and error.
+void measureQuality(FeatureRun& r) {
+    const int64_t length = r.target.size(0);
+    const int64_t from = length > 1 ? 1 : 0;
+    const torch::Tensor t = r.target.narrow(0, from, length - from).to(torch::kFloat64);
+    const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
+    r.mse = e.pow(2).mean().item<double>();
+    const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
+    // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
+    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
+    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+}
+
+}  // namespace
 
 int64_t siteWidth(const Model& model, const ValueKey& site) {
     const ModelConfig& c = model.config();
@@ -121,16 +151,56 @@ FeatureRun runDictionary(const Model& model, const TraceResult& result, const At
     if (target.dim() > 2) target = target.flatten(1);
     r.target = target;
     r.error = target - r.reconstruction;
-    const int64_t length = x.size(0);
-    const int64_t from = length > 1 ? 1 : 0;
-    const torch::Tensor t = target.narrow(0, from, length - from).to(torch::kFloat64);
-    const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
-    r.mse = e.pow(2).mean().item<double>();
-    const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
-    // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
-    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
-    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+    measureQuality(r);
     return r;
+}
+
+AttachedCrossLayerTranscoder AttachedCrossLayerTranscoder::attach(const Model& model, std::shared_ptr<const CrossLayerTranscoder> clt) {
+    AttachedCrossLayerTranscoder a;
+    a.transcoder = std::move(clt);
+    const CrossLayerTranscoder& t = *a.transcoder;
+    const Family& f = model.family();
+    if (t.numLayers != model.config().numLayers)
+        throw Error(t.describe() + ": it has " + std::to_string(t.numLayers) + " layers, " + model.dir() + " has " +
+                    std::to_string(model.config().numLayers) + " blocks. Is it the transcoder of another model?");
+    for (int l = 0; l < static_cast<int>(t.numLayers); ++l) {
+        for (const bool out : {false, true}) {
+            const std::string hook = out ? t.siteOut(l) : t.site(l);
+            const std::string where = t.dir + " (circuit-tracer): its " + (out ? "output site " : "site ") + hook;
+            const ValueKey key = siteValue(model, pathOfHookOrThrow(f, hook, where), where);
+            const int64_t have = siteWidth(model, key);
+            if (have != t.dModel)
+                throw Error(t.describe() + ": its layers read and write " + std::to_string(t.dModel) + " values per position, but " +
+                            valuePath(f, key) + " of " + model.dir() + " has " + std::to_string(have) + ". Is it the transcoder of another model?");
+            (out ? a.sitesOut : a.sites).push_back(key);
+        }
+    }
+    return a;
+}
+
+std::vector<ValueKey> AttachedCrossLayerTranscoder::neededValues() const {
+    std::vector<ValueKey> v = sites;
+    v.insert(v.end(), sitesOut.begin(), sitesOut.end());
+    return v;
+}
+
+std::vector<FeatureRun> runCrossLayerTranscoder(const Model& model, const TraceResult& result, const AttachedCrossLayerTranscoder& a,
+                                                int64_t row) {
+    c10::InferenceMode guard;
+    const CrossLayerTranscoder& t = *a.transcoder;
+    std::vector<FeatureRun> runs(a.sites.size());
+    std::vector<torch::Tensor> features;
+    for (size_t l = 0; l < a.sites.size(); ++l) {
+        FeatureRun& r = runs[l];
+        r.input = promptValue(model, result, a.sites[l], row);  // [length, d_model]
+        r.features = t.encode(r.input, static_cast<int>(l));
+        features.push_back(r.features);
+        r.reconstruction = t.reconstruct(features, static_cast<int>(l));
+        r.target = promptValue(model, result, a.sitesOut[l], row);
+        r.error = r.target - r.reconstruction;
+        measureQuality(r);
+    }
+    return runs;
 }
 
 std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k) {

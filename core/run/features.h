@@ -3,6 +3,7 @@
 // A sparse dictionary attached to a loaded model: its sites as nnscope values, checked against the model, and its
 // features, reconstruction and error on a trace.
 #include "core/io/dictionary.h"
+#include "core/io/transcoderset.h"
 #include "core/model/model.h"
 #include "core/run/edit.h"
 #include "core/run/trace.h"
@@ -20,7 +21,8 @@ namespace nnscope {
 /// hook_attn_out and hook_mlp_out what the stream receives (attention_output and mlp_output, or on Gemma 2/3 and OLMo 2
 /// the branch norm's output: post_feedforward_layernorm.output); attn.hook_z is attention_premix (heads side by side);
 /// mlp.hook_pre, mlp.hook_post are the activation's input and mlp_neurons; hook_mlp_in and mlp.hook_in are mlp_input,
-/// mlp.hook_out mlp_output. HF module paths ("model.layers.3.mlp", Gemma Scope 2, sparsify) read the module's output
+/// mlp.hook_out mlp_output; ln2.hook_normalized and ln1.hook_normalized the pre-MLP and pre-attention norms' output
+/// before their gain (layers.i.post_attention_layernorm.normalized, Gemma's pre_feedforward_layernorm.normalized). HF module paths ("model.layers.3.mlp", Gemma Scope 2, sparsify) read the module's output
 /// (or input, by the dictionary's convention). `out`: the transcoder's output site. Throws nnscope::Error naming the
 /// dictionary's config and the site: a hook nnscope does not map, a block the model lacks, a value the family lacks.
 ValueKey dictionarySite(const Model& model, const Dictionary& dictionary, bool out = false);
@@ -58,6 +60,25 @@ struct FeatureRun {
 /// Runs `attached` on prompt `row` of `result` (a trace that saved attached.neededValues()). Throws nnscope::Error when
 /// a needed value was not saved.
 FeatureRun runDictionary(const Model& model, const TraceResult& result, const AttachedDictionary& attached, int64_t row);
+
+/// A circuit-tracer cross-layer transcoder attached to one model: layer l reads sites[l] and its reconstruction stands
+/// for sitesOut[l] (the config's feature_input_hook / feature_output_hook at block l). Throws nnscope::Error when the
+/// layer counts differ, a hook is not one nnscope maps, or a site's width is not d_model (both sizes in the message).
+struct AttachedCrossLayerTranscoder {
+    std::shared_ptr<const CrossLayerTranscoder> transcoder;
+    std::vector<ValueKey> sites, sitesOut;  ///< one per layer
+
+    static AttachedCrossLayerTranscoder attach(const Model& model, std::shared_ptr<const CrossLayerTranscoder> transcoder);
+    /// Every layer's site and output site: what a trace must save to run it.
+    std::vector<ValueKey> neededValues() const;
+};
+
+/// Runs a cross-layer transcoder on prompt `row` of `result` (a trace that saved attached.neededValues()): entry l has
+/// layer l's input [length, d_model], its features [length, d_transcoder], the reconstruction of layer l's output site
+/// [length, d_model] (from the features of layers 0..l: CrossLayerTranscoder::reconstruct), the target, the error and
+/// the quality numbers, as runDictionary gives them. Throws nnscope::Error when a needed value was not saved.
+std::vector<FeatureRun> runCrossLayerTranscoder(const Model& model, const TraceResult& result, const AttachedCrossLayerTranscoder& attached,
+                                                int64_t row);
 
 /// A feature and its activation.
 struct FeatureActivation {
