@@ -377,6 +377,7 @@ private:
     QAction* openTraceAct_;
     QAction* openDictionaryAct_;
     QAction* exportTraceAct_;
+    QAction* exportDictionaryValuesAct_;  ///< Export ▸ Trace includes the attached dictionaries' values
     QAction* reloadAct_;
     QAction* quitAct_;
     QAction* runAct_;

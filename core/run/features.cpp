@@ -121,16 +121,25 @@ FeatureRun runDictionary(const Model& model, const TraceResult& result, const At
     if (target.dim() > 2) target = target.flatten(1);
     r.target = target;
     r.error = target - r.reconstruction;
-    const int64_t length = x.size(0);
+    measureQuality(r);
+    return r;
+}
+
+void measureQuality(FeatureRun& r) {
+    c10::InferenceMode guard;
+    const int64_t length = r.features.size(0);
     const int64_t from = length > 1 ? 1 : 0;
-    const torch::Tensor t = target.narrow(0, from, length - from).to(torch::kFloat64);
+    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+    if (!r.target.defined() || !r.error.defined()) {
+        r.mse = r.explainedVariance = std::nan("");
+        return;
+    }
+    const torch::Tensor t = r.target.narrow(0, from, length - from).to(torch::kFloat64);
     const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
     r.mse = e.pow(2).mean().item<double>();
     const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
     // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
     r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
-    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
-    return r;
 }
 
 std::vector<std::string> dictionaryPathNames(const std::vector<AttachedDictionary>& attached) {

@@ -101,6 +101,11 @@ std::vector<DictionaryValue> dictionaryValues(const Model& model, const TraceRes
 /// Keeps in `result` only the values of `keys`, in their order (drops what a trace saved only for the dictionaries).
 void keepOnly(TraceResult& result, const std::vector<ValueKey>& keys);
 
+/// Fills run.mse, run.explainedVariance and run.meanL0 (FeatureRun's formulas) from its features, target and error
+/// ([length, ...] each); without a target or an error (a trace file that saved only the features) mse and
+/// explainedVariance are NaN.
+void measureQuality(FeatureRun& run);
+
 /// A feature and its activation.
 struct FeatureActivation {
     int64_t feature;
