@@ -846,12 +846,17 @@ QString traceFileHtml(const TraceSnapshot& s) {
             if (std::find(listed.begin(), listed.end(), v.source.get()) != listed.end()) continue;
             listed.push_back(v.source.get());
             QStringList mine, digests;
-            for (const DictionaryValue& w : s.result.dictionaryValues)
-                if (w.source == v.source) mine << QString::fromStdString(w.path + " [" + std::to_string(w.tensor.size(0)) + ", " +
-                                                                           std::to_string(w.tensor.size(1)) + ", " + std::to_string(w.tensor.size(2)) + "]");
+            for (const DictionaryValue& w : s.result.dictionaryValues)  // each a link that plots it (MainWindow::onSummaryLink)
+                if (w.source == v.source)
+                    mine << QString("<a href='dictionaryvalue:%1'>%2</a> [%3, %4, %5]")
+                                .arg(QString::fromLatin1(QUrl::toPercentEncoding(QString::fromStdString(w.path))),
+                                     QString::fromStdString(w.path).toHtmlEscaped())
+                                .arg(w.tensor.size(0))
+                                .arg(w.tensor.size(1))
+                                .arg(w.tensor.size(2));
             for (const auto& [file, digest] : v.source->weights)
                 digests << QString::fromStdString(std::filesystem::path(file).filename().string() + " sha256 " + digest);
-            h += "<li>" + mine.join(", ").toHtmlEscaped() + QObject::tr("<br><small>from %1 (%2 %3); %4</small>")
+            h += "<li>" + mine.join(", ") + QObject::tr("<br><small>from %1 (%2 %3); %4</small>")
                                                                 .arg(elidedText(QString::fromStdString(v.source->folder)).toHtmlEscaped(),
                                                                      QString::fromStdString(v.source->format).toHtmlEscaped(),
                                                                      QString::fromStdString(v.source->architecture).toHtmlEscaped(),
@@ -945,6 +950,10 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
 }
 
 void MainWindow::onSummaryLink(const QUrl& url) {
+    if (url.scheme() == "dictionaryvalue") {  // a trace file's dictionary value: plot it
+        plotDictionaryValue(QUrl::fromPercentEncoding(url.path(QUrl::FullyEncoded).toLatin1()));
+        return;
+    }
     if (url.scheme() != "prompt") {
         QDesktopServices::openUrl(url);
         return;
@@ -1804,7 +1813,7 @@ TraceView* MainWindow::currentView() const { return qobject_cast<TraceView*>(vie
 
 void MainWindow::plotValue(const ValueKey& key) {
     for (int i = fixedViews(); i < views_->count(); ++i)
-        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->key() == key) {
+        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->dictionaryPath().isEmpty() && v->key() == key) {
             views_->setCurrentIndex(i);
             return;
         }
@@ -1812,6 +1821,19 @@ void MainWindow::plotValue(const ValueKey& key) {
     view->setSnapshot(snapshot_);
     const QString title = model_ ? QString::fromStdString(valuePath(model_->family(), key)) : tr("value");
     views_->setCurrentIndex(views_->addTab(view, title));
+}
+
+bool MainWindow::plotDictionaryValue(const QString& path) {
+    if (!snapshot_ || !snapshot_->result.dictionaryValue(path.toStdString())) return false;
+    for (int i = fixedViews(); i < views_->count(); ++i)
+        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->dictionaryPath() == path) {
+            views_->setCurrentIndex(i);
+            return true;
+        }
+    auto* view = new ValuePlotView(path, this);
+    view->setSnapshot(snapshot_);
+    views_->setCurrentIndex(views_->addTab(view, path));
+    return true;
 }
 
 QString MainWindow::exportPlotTo(const QString& path) {

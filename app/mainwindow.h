@@ -114,6 +114,9 @@ public:
     QString saveScreenshot(const QString& path);
     /// Opens a traced value as a heatmap in a new tab.
     void plotValue(const ValueKey& key);
+    /// Opens (or shows) a plot of the snapshot's dictionary value `path` (SITE[NAME].features, ...); false when the
+    /// snapshot holds no such value.
+    bool plotDictionaryValue(const QString& path);
 
     ModelPtr model() const { return model_; }
     SnapshotPtr snapshot() const { return snapshot_; }

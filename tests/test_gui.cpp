@@ -3252,6 +3252,14 @@ void TestGui::featuresExportedAndReopened() {
     QVERIFY(torch::allclose(run->features, ref.features, 1e-5, 1e-5));
     QVERIFY(std::abs(run->meanL0 - ref.meanL0) < 1e-9);
     QVERIFY(std::abs(run->mse - ref.mse) < 1e-6 * std::max(1.0, ref.mse));
+    // and each value plots: prompt 1's features at its own positions (the padding cut)
+    QVERIFY(w->plotDictionaryValue(QString::fromStdString(stem + "features")));
+    auto* plot = qobject_cast<ValuePlotView*>(w->currentView());
+    QVERIFY(plot && plot->dictionaryPath() == QString::fromStdString(stem + "features"));
+    const torch::Tensor shown = mapTensor(plot->heatmap());
+    QCOMPARE(shown.sizes().vec(), ref.features.sizes().vec());
+    QVERIFY(torch::allclose(shown, ref.features.to(torch::kFloat64), 1e-5, 1e-5));
+    QVERIFY(!w->plotDictionaryValue("layers.1.layer_output[elsewhere].features"));
 }
 
 #include "test_gui.moc"
