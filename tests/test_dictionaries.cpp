@@ -248,6 +248,9 @@ private slots:
                          m.find("no attached dictionary") != std::string::npos && m.find(entries[0]) != std::string::npos, ex.what());
         }
         QVERIFY_THROWS_EXCEPTION(Error, matchSaveValues(*model, {}, {"*[*].features"}));
+        // nnterp's accessors keep their brackets
+        const std::vector<ValueKey> accessor = matchSaveValues(*model, attached, {"layers_output[1]"}).values;
+        QVERIFY(accessor.size() == 1 && accessor.front() == (ValueKey{Value::LayerOutput, 1}));
     }
 
     // Two dictionaries whose folders share a name stand apart by their parent folders, on the command line too: trace

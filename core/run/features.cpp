@@ -249,12 +249,20 @@ SaveSelection matchSaveValues(const Model& model, const std::vector<AttachedDict
             for (const OfferedValue& v : offered) addPath(v.path);
             continue;
         }
-        const bool namesDictionary = pattern.find('[') != std::string::npos;
+        // SITE[NAME].features; nnterp's accessors ("layers_output[3]") have brackets too, but no "]." after them
+        const bool namesDictionary = pattern.find("].") != std::string::npos;
         if (pattern.find('*') == std::string::npos) {
             const auto it = std::find_if(offered.begin(), offered.end(), [&](const OfferedValue& v) { return v.path == pattern; });
-            if (it != offered.end()) addPath(it->path);
-            else if (namesDictionary) throw notAttached(pattern);
-            else addValue(parseValuePath(model, pattern));
+            if (it != offered.end()) {
+                addPath(it->path);
+                continue;
+            }
+            try {
+                addValue(parseValuePath(model, pattern));
+            } catch (const Error&) {
+                if (namesDictionary) throw notAttached(pattern);
+                throw;
+            }
             continue;
         }
         size_t found = 0;
