@@ -220,7 +220,7 @@ private:
     void onValuesRead(SnapshotPtr snapshot);
     void onTraceFileFailed(const QString& path, const QString& message);
     /// A link of the Model tab: "prompt:ROW" copies that prompt of the trace shown whole (the tab shows it elided);
-    /// any other opens in the desktop's browser.
+    /// "dictionaryvalue:PATH" (percent-encoded) plots a trace file's dictionary value; any other opens in the desktop's browser.
     void onSummaryLink(const QUrl& url);
     void onLensFinished(LensResultsPtr lenses);
     void onLensStopped(JobState state, const QString& message);  ///< cancelled or failed

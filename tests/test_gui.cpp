@@ -3260,6 +3260,16 @@ void TestGui::featuresExportedAndReopened() {
     QCOMPARE(shown.sizes().vec(), ref.features.sizes().vec());
     QVERIFY(torch::allclose(shown, ref.features.to(torch::kFloat64), 1e-5, 1e-5));
     QVERIFY(!w->plotDictionaryValue("layers.1.layer_output[elsewhere].features"));
+    // the Model tab lists them with the sha256, each a link that plots it
+    QTextBrowser* summary = nullptr;
+    for (QTextBrowser* b : w->findChildren<QTextBrowser*>())
+        if (b->toPlainText().contains(QString::fromStdString(stem + "error"))) summary = b;
+    QVERIFY(summary);
+    QVERIFY(summary->toPlainText().contains(QString::fromStdString(f->source->weights.at(0).second)));
+    emit summary->anchorClicked(QUrl("dictionaryvalue:" + QString::fromLatin1(QUrl::toPercentEncoding(QString::fromStdString(stem + "error")))));
+    plot = qobject_cast<ValuePlotView*>(w->currentView());
+    QVERIFY(plot && plot->dictionaryPath() == QString::fromStdString(stem + "error"));
+    QVERIFY(torch::allclose(mapTensor(plot->heatmap()), ref.error.to(torch::kFloat64), 1e-5, 1e-5));
 }
 
 #include "test_gui.moc"
