@@ -95,6 +95,44 @@ private slots:
         QVERIFY(std::isfinite(run.mse) && std::isfinite(run.explainedVariance) && run.meanL0 > 0);
     }
 
+    // Every fixture dictionary's values as trace values (dictionaryValues on a left-padded two-prompt batch, the golden
+    // prompt padded): at each prompt's positions runDictionary's, and on the golden prompt sae-lens's (or sparsify's)
+    // features and reconstruction; hook_z sites (heads side by side) and transcoders included.
+    void batchValuesMatchTheReference_data() { matchesTheReference_data(); }
+    void batchValuesMatchTheReference() {
+        QFETCH(QString, entry);
+        nlohmann::json e;
+        for (const auto& x : manifest()["entries"])
+            if (x["entry"] == entry.toStdString()) e = x;
+        auto model = Model::load(test::fixture(e["fixture"].get<std::string>()), test::float32());
+        const std::vector<AttachedDictionary> attached = {
+            AttachedDictionary::attach(*model, loadDictionary(dictionariesDir() + "/" + e["path"].get<std::string>()))};
+        const Batch batch = encodeBatch(*model, {kPrompt, kPrompt + " They played with a red ball all day long."});
+        QVERIFY(batch.ids[0].size() < batch.ids[1].size());
+        const SaveSelection selection = matchSaveValues(*model, attached, {"*]*"});
+        QCOMPARE(selection.dictionaryValues.size(), size_t(3));
+        TraceOptions options;
+        options.save = selection.traced;
+        const TraceResult result = trace(*model, batch, options);
+        const std::vector<DictionaryValue> values = dictionaryValues(*model, result, attached, selection.dictionaryValues);
+        const int64_t seq = batch.inputIds.size(1);
+        SafetensorsFile reference(dictionariesDir() + "/" + e["entry"].get<std::string>() + ".reference.safetensors");
+        for (int64_t row = 0; row < 2; ++row) {
+            const FeatureRun run = runDictionary(*model, result, attached[0], row);
+            const int64_t length = run.features.size(0);
+            auto own = [&](size_t i) { return values[i].tensor[row].narrow(0, seq - length, length); };
+            QVERIFY(torch::equal(own(0) > 0, run.features > 0));
+            NNSCOPE_COMPARE_TENSORS(own(0), run.features, 1e-5, 1e-5);
+            NNSCOPE_COMPARE_TENSORS(own(1), run.reconstruction, 1e-5, 1e-5);
+            NNSCOPE_COMPARE_TENSORS(own(2), run.error, 1e-5, 1e-5);
+            if (row == 0) {
+                QVERIFY(torch::equal(own(0) > 0, reference.tensor("feature_acts") > 0));
+                NNSCOPE_COMPARE_TENSORS(own(0), reference.tensor("feature_acts"), 1e-4, 1e-4);
+                NNSCOPE_COMPARE_TENSORS(own(1), reference.tensor("reconstruction"), 1e-4, 1e-4);
+            }
+        }
+    }
+
     // Feature edits during the pass: moving a feature by d adds d times its decoder row to the site at every position,
     // clamping it to 0 removes exactly its share (the error term stays), splicing replaces the site by the
     // reconstruction; the rest of the pass computes from the edited value (the logits move).
