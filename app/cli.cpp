@@ -13,14 +13,13 @@
 #include "core/run/openblas.h"
 #include "core/run/patching.h"
 #include "core/io/safetensors.h"
+#include "core/io/sha256.h"
 #include "core/model/model.h"
 #include "core/pages/support.h"
 #include "core/run/trace.h"
 #include "defaultmodel.h"
 
 #include <QCommandLineParser>
-#include <QCryptographicHash>
-#include <QFile>
 #include <QCoreApplication>
 #include <QTextStream>
 
@@ -47,7 +46,7 @@ void printUsage() {
     std::cout << "nnscope " << version() << ": look inside transformer language models.\n\n"
               << "Usage:\n"
               << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--dictionary DIR]... [--screenshot FILE.png]   the explorer window\n"
-              << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE]\n"
+              << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE] [--dictionary DIR]...\n"
               << "                [--dtype auto|float32|bfloat16] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
@@ -64,7 +63,7 @@ void printUsage() {
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
               << "                [--top-p P] [--seed N] [--edit ...]... [--skip N]... [--steer ...]... [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
-              << "  nnscope support --model DIR [--json]\n"
+              << "  nnscope support --model DIR [--dictionary DIR]... [--json]\n"
               << "  nnscope print --model DIR\n"
               << "  nnscope family --model DIR [--format md|html] [--out FILE]   the family page, its notes checked\n"
               << "  nnscope train-demo --out DIR [--seed N] [--steps N] [--threads N] [--no-eval]\n"
@@ -279,8 +278,11 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption save("save", "Value path to keep, with * wildcards, or 'all'; repeatable.", "PATTERN");
     QCommandLineOption out("out", "Write the saved values to FILE (.safetensors, or .npy for one value).", "FILE");
     QCommandLineOption topk("top-k", "How many next tokens to print per prompt.", "K", "5");
+    QCommandLineOption dictionary("dictionary", "Attach a sparse dictionary (an SAE or transcoder folder; repeatable): its features, "
+                                                "reconstruction and error become values, SITE[NAME].features, .reconstruction and "
+                                                ".error, that --save selects (docs/FEATURES.md).", "DIR");
     InterventionOptions iv;
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, iv.edit, iv.skip, iv.steer});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, dictionary, iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(prompt)) throw UsageError("trace needs at least one --prompt.");
@@ -293,15 +295,22 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     auto model = loadModel(p, c);
     std::vector<std::string> prompts;
     for (const auto& q : p.values(prompt)) prompts.push_back(s(q));
+    // the dictionaries are read and checked against the model before anything runs
+    std::vector<AttachedDictionary> dictionaries;
+    for (const auto& dir : p.values(dictionary))  // a folder, or every layer of a circuit-tracer transcoder set
+        for (const auto& d : loadDictionaries(s(dir))) dictionaries.push_back(AttachedDictionary::attach(*model, d));
+    std::vector<std::string> patterns;
+    for (const auto& pat : p.values(save)) patterns.push_back(s(pat));
+    const SaveSelection selection = matchSaveValues(*model, dictionaries, patterns);
     TraceOptions opts;
-    for (const auto& pat : p.values(save))
-        for (const auto& key : matchValues(*model, s(pat)))
-            if (std::find(opts.save.begin(), opts.save.end(), key) == opts.save.end()) opts.save.push_back(key);
+    opts.save = selection.traced;  // the asked values, and the sites the asked dictionary values need
     const QStringList lines = iv.lines(p);
     auto edits = interventionsFromLines(*model, lines);
     if (!edits->empty()) opts.intervention = edits;
     Batch batch = encodeBatch(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
+    result.dictionaryValues = dictionaryValues(*model, result, dictionaries, selection.dictionaryValues);
+    keepOnly(result, selection.values);
     if (const auto origin = firstNonFinite(*model, result))  // a saved value says where they start
         std::cerr << "nnscope: warning: the pass produced values that are not finite: " << describeNonFinite(*model, *origin)
                   << (edits->empty() ? "" : " Check the interventions (a division by zero, an overflow).") << std::endl;
@@ -331,6 +340,8 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         j["saved"] = nlohmann::json::object();
         for (const auto& [key, t] : result.values)
             j["saved"][valuePath(model->family(), key)] = {{"shape", t.sizes().vec()}, {"layout", valueInfo(key.value).layout}};
+        for (const DictionaryValue& v : result.dictionaryValues)
+            j["saved"][v.path] = {{"shape", v.tensor.sizes().vec()}, {"layout", v.layout()}, {"axes", v.axes()}, {"dictionary", v.source->folder}};
         if (p.isSet(out)) j["out"] = s(p.value(out));
         j["interventions"] = nlohmann::json::array();
         for (const auto& line : lines) j["interventions"].push_back(s(line));
@@ -350,11 +361,12 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         }
         std::fflush(stdout);
     }
-    if (!result.values.empty()) {
+    if (!result.values.empty() || !result.dictionaryValues.empty()) {
+        const size_t count = result.values.size() + result.dictionaryValues.size();
         if (p.isSet(out)) {
-            std::cout << "saved " << result.values.size() << " value(s) to " << s(p.value(out)) << "\n";
+            std::cout << "saved " << count << " value(s) to " << s(p.value(out)) << "\n";
         } else {
-            std::cout << "read " << result.values.size() << " value(s) (nothing written: add --out FILE.safetensors to keep them):\n";
+            std::cout << "read " << count << " value(s) (nothing written: add --out FILE.safetensors to keep them):\n";
             for (const auto& [key, t] : result.values) {
                 std::ostringstream shape;
                 shape << t.sizes();
@@ -362,6 +374,11 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
                 for (const auto& a : valueInfo(key.value).axes) axes += std::string(axes.empty() ? "" : " ") + a;
                 std::cout << "  " << valuePath(model->family(), key) << " " << shape.str() << "  " << valueInfo(key.value).layout
                           << " [" << axes << "]\n";
+            }
+            for (const DictionaryValue& v : result.dictionaryValues) {
+                std::ostringstream shape;
+                shape << v.tensor.sizes();
+                std::cout << "  " << v.path << " " << shape.str() << "  " << v.layout() << " [batch seq " << v.axes().back() << "]\n";
             }
         }
     }
@@ -730,12 +747,8 @@ void printFeaturesReport(const FeaturesReport& r, const std::string& describe) {
 /// The sha256 of weights files, for an export's provenance ("name:hex, ...").
 std::string filesSha256(const std::vector<std::string>& files) {
     std::string out;
-    for (const std::string& path : files) {
-        QFile file(QString::fromStdString(path));
-        QCryptographicHash hash(QCryptographicHash::Sha256);
-        if (!file.open(QIODevice::ReadOnly) || !hash.addData(&file)) throw Error(path + ": cannot be read to hash it: " + s(file.errorString()));
-        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + hash.result().toHex().toStdString();
-    }
+    for (const std::string& path : files)
+        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + fileSha256(path);
     return out;
 }
 
@@ -868,12 +881,46 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
 }
 
 int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) {
-    p.addOptions({c.model, c.json, c.dtype, c.threads});
+    QCommandLineOption dictionary("dictionary", "Also list the values of this sparse dictionary (repeatable): its features, reconstruction "
+                                                "and error at its site, as `trace --save` names them.", "DIR");
+    p.addOptions({c.model, c.json, c.dtype, c.threads, dictionary});
     parseCommandLine(p, args);
     rejectStray(p);
     auto model = loadModel(p, c, false);
-    if (p.isSet(c.json)) std::cout << supportJson(*model).dump(2) << std::endl;
-    else std::cout << supportText(*model);
+    std::vector<AttachedDictionary> dictionaries;
+    for (const auto& dir : p.values(dictionary))  // a folder, or every layer of a circuit-tracer transcoder set
+        for (const auto& d : loadDictionaries(s(dir))) dictionaries.push_back(AttachedDictionary::attach(*model, d));
+    const std::vector<std::string> names = dictionaryPathNames(dictionaries);
+    struct Row {
+        std::string path, layout, axes, description;
+    };
+    std::vector<Row> rows;
+    for (size_t i = 0; i < dictionaries.size(); ++i) {
+        const Dictionary& d = *dictionaries[i].dictionary;
+        const std::string site = valuePath(model->family(), dictionaries[i].site);
+        const std::string out = valuePath(model->family(), dictionaries[i].siteOut);
+        rows.push_back({dictionaryValuePath(site, names[i], DictionaryValue::Kind::Features), "Features", "batch seq d_sae",
+                        "the feature activations of " + d.describe() + ", d_sae " + std::to_string(d.dSae)});
+        rows.push_back({dictionaryValuePath(site, names[i], DictionaryValue::Kind::Reconstruction), "Reconstruction", "batch seq d_out",
+                        "its reconstruction of " + out + ", d_out " + std::to_string(d.dOut)});
+        rows.push_back({dictionaryValuePath(site, names[i], DictionaryValue::Kind::Error), "Reconstruction", "batch seq d_out",
+                        "the error term: " + out + " - the reconstruction"});
+    }
+    if (p.isSet(c.json)) {
+        nlohmann::json j = supportJson(*model);
+        if (!dictionaries.empty()) {
+            j["dictionary_values"] = nlohmann::json::array();
+            for (const Row& r : rows)
+                j["dictionary_values"].push_back({{"path", r.path}, {"layout", r.layout}, {"axes", r.axes}, {"description", r.description}});
+        }
+        std::cout << j.dump(2) << std::endl;
+        return 0;
+    }
+    std::cout << supportText(*model);
+    if (!dictionaries.empty()) {
+        std::cout << "\nSparse dictionaries' values (trace --dictionary DIR --save PATH)\npath\tlayout\taxes\twhat it is\n";
+        for (const Row& r : rows) std::cout << r.path << "\t" << r.layout << "\t[" << r.axes << "]\t" << r.description << "\n";
+    }
     return 0;
 }
 

@@ -84,6 +84,8 @@
 #include <QVBoxLayout>
 #include <QLoggingCategory>
 
+#include <algorithm>
+#include <filesystem>
 #include <utility>
 
 namespace nnscope {
@@ -260,6 +262,11 @@ void MainWindow::createActions() {
     exportTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_S));
     exportTraceAct_->setStatusTip(tr("Write every value of the last trace to one .safetensors file, which File ▸ Open Trace reads back"));
     connect(exportTraceAct_, &QAction::triggered, this, &MainWindow::exportTraceDialog);
+    exportDictionaryValuesAct_ = new QAction(tr("Export the &Dictionaries' Values with the Trace"), this);
+    exportDictionaryValuesAct_->setObjectName("exportDictionaryValuesAction");
+    exportDictionaryValuesAct_->setCheckable(true);
+    exportDictionaryValuesAct_->setStatusTip(tr("Export ▸ Trace also writes each attached dictionary's features, reconstruction and error "
+                                                "(SITE[NAME].features, ...) with its folder and the sha256 of its weights"));
 
     reloadAct_ = new QAction(QIcon::fromTheme("view-refresh"), tr("&Reload Checkpoint"), this);
     reloadAct_->setShortcuts(QKeySequence::Refresh);
@@ -660,6 +667,7 @@ void MainWindow::createMenus() {
     exp->addAction(exportPlotAct_);
     exp->addAction(exportValueAct_);
     exp->addAction(exportTraceAct_);
+    exp->addAction(exportDictionaryValuesAct_);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(docsAct_);
@@ -699,6 +707,7 @@ void MainWindow::readSettings() {
     lensTopK_ = std::clamp(settings.value("options/lensTopK", 5).toInt(), 1, 20);
     neurons_->setTopK(std::clamp(settings.value("options/neuronTopK", 10).toInt(), 1, 100));
     lastExportDir_ = settings.value("export/lastDir", QDir::homePath()).toString();
+    exportDictionaryValuesAct_->setChecked(settings.value("export/dictionaryValues", false).toBool());
     tracePanel_->setPrompts(settings.value("trace/prompts", QStringList{kGenericPrompt}).toStringList());
     // the open view by name (any of the fixed views; an older numeric setting counts as an index)
     const QString openView = settings.value("view/current", "attention").toString();
@@ -722,6 +731,7 @@ void MainWindow::writeSettings() {
     settings.setValue("options/lensTopK", lensTopK_);
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
     settings.setValue("export/lastDir", lastExportDir_);
+    settings.setValue("export/dictionaryValues", exportDictionaryValuesAct_->isChecked());
     settings.setValue("trace/prompts", tracePanel_->prompts());
     settings.setValue("views/attention/logScale", attention_->logScale());
     const int current = views_->currentIndex();
@@ -938,6 +948,34 @@ QString traceFileHtml(const TraceSnapshot& s) {
     QStringList paths;
     for (const auto& [key, t] : s.result.values) paths << s.path(key);
     h += QObject::tr("<p><b>%n value(s)</b>: ", nullptr, static_cast<int>(paths.size())) + paths.join(", ").toHtmlEscaped() + "</p>";
+    if (!s.result.dictionaryValues.empty()) {
+        // the sparse dictionaries' values, each dictionary once with its provenance
+        h += QObject::tr("<p><b>%n sparse dictionary value(s)</b> (the Features view shows the activations):</p><ul>", nullptr,
+                         static_cast<int>(s.result.dictionaryValues.size()));
+        std::vector<const DictionarySource*> listed;
+        for (const DictionaryValue& v : s.result.dictionaryValues) {
+            if (std::find(listed.begin(), listed.end(), v.source.get()) != listed.end()) continue;
+            listed.push_back(v.source.get());
+            QStringList mine, digests;
+            for (const DictionaryValue& w : s.result.dictionaryValues)  // each a link that plots it (MainWindow::onSummaryLink)
+                if (w.source == v.source)
+                    mine << QString("<a href='dictionaryvalue:%1'>%2</a> [%3, %4, %5]")
+                                .arg(QString::fromLatin1(QUrl::toPercentEncoding(QString::fromStdString(w.path))),
+                                     QString::fromStdString(w.path).toHtmlEscaped())
+                                .arg(w.tensor.size(0))
+                                .arg(w.tensor.size(1))
+                                .arg(w.tensor.size(2));
+            for (const auto& [file, digest] : v.source->weights)
+                digests << QString::fromStdString(std::filesystem::path(file).filename().string() + " sha256 " + digest);
+            h += "<li>" + mine.join(", ") + QObject::tr("<br><small>from %1 (%2 %3); %4</small>")
+                                                                .arg(elidedText(QString::fromStdString(v.source->folder)).toHtmlEscaped(),
+                                                                     QString::fromStdString(v.source->format).toHtmlEscaped(),
+                                                                     QString::fromStdString(v.source->architecture).toHtmlEscaped(),
+                                                                     digests.join(", ").toHtmlEscaped()) +
+                 "</li>";
+        }
+        h += "</ul>";
+    }
     h += QObject::tr("<p><b>Prompts</b></p><ol>");
     for (int r = 0; r < s.numPrompts(); ++r) {
         const QString prompt = s.prompt(r);
@@ -994,6 +1032,13 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     tracePanel_->setModelReady(false);
     centralStack_->setCurrentWidget(views_);
     showSnapshot(snapshot_);
+    if (FeatureRunsPtr runs = featureRunsFromFile(snapshot_)) {  // features saved with the trace: shown without the weights
+        QStringList names;
+        for (const DictionaryRun& d : runs->dictionaries) names << d.name;
+        features_->setAttached(names);
+        features_->setRuns(runs);
+        text_->setFeatureRuns(runs);
+    }
     ensureLens();  // the logit lens when its view is the one shown (and the file allows it)
     readMissingPins();
     int tokens = 0;
@@ -1016,6 +1061,10 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
 }
 
 void MainWindow::onSummaryLink(const QUrl& url) {
+    if (url.scheme() == "dictionaryvalue") {  // a trace file's dictionary value: plot it
+        plotDictionaryValue(QUrl::fromPercentEncoding(url.path(QUrl::FullyEncoded).toLatin1()));
+        return;
+    }
     if (url.scheme() != "prompt") {
         QDesktopServices::openUrl(url);
         return;
@@ -2001,7 +2050,7 @@ TraceView* MainWindow::currentView() const { return qobject_cast<TraceView*>(vie
 
 void MainWindow::plotValue(const ValueKey& key) {
     for (int i = fixedViews(); i < views_->count(); ++i)
-        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->key() == key) {
+        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->dictionaryPath().isEmpty() && v->key() == key) {
             views_->setCurrentIndex(i);
             return;
         }
@@ -2009,6 +2058,19 @@ void MainWindow::plotValue(const ValueKey& key) {
     view->setSnapshot(snapshot_);
     const QString title = model_ ? QString::fromStdString(valuePath(model_->family(), key)) : tr("value");
     views_->setCurrentIndex(views_->addTab(view, title));
+}
+
+bool MainWindow::plotDictionaryValue(const QString& path) {
+    if (!snapshot_ || !snapshot_->result.dictionaryValue(path.toStdString())) return false;
+    for (int i = fixedViews(); i < views_->count(); ++i)
+        if (auto* v = qobject_cast<ValuePlotView*>(views_->widget(i)); v && v->dictionaryPath() == path) {
+            views_->setCurrentIndex(i);
+            return true;
+        }
+    auto* view = new ValuePlotView(path, this);
+    view->setSnapshot(snapshot_);
+    views_->setCurrentIndex(views_->addTab(view, path));
+    return true;
 }
 
 QString MainWindow::exportPlotTo(const QString& path) {
@@ -2026,11 +2088,20 @@ QString MainWindow::exportPlotTo(const QString& path) {
 }
 
 QString MainWindow::exportTraceTo(const QString& path) {
-    if (!snapshot_ || snapshot_->result.values.empty()) return tr("There is no trace to export: run a trace first.");
+    if (!snapshot_ || (snapshot_->result.values.empty() && snapshot_->result.dictionaryValues.empty()))
+        return tr("There is no trace to export: run a trace first.");
     if (!path.endsWith(".safetensors", Qt::CaseInsensitive)) return tr("Cannot export the trace to %1: a trace is written to a .safetensors file.").arg(path);
     try {
         std::map<std::string, std::string> extra{{"exported_from", "nnscope gui"}};
         if (!snapshot_->interventions.isEmpty()) extra["interventions"] = snapshot_->interventions.join(" ; ").toStdString();
+        if (exportDictionaryValuesAct_->isChecked() && !dictionaries_.empty() && snapshot_->model == model_) {
+            // the attached dictionaries' values on this trace (whose sites it saved for the Features view)
+            TraceResult result = snapshot_->result;
+            for (DictionaryValue& v : dictionaryValues(*model_, result, dictionaries_, dictionaryValuePaths(*model_, dictionaries_)))
+                if (!result.dictionaryValue(v.path)) result.dictionaryValues.push_back(std::move(v));
+            exportValues(path.toStdString(), *snapshot_->model, result, extra);
+            return {};
+        }
         exportValues(path.toStdString(), *snapshot_->model, snapshot_->result, extra);
     } catch (const std::exception& e) {
         return QString::fromStdString(e.what());
@@ -2121,7 +2192,7 @@ void MainWindow::openTraceDialog() {
 }
 
 void MainWindow::exportTraceDialog() {
-    if (!snapshot_ || snapshot_->result.values.empty()) {
+    if (!snapshot_ || (snapshot_->result.values.empty() && snapshot_->result.dictionaryValues.empty())) {
         showError(tr("There is no trace to export: run a trace first."));
         return;
     }
@@ -2237,7 +2308,7 @@ void MainWindow::updateActions() {
     runAct_->setEnabled(canRun() && !running);
     cancelAct_->setEnabled(running || viewJobsRunning());
     reloadAct_->setEnabled(canRun() && !running);
-    exportTraceAct_->setEnabled(snapshot_ && !snapshot_->result.values.empty());
+    exportTraceAct_->setEnabled(snapshot_ && (!snapshot_->result.values.empty() || !snapshot_->result.dictionaryValues.empty()));
     const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);
     exportPlotAct_->setEnabled(plot);
     exportValueAct_->setEnabled(plot && !currentView()->settings().value("view.value").isEmpty());

@@ -115,6 +115,9 @@ public:
     QString saveScreenshot(const QString& path);
     /// Opens a traced value as a heatmap in a new tab.
     void plotValue(const ValueKey& key);
+    /// Opens (or shows) a plot of the snapshot's dictionary value `path` (SITE[NAME].features, ...); false when the
+    /// snapshot holds no such value.
+    bool plotDictionaryValue(const QString& path);
 
     ModelPtr model() const { return model_; }
     SnapshotPtr snapshot() const { return snapshot_; }
@@ -242,7 +245,7 @@ private:
     void onValuesRead(SnapshotPtr snapshot);
     void onTraceFileFailed(const QString& path, const QString& message);
     /// A link of the Model tab: "prompt:ROW" copies that prompt of the trace shown whole (the tab shows it elided);
-    /// any other opens in the desktop's browser.
+    /// "dictionaryvalue:PATH" (percent-encoded) plots a trace file's dictionary value; any other opens in the desktop's browser.
     void onSummaryLink(const QUrl& url);
     void onLensFinished(LensResultsPtr lenses);
     void onLensStopped(JobState state, const QString& message);  ///< cancelled or failed
@@ -410,6 +413,7 @@ private:
     QAction* openTraceAct_;
     QAction* openDictionaryAct_;
     QAction* exportTraceAct_;
+    QAction* exportDictionaryValuesAct_;  ///< Export ▸ Trace includes the attached dictionaries' values
     QAction* reloadAct_;
     QAction* quitAct_;
     QAction* runAct_;

@@ -16,6 +16,7 @@
 #include "core/model/family.h"
 #include "core/io/export.h"
 #include "core/io/safetensors.h"
+#include "core/io/tracefile.h"
 #include "widgets/views/attentionview.h"
 #include "core/pages/family_page.h"
 #include "core/run/edit.h"
@@ -89,6 +90,7 @@
 #include <QTextBrowser>
 #include <QComboBox>
 #include <QGuiApplication>
+#include <QCryptographicHash>
 #include <QtTest>
 
 #include <limits>
@@ -319,6 +321,7 @@ private slots:
     void featuresWrongWidth();
     void featuresTranscoderSet();
     void featuresRemembered();
+    void featuresExportedAndReopened();
     void exceptionsNeverLeaveASlot();
     void paddedVocabularyInWindow();
     void nonFiniteValuesShown();
@@ -3324,6 +3327,86 @@ void TestGui::featuresRemembered() {
     QVERIFY(runFromPanel(*again, {"Tom and Lily went to the park."}));
     QVERIFY(featuresDone(*again));
     QVERIFY(again->featuresView()->currentRun());
+}
+
+void TestGui::featuresExportedAndReopened() {
+    // Export ▸ Trace with the dictionaries' values asked writes each attached dictionary's features, reconstruction and
+    // error (equal to the engine's runDictionary on each prompt, left padding kept) with the dictionary's folder and the
+    // sha256 of its weights; the file opened again shows the activations in the Features view without the weights.
+    const QString dictDir = kDictionaries + "/saelens-jumprelu-llama-resid-post";
+    const std::vector<std::string> prompts = {"Tom and Lily went to the park.", "Tom"};
+    QSettings().remove("dictionaries/attached");
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(w->attachDictionary(dictDir).isEmpty());
+    QVERIFY(runFromPanel(*w, {QString::fromStdString(prompts[0]), QString::fromStdString(prompts[1])}));
+    QVERIFY(featuresDone(*w));
+    const QString plain = tmp_.filePath("features-plain.safetensors"), with = tmp_.filePath("features-with.safetensors");
+    auto* ask = w->findChild<QAction*>("exportDictionaryValuesAction");
+    QVERIFY(ask && ask->isCheckable());
+    ask->setChecked(false);
+    QCOMPARE(w->exportTraceTo(plain), QString());
+    QVERIFY(readTraceFile(plain.toStdString(), {}).result.dictionaryValues.empty());  // not asked: not written
+    ask->setChecked(true);
+    QCOMPARE(w->exportTraceTo(with), QString());
+
+    const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
+    const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
+    TraceOptions options;
+    options.save = attached.neededValues();
+    const TraceResult result = trace(*model, encodeBatch(*model, prompts), options);
+    TraceFileOptions noWeights;
+    noWeights.loadWeights = false;
+    const TraceFile tf = readTraceFile(with.toStdString(), noWeights);
+    QCOMPARE(tf.result.dictionaryValues.size(), size_t(3));
+    const std::string stem = "layers.1.layer_output[saelens-jumprelu-llama-resid-post].";
+    const DictionaryValue* f = tf.result.dictionaryValue(stem + "features");
+    const DictionaryValue* e = tf.result.dictionaryValue(stem + "error");
+    QVERIFY(f && e);
+    QCOMPARE(f->source->folder, QFileInfo(dictDir).absoluteFilePath().toStdString());
+    QFile weights(dictDir + "/sae_weights.safetensors");
+    QVERIFY(weights.open(QIODevice::ReadOnly));
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    QVERIFY(hash.addData(&weights));
+    QCOMPARE(f->source->weights.at(0).second, hash.result().toHex().toStdString());
+    const int64_t seq = f->tensor.size(1);
+    for (int64_t row = 0; row < 2; ++row) {
+        const FeatureRun ref = runDictionary(*model, result, attached, row);
+        const int64_t length = ref.features.size(0);
+        QVERIFY(torch::allclose(f->tensor[row].narrow(0, seq - length, length), ref.features, 1e-5, 1e-5));
+        QVERIFY(torch::allclose(e->tensor[row].narrow(0, seq - length, length), ref.error, 1e-5, 1e-5));
+    }
+
+    // opened again: the Features view shows the file's activations, with no dictionary attached
+    QSignalSpy opened(w.get(), &MainWindow::traceFileOpened);
+    w->openTraceFile(with);
+    QVERIFY2(opened.wait(60000), qPrintable(w->errorText()));
+    QVERIFY(w->dictionaries().empty());
+    QVERIFY(w->showView("features"));
+    const FeatureRun* run = w->featuresView()->currentRun();
+    QVERIFY(run);
+    const FeatureRun ref = runDictionary(*model, result, attached, 0);
+    QVERIFY(torch::allclose(run->features, ref.features, 1e-5, 1e-5));
+    QVERIFY(std::abs(run->meanL0 - ref.meanL0) < 1e-9);
+    QVERIFY(std::abs(run->mse - ref.mse) < 1e-6 * std::max(1.0, ref.mse));
+    // and each value plots: prompt 1's features at its own positions (the padding cut)
+    QVERIFY(w->plotDictionaryValue(QString::fromStdString(stem + "features")));
+    auto* plot = qobject_cast<ValuePlotView*>(w->currentView());
+    QVERIFY(plot && plot->dictionaryPath() == QString::fromStdString(stem + "features"));
+    const torch::Tensor shown = mapTensor(plot->heatmap());
+    QCOMPARE(shown.sizes().vec(), ref.features.sizes().vec());
+    QVERIFY(torch::allclose(shown, ref.features.to(torch::kFloat64), 1e-5, 1e-5));
+    QVERIFY(!w->plotDictionaryValue("layers.1.layer_output[elsewhere].features"));
+    // the Model tab lists them with the sha256, each a link that plots it
+    QTextBrowser* summary = nullptr;
+    for (QTextBrowser* b : w->findChildren<QTextBrowser*>())
+        if (b->toPlainText().contains(QString::fromStdString(stem + "error"))) summary = b;
+    QVERIFY(summary);
+    QVERIFY(summary->toPlainText().contains(QString::fromStdString(f->source->weights.at(0).second)));
+    emit summary->anchorClicked(QUrl("dictionaryvalue:" + QString::fromLatin1(QUrl::toPercentEncoding(QString::fromStdString(stem + "error")))));
+    plot = qobject_cast<ValuePlotView*>(w->currentView());
+    QVERIFY(plot && plot->dictionaryPath() == QString::fromStdString(stem + "error"));
+    QVERIFY(torch::allclose(mapTensor(plot->heatmap()), ref.error.to(torch::kFloat64), 1e-5, 1e-5));
 }
 
 #include "test_gui.moc"

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/export.h"
 
+#include "core/io/sha256.h"
 #include "core/model/error.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
@@ -47,22 +49,68 @@ std::map<std::string, std::string> exportMetadata(const Model& model, const Trac
         for (const char* a : info.axes) axes += (axes.empty() ? "" : " ") + std::string(a);
         md["axes:" + p] = axes;
     }
+    if (!result.dictionaryValues.empty()) {
+        nlohmann::json list = nlohmann::json::array();
+        std::vector<const DictionarySource*> seen;
+        for (const DictionaryValue& v : result.dictionaryValues) {
+            md["layout:" + v.path] = v.layout();
+            std::string axes;
+            for (const std::string& a : v.axes()) axes += (axes.empty() ? "" : " ") + a;
+            md["axes:" + v.path] = axes;
+            md["dictionary:" + v.path] = v.source->name;
+            const DictionarySource& s = *v.source;
+            if (std::find(seen.begin(), seen.end(), &s) != seen.end()) continue;
+            seen.push_back(&s);
+            nlohmann::json weights = nlohmann::json::array();
+            for (const auto& [file, digest] : s.weights) weights.push_back({{"file", file}, {"sha256", digest.empty() ? fileSha256(file) : digest}});
+            list.push_back({{"name", s.name}, {"folder", s.folder}, {"format", s.format}, {"architecture", s.architecture},
+                            {"transcoder", s.transcoder}, {"site", s.site}, {"site_out", s.siteOut}, {"d_in", s.dIn}, {"d_sae", s.dSae},
+                            {"d_out", s.dOut}, {"weights", weights}});
+        }
+        md["dictionaries"] = list.dump();
+    }
     for (const auto& [k, v] : extra) md[k] = v;
     return md;
 }
 
+std::map<std::string, std::shared_ptr<const DictionarySource>> readDictionarySources(const std::map<std::string, std::string>& md,
+                                                                                     const std::string& file) {
+    std::map<std::string, std::shared_ptr<const DictionarySource>> out;
+    const auto it = md.find("dictionaries");
+    if (it == md.end()) return out;
+    try {
+        for (const nlohmann::json& j : nlohmann::json::parse(it->second)) {
+            auto s = std::make_shared<DictionarySource>();
+            s->name = j.at("name").get<std::string>();
+            s->folder = j.at("folder").get<std::string>();
+            s->format = j.at("format").get<std::string>();
+            s->architecture = j.at("architecture").get<std::string>();
+            s->transcoder = j.at("transcoder").get<bool>();
+            s->site = j.at("site").get<std::string>();
+            s->siteOut = j.at("site_out").get<std::string>();
+            s->dIn = j.at("d_in").get<int64_t>(), s->dSae = j.at("d_sae").get<int64_t>(), s->dOut = j.at("d_out").get<int64_t>();
+            for (const nlohmann::json& w : j.at("weights")) s->weights.emplace_back(w.at("file").get<std::string>(), w.at("sha256").get<std::string>());
+            out[s->name] = s;
+        }
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(file + ": the metadata entry \"dictionaries\" is not the list of dictionaries an nnscope export writes (" + e.what() + ").");
+    }
+    return out;
+}
+
 void exportValues(const std::string& path, const Model& model, const TraceResult& result,
                   const std::map<std::string, std::string>& extra) {
-    if (result.values.empty()) throw Error(path + ": nothing to write: no value was saved (use --save).");
+    const size_t count = result.values.size() + result.dictionaryValues.size();
+    if (count == 0) throw Error(path + ": nothing to write: no value was saved (use --save).");
     if (endsWith(path, ".npy")) {
-        if (result.values.size() != 1)
-            throw Error(path + ": a .npy file holds one value but " + std::to_string(result.values.size()) +
-                        " were saved; write a .safetensors file instead.");
-        writeNpy(path, result.values.front().second);
+        if (count != 1)
+            throw Error(path + ": a .npy file holds one value but " + std::to_string(count) + " were saved; write a .safetensors file instead.");
+        writeNpy(path, result.values.empty() ? result.dictionaryValues.front().tensor : result.values.front().second);
         return;
     }
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (const auto& [key, t] : result.values) tensors.emplace_back(valuePath(model.family(), key), t);
+    for (const DictionaryValue& v : result.dictionaryValues) tensors.emplace_back(v.path, v.tensor);
     writeSafetensors(path, tensors, exportMetadata(model, result, extra));
 }
 

@@ -3,6 +3,7 @@
 
 #include "core/model/config.h"
 #include "core/model/error.h"
+#include "core/io/export.h"
 #include "core/io/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -110,9 +111,11 @@ struct Named {
 };
 
 /// The tensors of `file` that are value paths of `model`, and the others with the reason.
-std::vector<Named> parseNames(const SafetensorsFile& file, const Model& model, std::vector<std::string>* skipped) {
+std::vector<Named> parseNames(const SafetensorsFile& file, const Model& model, std::vector<std::string>* skipped,
+                              const std::map<std::string, DictionaryValue>& dictionaryValues = {}) {
     std::vector<Named> out;
     for (const auto& [name, entry] : file.entries()) {
+        if (dictionaryValues.count(name)) continue;  // a sparse dictionary's value, read on its own
         try {
             const ValueKey key = parseValuePath(model, name);
             const bool twice = std::any_of(out.begin(), out.end(), [&](const Named& n) { return n.key == key; });
@@ -160,6 +163,28 @@ TraceFile readTraceFile(const std::string& path, const TraceFileOptions& options
         } catch (const nlohmann::json::exception&) {
             throw Error(path + ": the metadata entry \"prompts\" is not a list of strings.");
         }
+    }
+    // ---- the sparse dictionaries' values: the tensors the metadata gives a dictionary ("dictionary:<name>")
+    const auto sources = readDictionarySources(md, path);
+    std::map<std::string, DictionaryValue> dictionaryValues;  // by tensor name; the tensors are read below
+    for (const auto& [name, entry] : file->entries()) {
+        const auto it = md.find("dictionary:" + name);
+        if (it == md.end()) continue;
+        const auto source = sources.find(it->second);
+        DictionaryValue v;
+        v.path = name;
+        const auto ends = [&](const std::string& suffix) {
+            return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        if (source == sources.end() || !(ends("].features") || ends("].reconstruction") || ends("].error"))) {
+            tf.skipped.push_back(name + ": the metadata gives it the dictionary '" + it->second +
+                                 "', which its \"dictionaries\" entry does not describe, or it is not a features, reconstruction or error value");
+            dictionaryValues[name] = v;  // neither a model value nor kept
+            continue;
+        }
+        v.kind = ends("].features") ? DictionaryValue::Kind::Features : ends("].error") ? DictionaryValue::Kind::Error : DictionaryValue::Kind::Reconstruction;
+        v.source = source->second;
+        dictionaryValues[name] = v;
     }
     torch::ScalarType dtype = torch::kFloat32;
     if (auto it = md.find("dtype"); it != md.end() && it->second == "bfloat16") dtype = torch::kBFloat16;
@@ -223,7 +248,7 @@ TraceFile readTraceFile(const std::string& path, const TraceFileOptions& options
             const auto provisional = Model::withoutWeights(inferConfig({}, std::max<int64_t>(layers, 1), maxId), path);
             std::vector<std::pair<ValueKey, std::vector<int64_t>>> shapes;
             int64_t used = 0;
-            for (const Named& n : parseNames(*file, *provisional, nullptr)) {
+            for (const Named& n : parseNames(*file, *provisional, nullptr, dictionaryValues)) {
                 shapes.emplace_back(n.key, file->entries().at(n.name).shape);
                 used = std::max<int64_t>(used, n.key.layer + 1);
             }
@@ -241,8 +266,9 @@ TraceFile readTraceFile(const std::string& path, const TraceFileOptions& options
     const ModelConfig& c = model.config();
 
     // ---- the values
-    const std::vector<Named> named = parseNames(*file, model, &tf.skipped);
-    if (named.empty())
+    const std::vector<Named> named = parseNames(*file, model, &tf.skipped, dictionaryValues);
+    const bool anyDictionaryValue = std::any_of(dictionaryValues.begin(), dictionaryValues.end(), [](const auto& d) { return d.second.source != nullptr; });
+    if (named.empty() && !anyDictionaryValue)
         throw Error(path + ": no tensor is named by a value path of " + c.architectures.front() + " (" + tf.skipped.front() +
                     "). A trace file names its tensors as nnscope and nnterp name values: 'logits', 'layers.0.layer_output', "
                     "'layers.0.self_attn.attention_probabilities', 'layers_output.0'.");
@@ -325,6 +351,17 @@ TraceFile readTraceFile(const std::string& path, const TraceFileOptions& options
     prompts.resize(ids.size());
     tf.result.batch.prompts = prompts;
     for (const Named& n : named) tf.result.values.emplace_back(n.key, file->tensor(n.name));
+    for (auto& [name, v] : dictionaryValues) {
+        if (!v.source) continue;
+        const auto& shape = file->entries().at(name).shape;
+        const int64_t width = v.kind == DictionaryValue::Kind::Features ? v.source->dSae : v.source->dOut;
+        const std::vector<int64_t> expected{tf.result.batch.inputIds.size(0), tf.result.batch.inputIds.size(1), width};
+        if (shape != expected)
+            throw Error(path + ": the tensor '" + name + "' has shape " + shapeText(shape) + ", but a value of the dictionary '" +
+                        v.source->name + "' on this trace is " + shapeText(expected) + " ([batch, seq, " + v.axes().back() + "]).");
+        v.tensor = file->tensor(name);
+        tf.result.dictionaryValues.push_back(v);
+    }
 
     // ---- token labels: the metadata's, the tokenizer's, the ids, or the positions
     if (auto j = metadataJson(md, "tokens", path)) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <map>
 
 #include <regex>
 
@@ -90,22 +91,6 @@ ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
     return siteValue(model, path, where);
 }
 
-namespace {
-
-/// FeatureRun's quality numbers from its features, target and error.
-void measureQuality(FeatureRun& r) {
-    const int64_t length = r.target.size(0);
-    const int64_t from = length > 1 ? 1 : 0;
-    const torch::Tensor t = r.target.narrow(0, from, length - from).to(torch::kFloat64);
-    const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
-    r.mse = e.pow(2).mean().item<double>();
-    const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
-    // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
-    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
-    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
-}
-
-}  // namespace
 
 int64_t siteWidth(const Model& model, const ValueKey& site) {
     const ModelConfig& c = model.config();
@@ -153,6 +138,214 @@ FeatureRun runDictionary(const Model& model, const TraceResult& result, const At
     r.error = target - r.reconstruction;
     measureQuality(r);
     return r;
+}
+
+void measureQuality(FeatureRun& r) {
+    c10::InferenceMode guard;
+    const int64_t length = r.features.size(0);
+    const int64_t from = length > 1 ? 1 : 0;
+    r.meanL0 = (r.features.narrow(0, from, length - from) > 0).sum(-1).to(torch::kFloat64).mean().item<double>();
+    if (!r.target.defined() || !r.error.defined()) {
+        r.mse = r.explainedVariance = std::nan("");
+        return;
+    }
+    const torch::Tensor t = r.target.narrow(0, from, length - from).to(torch::kFloat64);
+    const torch::Tensor e = r.error.narrow(0, from, length - from).to(torch::kFloat64);
+    r.mse = e.pow(2).mean().item<double>();
+    const double total = (t - t.mean(0, /*keepdim=*/true)).pow(2).sum().item<double>();
+    // undefined (NaN) where the target does not vary: a prompt of one position after the BOS
+    r.explainedVariance = total > 0 ? 1.0 - e.pow(2).sum().item<double>() / total : std::nan("");
+}
+
+std::vector<std::string> dictionaryPathNames(const std::vector<AttachedDictionary>& attached) {
+    namespace fs = std::filesystem;
+    // each folder's components, last first ("a/run1/layers.12": layers.12, run1, a)
+    std::vector<std::vector<std::string>> parts;
+    for (const AttachedDictionary& a : attached) {
+        std::error_code ec;
+        fs::path p = fs::absolute(a.dictionary->dir, ec).lexically_normal();
+        if (!p.has_filename()) p = p.parent_path();  // "dir/"
+        std::vector<std::string> r;
+        for (; p.has_filename(); p = p.parent_path()) r.push_back(p.filename().string());
+        if (r.empty()) r.push_back(a.dictionary->dir);
+        parts.push_back(std::move(r));
+    }
+    std::vector<size_t> depth(attached.size(), 1);
+    auto nameOf = [&](size_t i) {
+        std::string n;
+        for (size_t k = 0; k < depth[i] && k < parts[i].size(); ++k) n = parts[i][k] + (n.empty() ? "" : "/" + n);
+        return n;
+    };
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < attached.size(); ++i)
+            for (size_t j = i + 1; j < attached.size(); ++j)
+                if (nameOf(i) == nameOf(j) && (depth[i] < parts[i].size() || depth[j] < parts[j].size())) {
+                    depth[i] = std::min(depth[i] + 1, parts[i].size());
+                    depth[j] = std::min(depth[j] + 1, parts[j].size());
+                    changed = true;
+                }
+    }
+    std::vector<std::string> names;
+    for (size_t i = 0; i < attached.size(); ++i) names.push_back(nameOf(i));
+    return names;
+}
+
+std::string dictionaryValuePath(const std::string& site, const std::string& name, DictionaryValue::Kind kind) {
+    const char* what = kind == DictionaryValue::Kind::Features ? "features" : kind == DictionaryValue::Kind::Reconstruction ? "reconstruction" : "error";
+    return site + "[" + name + "]." + what;
+}
+
+std::shared_ptr<DictionarySource> dictionarySource(const Model& model, const AttachedDictionary& a, const std::string& name) {
+    const Dictionary& d = *a.dictionary;
+    auto s = std::make_shared<DictionarySource>();
+    std::error_code ec;
+    s->name = name;
+    s->folder = std::filesystem::exists(d.dir, ec) ? std::filesystem::absolute(d.dir, ec).lexically_normal().string() : d.dir;
+    s->format = d.format;
+    s->architecture = d.architecture;
+    s->transcoder = d.transcoder;
+    s->site = valuePath(model.family(), a.site);
+    s->siteOut = valuePath(model.family(), a.siteOut);
+    s->dIn = d.dIn, s->dSae = d.dSae, s->dOut = d.dOut;
+    for (const std::string& f : d.weightFiles)
+        s->weights.emplace_back(std::filesystem::exists(f, ec) ? std::filesystem::absolute(f, ec).lexically_normal().string() : f, "");
+    return s;
+}
+
+namespace {
+
+/// One dictionary value an attached dictionary offers.
+struct OfferedValue {
+    std::string path;
+    size_t dictionary;
+    DictionaryValue::Kind kind;
+};
+
+std::vector<OfferedValue> offeredValues(const Model& model, const std::vector<AttachedDictionary>& attached) {
+    const std::vector<std::string> names = dictionaryPathNames(attached);
+    std::vector<OfferedValue> out;
+    for (size_t i = 0; i < attached.size(); ++i)
+        for (auto kind : {DictionaryValue::Kind::Features, DictionaryValue::Kind::Reconstruction, DictionaryValue::Kind::Error})
+            out.push_back({dictionaryValuePath(valuePath(model.family(), attached[i].site), names[i], kind), i, kind});
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> dictionaryValuePaths(const Model& model, const std::vector<AttachedDictionary>& attached) {
+    std::vector<std::string> out;
+    for (const OfferedValue& v : offeredValues(model, attached)) out.push_back(v.path);
+    return out;
+}
+
+SaveSelection matchSaveValues(const Model& model, const std::vector<AttachedDictionary>& attached, const std::vector<std::string>& patterns) {
+    const std::vector<OfferedValue> offered = offeredValues(model, attached);
+    SaveSelection sel;
+    auto addValue = [&](const ValueKey& k) {
+        if (std::find(sel.values.begin(), sel.values.end(), k) == sel.values.end()) sel.values.push_back(k);
+    };
+    auto addPath = [&](const std::string& p) {
+        if (std::find(sel.dictionaryValues.begin(), sel.dictionaryValues.end(), p) == sel.dictionaryValues.end()) sel.dictionaryValues.push_back(p);
+    };
+    auto notAttached = [&](const std::string& pattern) {
+        std::string list;
+        const std::vector<std::string> names = dictionaryPathNames(attached);
+        for (size_t i = 0; i < attached.size(); ++i)
+            list += (list.empty() ? "" : "; ") + dictionaryValuePath(valuePath(model.family(), attached[i].site), names[i], DictionaryValue::Kind::Features) +
+                    " (and .reconstruction, .error) from " + attached[i].dictionary->dir;
+        return Error("--save pattern '" + pattern + "' names a sparse dictionary's value, but " +
+                     (attached.empty() ? std::string("no dictionary is attached: give its folder with --dictionary DIR.")
+                                       : "no attached dictionary has it. Attached: " + list + ". Add --dictionary DIR for another one."));
+    };
+    for (const std::string& pattern : patterns) {
+        if (pattern == "all") {
+            for (const ValueKey& k : matchValues(model, "all")) addValue(k);
+            for (const OfferedValue& v : offered) addPath(v.path);
+            continue;
+        }
+        // SITE[NAME].features; nnterp's accessors ("layers_output[3]") have brackets too, but no "]." after them
+        const bool namesDictionary = pattern.find("].") != std::string::npos;
+        if (pattern.find('*') == std::string::npos) {
+            const auto it = std::find_if(offered.begin(), offered.end(), [&](const OfferedValue& v) { return v.path == pattern; });
+            if (it != offered.end()) {
+                addPath(it->path);
+                continue;
+            }
+            try {
+                addValue(parseValuePath(model, pattern));
+            } catch (const Error&) {
+                if (namesDictionary) throw notAttached(pattern);
+                throw;
+            }
+            continue;
+        }
+        size_t found = 0;
+        for (const ValueKey& k : allValueKeys(model, true))
+            if (globMatch(pattern.c_str(), valuePath(model.family(), k).c_str())) addValue(k), ++found;
+        for (const OfferedValue& v : offered)
+            if (globMatch(pattern.c_str(), v.path.c_str())) addPath(v.path), ++found;
+        if (found == 0) {
+            if (namesDictionary) throw notAttached(pattern);
+            throw Error("--save pattern '" + pattern + "' matches no value of this model" +
+                        (attached.empty() ? std::string() : " or of its attached dictionaries") + " (see `nnscope support`).");
+        }
+    }
+    sel.traced = sel.values;
+    for (const std::string& p : sel.dictionaryValues) {
+        const auto it = std::find_if(offered.begin(), offered.end(), [&](const OfferedValue& v) { return v.path == p; });
+        for (const ValueKey& k : attached[it->dictionary].neededValues())
+            if (std::find(sel.traced.begin(), sel.traced.end(), k) == sel.traced.end()) sel.traced.push_back(k);
+    }
+    return sel;
+}
+
+std::vector<DictionaryValue> dictionaryValues(const Model& model, const TraceResult& result, const std::vector<AttachedDictionary>& attached,
+                                              const std::vector<std::string>& paths) {
+    c10::InferenceMode guard;
+    const std::vector<OfferedValue> offered = offeredValues(model, attached);
+    const std::vector<std::string> names = dictionaryPathNames(attached);
+    struct Computed {
+        torch::Tensor features, reconstruction, error;
+        std::shared_ptr<const DictionarySource> source;
+    };
+    std::map<size_t, Computed> done;
+    auto site = [&](const AttachedDictionary& a, const ValueKey& key) {
+        const torch::Tensor t = result.value(key);
+        if (!t.defined())
+            throw Error(a.dictionary->describe() + ": its site " + valuePath(model.family(), key) +
+                        " was not saved by this trace, so its features cannot be computed; trace again saving it.");
+        return t.to(torch::kFloat32).flatten(2);  // [batch, seq, ...] -> [batch, seq, width]: heads side by side (hook_z)
+    };
+    std::vector<DictionaryValue> out;
+    for (const std::string& path : paths) {
+        const auto it = std::find_if(offered.begin(), offered.end(), [&](const OfferedValue& v) { return v.path == path; });
+        if (it == offered.end()) throw Error("'" + path + "' is not a value of the attached dictionaries.");
+        Computed& c = done[it->dictionary];
+        const AttachedDictionary& a = attached[it->dictionary];
+        if (!c.features.defined()) {
+            const torch::Tensor x = site(a, a.site);
+            c.features = a.dictionary->encode(x);
+            c.reconstruction = a.dictionary->decode(c.features, x);
+            c.error = (a.siteOut == a.site ? x : site(a, a.siteOut)) - c.reconstruction;
+            c.source = dictionarySource(model, a, names[it->dictionary]);
+        }
+        DictionaryValue v;
+        v.path = path;
+        v.kind = it->kind;
+        v.source = c.source;
+        v.tensor = (it->kind == DictionaryValue::Kind::Features ? c.features : it->kind == DictionaryValue::Kind::Reconstruction ? c.reconstruction : c.error)
+                       .contiguous();
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+void keepOnly(TraceResult& result, const std::vector<ValueKey>& keys) {
+    std::vector<std::pair<ValueKey, torch::Tensor>> kept;
+    for (const ValueKey& k : keys)
+        if (torch::Tensor t = result.value(k); t.defined()) kept.emplace_back(k, t);
+    result.values = std::move(kept);
 }
 
 AttachedCrossLayerTranscoder AttachedCrossLayerTranscoder::attach(const Model& model, std::shared_ptr<const CrossLayerTranscoder> clt) {

@@ -79,6 +79,52 @@ struct AttachedCrossLayerTranscoder {
 /// the quality numbers, as runDictionary gives them. Throws nnscope::Error when a needed value was not saved.
 std::vector<FeatureRun> runCrossLayerTranscoder(const Model& model, const TraceResult& result, const AttachedCrossLayerTranscoder& attached,
                                                 int64_t row);
+/// The names the attached dictionaries take in value paths, one per dictionary, in order: each folder's name
+/// ("sae-layers.0"); where two share it, each with as many of its parent folders as tell them apart
+/// ("run1/layers.12" and "run2/layers.12"; a Gemma Scope "width_16k/average_l0_71").
+std::vector<std::string> dictionaryPathNames(const std::vector<AttachedDictionary>& attached);
+
+/// The value path of one of a dictionary's values: SITE[NAME].features, SITE[NAME].reconstruction or SITE[NAME].error,
+/// where SITE is the value path it reads ("layers.0.layer_output[sae-layers.0].features"). The brackets keep a name
+/// with dots readable and let two dictionaries on one site stand side by side.
+std::string dictionaryValuePath(const std::string& site, const std::string& name, DictionaryValue::Kind kind);
+
+/// What `attached` (named `name` in value paths) records of itself in an export: folder, format, architecture, sites,
+/// sizes and its weights files (their sha256 left "" for the export to compute).
+std::shared_ptr<DictionarySource> dictionarySource(const Model& model, const AttachedDictionary& attached, const std::string& name);
+
+/// Every value path of the attached dictionaries (three per dictionary, in order: features, reconstruction, error).
+std::vector<std::string> dictionaryValuePaths(const Model& model, const std::vector<AttachedDictionary>& attached);
+
+/// What `--save` patterns select among the model's values and the attached dictionaries' values.
+struct SaveSelection {
+    std::vector<ValueKey> values;               ///< the model's values, in the order matched, each once
+    std::vector<std::string> dictionaryValues;  ///< the dictionaries' value paths, in the order matched, each once
+    /// What the trace must save to give them: `values`, then each needed dictionary's sites (AttachedDictionary::
+    /// neededValues) not among them. Drop the extra ones after the trace (keepOnly) to save only what was asked.
+    std::vector<ValueKey> traced;
+};
+/// Matches each pattern (`all`, a value path, or a path with `*` wildcards, core/run/trace.h matchValues) against the
+/// model's values and the dictionaries' (`all` selects every one of both). Throws nnscope::Error when a pattern matches
+/// nothing; a pattern of the form SITE[NAME]... that names no attached dictionary says so and lists the attached ones.
+SaveSelection matchSaveValues(const Model& model, const std::vector<AttachedDictionary>& attached, const std::vector<std::string>& patterns);
+
+/// Computes the dictionary values named by `paths` (dictionaryValuePaths of `attached`) on the whole batch of `result`
+/// at once: x = the site's value as float32 [batch, seq, d_in] (a site's trailing axes flattened, as runDictionary
+/// does), features = encode(x) [batch, seq, d_sae], reconstruction = decode(features, x) [batch, seq, d_out], error =
+/// target - reconstruction, the target being the output site's value (x itself for an SAE). Every position is a row
+/// of its own (no format's encoder mixes positions), so a prompt's positions hold what runDictionary gives it alone.
+/// Throws nnscope::Error when a path is not one of `attached`, or a site it needs was not saved.
+std::vector<DictionaryValue> dictionaryValues(const Model& model, const TraceResult& result, const std::vector<AttachedDictionary>& attached,
+                                              const std::vector<std::string>& paths);
+
+/// Keeps in `result` only the values of `keys`, in their order (drops what a trace saved only for the dictionaries).
+void keepOnly(TraceResult& result, const std::vector<ValueKey>& keys);
+
+/// Fills run.mse, run.explainedVariance and run.meanL0 (FeatureRun's formulas) from its features, target and error
+/// ([length, ...] each); without a target or an error (a trace file that saved only the features) mse and
+/// explainedVariance are NaN.
+void measureQuality(FeatureRun& run);
 
 /// A feature and its activation.
 struct FeatureActivation {

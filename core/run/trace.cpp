@@ -47,11 +47,6 @@ std::string standardHosts(const Family& f, const std::string& path) {
     return out;
 }
 
-bool globMatch(const char* p, const char* s) {
-    if (*p == 0) return *s == 0;
-    if (*p == '*') return globMatch(p + 1, s) || (*s && globMatch(p, s + 1));
-    return *s && *p == *s && globMatch(p + 1, s + 1);
-}
 
 class TraceTaps : public Taps {
 public:
@@ -186,6 +181,12 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
                 "'layers.0.self_attn.attention_probabilities', 'layers.0.mlp.mlp_neurons' (see `nnscope support`).");
 }
 
+bool globMatch(const char* p, const char* s) {
+    if (*p == 0) return *s == 0;
+    if (*p == '*') return globMatch(p + 1, s) || (*s && globMatch(p, s + 1));
+    return *s && *p == *s && globMatch(p + 1, s + 1);
+}
+
 std::vector<ValueKey> matchValues(const Model& model, const std::string& pattern) {
     if (pattern == "all") return allValueKeys(model, false);
     if (pattern.find('*') == std::string::npos) return {parseValuePath(model, pattern)};
@@ -240,6 +241,12 @@ torch::Tensor TraceResult::value(const ValueKey& key) const {
     for (const auto& [k, t] : values)
         if (k == key) return t;
     return {};
+}
+
+const DictionaryValue* TraceResult::dictionaryValue(const std::string& path) const {
+    for (const DictionaryValue& v : dictionaryValues)
+        if (v.path == path) return &v;
+    return nullptr;
 }
 
 TraceResult trace(const Model& model, const Batch& batch, const TraceOptions& options) {

@@ -26,6 +26,9 @@ std::string valuePath(const Family& family, const ValueKey& key);
 /// layers_input, attentions_input, attentions_output, mlps_input, mlps_output and attention_probabilities).
 /// Throws nnscope::Error naming the path and listing what is valid.
 ValueKey parseValuePath(const Model& model, const std::string& path);
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters (dots included) and every other
+/// character for itself: `--save` patterns.
+bool globMatch(const char* pattern, const char* text);
 /// Every value key a `--save` pattern selects: `all`, a full path, or a path with `*` wildcards
 /// (`layers.*.self_attn.attention_probabilities`, `*.mlp_output`). Throws nnscope::Error when nothing matches.
 std::vector<ValueKey> matchValues(const Model& model, const std::string& pattern);
@@ -64,13 +67,47 @@ struct TraceOptions {
     std::vector<int64_t> promptLengths;
 };
 
+/// Where a sparse dictionary's values came from: what an export records of the dictionary (metadata "dictionaries",
+/// core/io/export.h) and a trace file reads back, so a saved feature names the exact weights that made it.
+struct DictionarySource {
+    std::string name;          ///< its name in value paths: the folder's name, or more of its path where two attached share one
+    std::string folder;        ///< the folder it was read from (absolute where it exists)
+    std::string format;        ///< "saelens", "gemma-scope-2", "gemma-scope", "sparsify", "llama-scope"
+    std::string architecture;  ///< as its files name it ("jumprelu", "topk", ...)
+    bool transcoder = false;
+    std::string site;     ///< the value path it reads ("layers.0.layer_output")
+    std::string siteOut;  ///< the value path its reconstruction stands for (the site itself for an SAE)
+    int64_t dIn = 0, dSae = 0, dOut = 0;
+    /// Each weights file (its path) and its sha256 as hex; the digest is "" until an export computes it.
+    std::vector<std::pair<std::string, std::string>> weights;
+};
+
+/// A value a sparse dictionary computes from a trace (core/run/features.h, dictionaryValues): its feature activations,
+/// its reconstruction or its error term at the site, for every row and position of the trace's batch (left-padded like
+/// every other value: a padding position holds the dictionary's output on the site's value there).
+struct DictionaryValue {
+    enum class Kind { Features, Reconstruction, Error };
+    /// "SITE[NAME].features", ".reconstruction" or ".error": "layers.0.layer_output[sae-layers.0].features".
+    std::string path;
+    Kind kind = Kind::Features;
+    std::shared_ptr<const DictionarySource> source;
+    torch::Tensor tensor;  ///< float32 [batch, seq, d_sae] (features) or [batch, seq, d_out] (reconstruction, error)
+    /// "Features" (axes batch seq d_sae) or "Reconstruction" (axes batch seq d_out, for the error term too).
+    const char* layout() const { return kind == Kind::Features ? "Features" : "Reconstruction"; }
+    std::vector<std::string> axes() const { return {"batch", "seq", kind == Kind::Features ? "d_sae" : "d_out"}; }
+};
+
 /// The result of one trace: the saved values and the next-token distribution.
 struct TraceResult {
     Batch batch;
     std::vector<std::pair<ValueKey, torch::Tensor>> values;  ///< saved values, in the order asked
+    /// Values of the attached sparse dictionaries, in the order asked (empty unless asked: core/run/features.h).
+    std::vector<DictionaryValue> dictionaryValues;
     torch::Tensor nextTokenProbs;                             ///< float32 [batch, vocab_size]
     /// The saved value `key`, or an undefined tensor.
     torch::Tensor value(const ValueKey& key) const;
+    /// The dictionary value whose path is `path`, or nullptr.
+    const DictionaryValue* dictionaryValue(const std::string& path) const;
 };
 
 /// Runs the model on `batch` under InferenceMode, keeping exactly the values in options.save.

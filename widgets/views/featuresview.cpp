@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/analysis/analysis.h"
 #include "core/model/error.h"
 #include "core/model/taps.h"
 #include "widgets/plots/heatmapplot.h"
@@ -83,7 +84,59 @@ FeatureRunsPtr computeFeatureRuns(const SnapshotPtr& snapshot, const std::vector
     return runs;
 }
 
+FeatureRunsPtr featureRunsFromFile(const SnapshotPtr& snapshot) {
+    const TraceResult& result = snapshot->result;
+    const Model& model = *snapshot->model;
+    auto runs = std::make_shared<FeatureRuns>();
+    runs->snapshot = snapshot;
+    for (const DictionaryValue& v : result.dictionaryValues) {
+        if (v.kind != DictionaryValue::Kind::Features) continue;
+        const DictionarySource& s = *v.source;
+        auto dict = std::make_shared<Dictionary>();
+        dict->dir = s.folder;
+        dict->format = s.format;
+        dict->architecture = s.architecture;
+        dict->transcoder = s.transcoder;
+        dict->dIn = s.dIn, dict->dSae = s.dSae, dict->dOut = s.dOut;
+        dict->site = s.site, dict->siteOut = s.siteOut;
+        DictionaryRun d;
+        d.attached.dictionary = dict;
+        d.name = QString::fromStdString(s.name);
+        d.site = QString::fromStdString(s.site) + (s.transcoder ? QStringLiteral(" → ") + QString::fromStdString(s.siteOut) : QString());
+        const std::string stem = v.path.substr(0, v.path.size() - std::string("features").size());
+        const DictionaryValue* reconstruction = result.dictionaryValue(stem + "reconstruction");
+        const DictionaryValue* error = result.dictionaryValue(stem + "error");
+        try {
+            d.attached.site = parseValuePath(model, s.site);
+            d.attached.siteOut = parseValuePath(model, s.siteOut);
+            c10::InferenceMode guard;
+            for (int row = 0; row < snapshot->numPrompts(); ++row) {
+                const PromptSpan span = promptSpan(result.batch, row);
+                auto own = [&](const DictionaryValue* x) {
+                    return x ? x->tensor[row].narrow(0, span.start, span.length).to(torch::kFloat32) : torch::Tensor();
+                };
+                FeatureRun run;
+                run.features = own(&v);
+                run.reconstruction = own(reconstruction);
+                run.error = own(error);
+                if (run.reconstruction.defined() && run.error.defined()) run.target = run.reconstruction + run.error;
+                if (!s.transcoder) run.input = run.target;
+                measureQuality(run);
+                d.rows.push_back(std::move(run));
+            }
+        } catch (const std::exception& e) {
+            d.rows.clear();
+            d.error = QString::fromStdString(e.what());
+        }
+        runs->dictionaries.push_back(std::move(d));
+    }
+    if (runs->dictionaries.empty()) return nullptr;
+    return runs;
+}
+
 QString featureQualityText(const FeatureRun& run) {
+    if (std::isnan(run.mse))
+        return QObject::tr("mean L0 %1 (the trace file holds no error term: MSE and explained variance unknown)").arg(run.meanL0, 0, 'f', 1);
     const QString ev = std::isnan(run.explainedVariance) ? QObject::tr("undefined (one position)") : QString::number(run.explainedVariance, 'f', 4);
     return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3").arg(run.mse, 0, 'g', 4).arg(ev).arg(run.meanL0, 0, 'f', 1);
 }
@@ -402,6 +455,13 @@ void FeaturesView::requestDetails() {
     const ModelPtr model = snapshot_->model;
     const std::shared_ptr<const Dictionary> dict = d->attached.dictionary;
     const int64_t feature = feature_;
+    if (!dict->wDec.defined()) {  // features read from a trace file, without the dictionary's weights
+        detailsStatus_->setStyleSheet(QString());
+        detailsStatus_->setText(tr("The trace file holds this dictionary's activations, not its weights (%1): its logit effects and "
+                                   "nearest features need them. Open the checkpoint and attach the dictionary to see them.")
+                                    .arg(QString::fromStdString(dict->dir)));
+        return;
+    }
     detailsStatus_->setStyleSheet(QString());
     detailsStatus_->setText(tr("Computing feature %1's logit effects and nearest features…").arg(feature));
     requestAnalysis(

@@ -48,6 +48,13 @@ using FeatureRunsPtr = std::shared_ptr<const FeatureRuns>;
 /// the others run. Throws nnscope::Cancelled.
 FeatureRunsPtr computeFeatureRuns(const SnapshotPtr& snapshot, const std::vector<AttachedDictionary>& attached, const JobControl& control);
 
+/// The features a trace file holds (its dictionaries' values read back, core/io/tracefile.h) as runs the Features view
+/// shows without the dictionaries' weights: one per dictionary with a `.features` value, per prompt its activations
+/// [length, d_sae] at the prompt's own positions, and the reconstruction and error [length, d_out] where the file holds
+/// them (with the quality numbers; else those are NaN). Each dictionary is its recorded description with no tensors
+/// (dir = its folder): the logit effects and nearest features need its weights. nullptr when the file holds no features.
+FeatureRunsPtr featureRunsFromFile(const SnapshotPtr& snapshot);
+
 /// One line on a run's reconstruction quality on prompt `row`: "MSE 0.0123 · explained variance 0.87 · mean L0 12.3".
 QString featureQualityText(const FeatureRun& run);
 
