@@ -256,6 +256,11 @@ void MainWindow::createActions() {
                                         "shows its features"));
     connect(openDictionaryAct_, &QAction::triggered, this, &MainWindow::openDictionaryDialog);
 
+    openDashboardAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open Dash&board…"), this);
+    openDashboardAct_->setStatusTip(tr("Show a feature dashboard (nnscope features --dataset FILE.txt --out FILE) in the Features view: "
+                                       "each feature's top contexts, histogram and density in that dataset"));
+    connect(openDashboardAct_, &QAction::triggered, this, &MainWindow::openDashboardDialog);
+
     exportTraceAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Trace…"), this);
     exportTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_S));
     exportTraceAct_->setStatusTip(tr("Write every value of the last trace to one .safetensors file, which File ▸ Open Trace reads back"));
@@ -630,6 +635,7 @@ void MainWindow::createMenus() {
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
     file->addAction(openDictionaryAct_);
+    file->addAction(openDashboardAct_);
     // one entry per attached dictionary, made when the menu opens
     QMenu* detach = file->addMenu(tr("Detac&h Dictionary"));
     detach->setObjectName("detachDictionaryMenu");
@@ -1727,6 +1733,24 @@ void MainWindow::openDictionaryDialog() {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sparse dictionary's folder"), lastExportDir_);
     if (dir.isEmpty()) return;
     attachDictionary(dir);
+}
+
+void MainWindow::openDashboardDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a feature dashboard"), lastExportDir_, tr("Dashboards (*.safetensors)"));
+    if (!path.isEmpty()) openDashboard(path);
+}
+
+QString MainWindow::openDashboard(const QString& path) {
+    try {
+        const QString name = features_->openDashboard(path);
+        showView("features");
+        statusBar()->showMessage(tr("Showing the dashboard %1 for %2.").arg(path, name), 5000);
+        return {};
+    } catch (const std::exception& e) {
+        const QString why = QString::fromStdString(e.what());
+        showError(tr("Could not open the dashboard %1: %2").arg(path, why));
+        return why;
+    }
 }
 
 QString MainWindow::attachDictionary(const QString& dirIn) {

@@ -89,6 +89,9 @@ public:
     /// "dictionaries/attached") and the next traces save its site and run it in the worker. With a trace shown the
     /// prompts are traced again. Returns "" or the error (also shown in the window's error bar, naming the folder).
     QString attachDictionary(const QString& dir);
+    /// Shows the dashboard file `path` in the Features view (FeaturesView::openDashboard) and the view; returns "" or
+    /// why it could not (also shown as an error).
+    QString openDashboard(const QString& path);
     /// The attached dictionaries' folder names, in order (the Features view's chooser, File ▸ Detach Dictionary).
     QStringList dictionaryNames() const;
     /// Detaches the dictionary at `index` (attach order); the checkpoint forgets it.
@@ -258,6 +261,7 @@ private:
     /// Writes the open checkpoint's attached dictionaries to the settings.
     void saveDictionaries();
     void openDictionaryDialog();
+    void openDashboardDialog();
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
     /// A view's analysis (TraceView::requestAnalysis): the watcher of its job, the request (kept while a trace runs,
@@ -409,6 +413,7 @@ private:
     QAction* openAct_;
     QAction* openTraceAct_;
     QAction* openDictionaryAct_;
+    QAction* openDashboardAct_;
     QAction* exportTraceAct_;
     QAction* reloadAct_;
     QAction* quitAct_;
