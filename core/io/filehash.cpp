@@ -29,6 +29,24 @@ std::string fileSha256(const std::string& path, int64_t* lines) {
     return hash.result().toHex().toStdString();
 }
 
+std::string fileFingerprint(const std::string& path, int samples, int64_t chunkBytes) {
+    QFile file(QString::fromStdString(path));
+    if (!std::filesystem::is_regular_file(path) || !file.open(QIODevice::ReadOnly))
+        throw Error(path + ": cannot be read to take its fingerprint: " + file.errorString().toStdString());
+    const int64_t size = file.size();
+    if (size <= static_cast<int64_t>(samples) * chunkBytes) return fileSha256(path);
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(QByteArray::number(static_cast<qlonglong>(size)));
+    for (int i = 0; i < samples; ++i) {
+        const int64_t at = (size - chunkBytes) * i / std::max(1, samples - 1);  // the first and the last chunk included
+        if (!file.seek(at)) throw Error(path + ": seeking to byte " + std::to_string(at) + " failed: " + file.errorString().toStdString());
+        const QByteArray chunk = file.read(chunkBytes);
+        if (chunk.size() != chunkBytes) throw Error(path + ": reading it failed: " + file.errorString().toStdString());
+        hash.addData(chunk);
+    }
+    return hash.result().toHex().toStdString();
+}
+
 std::string filesSha256(const std::vector<std::string>& paths) {
     std::string out;
     for (const std::string& path : paths)

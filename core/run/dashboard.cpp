@@ -213,15 +213,19 @@ DashboardRun makeDashboard(const Model& model, const AttachedDictionary& attache
     for (const auto& entry : std::filesystem::directory_iterator(model.dir(), ec))
         if (entry.path().extension() == ".safetensors" || entry.path().filename() == "config.json") modelFiles.push_back(entry.path().string());
     std::sort(modelFiles.begin(), modelFiles.end());
+    std::string modelPrint;
+    for (const std::string& f : modelFiles)
+        modelPrint += (modelPrint.empty() ? "" : ", ") + std::filesystem::path(f).filename().string() + ":" +
+                      (std::filesystem::path(f).extension() == ".json" ? fileSha256(f) : fileFingerprint(f));
     std::map<std::string, std::string> identity{
-        {"model_sha256", filesSha256(modelFiles)},
+        {"model_fingerprint", modelPrint},
         {"dtype", std::string(c10::toString(model.dtype()))},
         {"dictionary_sha256", filesSha256(dict.weightFiles)},
         {"site", valuePath(model.family(), attached.site)},
         {"dataset_sha256", datasetSha},
         {"context_size", std::to_string(o.contextSize)}};
     const std::map<std::string, std::string> identityNames{
-        {"model_sha256", "model (the sha256 of its config.json and weights)"}, {"dtype", "compute dtype"},
+        {"model_fingerprint", "model (the sha256 of its config.json and of samples of its weights)"}, {"dtype", "compute dtype"},
         {"dictionary_sha256", "dictionary (its weights' sha256)"}, {"site", "site"}, {"dataset_sha256", "dataset (its sha256)"},
         {"context_size", "--context-size"}};
 

@@ -42,8 +42,8 @@ struct Dashboard {
     torch::Tensor activeCount;        ///< int64 [feature]: positions where the feature is above 0
     torch::Tensor maxActivation;      ///< float32 [feature]: its largest activation (0 when it never fired)
     int64_t positions = 0;            ///< positions counted (BOS positions excluded): density = activeCount / positions
-    /// The provenance and progress (the file's metadata, as strings): format, model (the folder as given), model_sha256
-    /// ("file:hex, ..." over its config.json and .safetensors files), dtype, dictionary (as given), dictionary_format,
+    /// The provenance and progress (the file's metadata, as strings): format, model (the folder as given),
+    /// model_fingerprint ("file:hex, ...": config.json's sha256, each .safetensors file's fileFingerprint), dtype, dictionary (as given), dictionary_format,
     /// dictionary_sha256, site, dataset (as given), dataset_sha256, documents (lines of the dataset), documents_done,
     /// tokens_done, positions, context_size, complete, bos_excluded, nnscope_version.
     std::map<std::string, std::string> metadata;
@@ -97,7 +97,8 @@ struct DashboardRun {
 /// `attached` (its encoder) in batches of windows, and writes the dashboard to `options.out` (writeSafetensors: atomic).
 /// Each document is tokenized as a prompt is (encodeBatch: the tokenizer's BOS where it adds one); a document longer than
 /// contextSize is cut into windows of contextSize - 1 tokens, each run after its own BOS. When `options.out` exists it
-/// is resumed from its documents_done, provided the sha256 of the model's config.json and weights, the dtype, the
+/// is resumed from its documents_done, provided the model's fingerprint (config.json's sha256 and fileFingerprint of its
+/// weights files: a 16 GB checkpoint is not read whole), the dtype, the
 /// dictionary weights' sha256, the site, the dataset's sha256 and the context size all match; else nothing runs. Throws nnscope::Error: the dataset
 /// missing or unreadable, empty, or with no token after any BOS (nothing is written then); the out file not a
 /// dashboard, or made from another model, dictionary, dataset or context size (naming what differs); a context size
