@@ -3336,6 +3336,22 @@ void TestGui::featuresDashboard() {
 
     // File ▸ Open Dashboard: a file that is not a dashboard is refused, and says so
     QVERIFY(w->openDashboard(demoModelDir() + "/model.safetensors").contains("not an nnscope feature dashboard"));
+
+    // File ▸ Make Dashboard: made in the worker over a text file, then shown (the one the command line makes)
+    const QString data = tmp_.filePath("dashboard-data.txt"), out = tmp_.filePath("made-dashboard.safetensors");
+    {
+        QFile f(data);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("tom and lily went to the park\nthe cat sat on the mat\nbut the dog ran away\n");
+    }
+    QSignalSpy ended(w.get(), &MainWindow::dashboardEnded);
+    QVERIFY(w->makeDashboard(data, out).isEmpty());
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(!w->errorText().contains("dashboard failed"), qPrintable(w->errorText()));
+    const Dashboard made = loadDashboard(out.toStdString());
+    QCOMPARE(made.metadata.at("documents_done"), std::string("3"));
+    QCOMPARE(fv->currentDashboard()->metadata.at("dataset_sha256"), made.metadata.at("dataset_sha256"));
+    QVERIFY(fv->dashboardLabel()->text().contains("dashboard-data.txt"));
 }
 
 void TestGui::featuresRemembered() {
