@@ -2,7 +2,7 @@
 #pragma once
 // Offline feature dashboards: a local text file (one document per line) run through a model and one attached sparse
 // dictionary, keeping per feature its top activating contexts, a histogram of its activations, its density and its
-// maximum, in one .safetensors file the window browses (docs/FEATURES.md#dashboards holds the file's layout).
+// maximum, in one .safetensors file the window browses (docs/FEATURES.md#dashboards-a-features-top-contexts-in-your-own-text holds the file's layout).
 #include "core/model/model.h"
 #include "core/run/features.h"
 
@@ -15,7 +15,7 @@
 
 namespace nnscope {
 
-/// The file layout's constants (docs/FEATURES.md#dashboards).
+/// The file layout's constants (docs/FEATURES.md#dashboards-a-features-top-contexts-in-your-own-text).
 constexpr int kDashboardTopK = 20;           ///< top activating positions kept per feature
 constexpr int kDashboardBefore = 8;          ///< context tokens kept before a top position
 constexpr int kDashboardAfter = 4;           ///< ... and after it
