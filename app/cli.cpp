@@ -3,6 +3,7 @@
 
 #include "core/model/error.h"
 #include "core/run/edit.h"
+#include "core/run/dashboard.h"
 #include "core/run/features.h"
 #include "core/analysis/attribution.h"
 #include "core/analysis/valuestats.h"
@@ -13,7 +14,7 @@
 #include "core/run/openblas.h"
 #include "core/run/patching.h"
 #include "core/io/safetensors.h"
-#include "core/io/sha256.h"
+#include "core/io/filehash.h"
 #include "core/model/model.h"
 #include "core/pages/support.h"
 #include "core/run/trace.h"
@@ -31,6 +32,8 @@
 #include <filesystem>
 #include <optional>
 #include <random>
+#include <atomic>
+#include <csignal>
 #include <iostream>
 #include <sstream>
 
@@ -60,6 +63,9 @@ void printUsage() {
               << "                information flow routes: which tokens, through which blocks, a position is made of\n"
               << "  nnscope features --model DIR --dictionary DIR --prompt TEXT [--prompt TEXT]... [--top-k K] [--json] [--out FILE]\n"
               << "                a sparse dictionary's features on each prompt (SAELens, Gemma Scope 2, sparsify, Llama Scope)\n"
+              << "  nnscope features --model DIR --dictionary DIR --dataset FILE.txt --out DASH [--context-size N] [--batch B]\n"
+              << "                [--max-documents N] [--max-tokens N] [--json]\n"
+              << "                a feature dashboard of a local text file (one document per line): top contexts, histograms, density\n"
               << "  nnscope generate --model DIR --prompt TEXT [--max-new-tokens N] [--sample] [--temperature T] [--top-k K]\n"
               << "                [--top-p P] [--seed N] [--edit ...]... [--skip N]... [--steer ...]... [--json]\n"
               << "  nnscope tokenize --model DIR --text TEXT [--json]\n"
@@ -744,12 +750,62 @@ void printFeaturesReport(const FeaturesReport& r, const std::string& describe) {
     }
 }
 
-/// The sha256 of weights files, for an export's provenance ("name:hex, ...").
-std::string filesSha256(const std::vector<std::string>& files) {
-    std::string out;
-    for (const std::string& path : files)
-        out += (out.empty() ? "" : ", ") + std::filesystem::path(path).filename().string() + ":" + fileSha256(path);
-    return out;
+/// Set by SIGINT while a dashboard runs: the run stops after the current batch and writes what is done.
+std::atomic<bool> gDashboardInterrupt{false};
+struct sigaction gPreviousSigint;
+
+extern "C" void onDashboardSigint(int) {
+    gDashboardInterrupt.store(true);
+    sigaction(SIGINT, &gPreviousSigint, nullptr);  // a second Ctrl-C stops at once, as it did before
+}
+
+/// `nnscope features --dataset`: makeDashboard with progress on stderr and SIGINT as its cancel.
+int featuresDashboard(const Model& model, const AttachedDictionary& attached, DashboardOptions o, bool json) {
+    static_assert(std::atomic<bool>::is_always_lock_free, "the SIGINT handler sets an atomic flag");
+    gDashboardInterrupt.store(false);
+    struct sigaction action {};
+    action.sa_handler = onDashboardSigint;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &gPreviousSigint);
+    o.cancel = &gDashboardInterrupt;
+    o.progress = [](const DashboardProgress& p) {
+        std::fprintf(stderr, "\rnnscope: documents %lld/%lld, %lld tokens, %.0f tokens/s   ", static_cast<long long>(p.documentsDone),
+                     static_cast<long long>(p.documentsTotal), static_cast<long long>(p.tokensDone),
+                     p.seconds > 0 ? static_cast<double>(p.tokensThisRun) / p.seconds : 0.0);
+        std::fflush(stderr);
+    };
+    DashboardRun run;
+    try {
+        run = makeDashboard(model, attached, o);
+    } catch (...) {
+        sigaction(SIGINT, &gPreviousSigint, nullptr);
+        std::fprintf(stderr, "\n");
+        throw;
+    }
+    sigaction(SIGINT, &gPreviousSigint, nullptr);
+    std::fprintf(stderr, "\n");
+    const DashboardProgress& p = run.progress;
+    const double rate = p.seconds > 0 ? static_cast<double>(p.tokensThisRun) / p.seconds : 0.0;
+    if (json) {
+        std::cout << nlohmann::json{{"out", o.out},
+                                    {"documents", p.documentsTotal},
+                                    {"documents_done", p.documentsDone},
+                                    {"resumed_from", run.resumedFrom},
+                                    {"tokens_done", p.tokensDone},
+                                    {"tokens_this_run", p.tokensThisRun},
+                                    {"seconds", p.seconds},
+                                    {"tokens_per_second", rate},
+                                    {"complete", run.complete},
+                                    {"cancelled", run.cancelled}}
+                         .dump(2)
+                  << std::endl;
+    } else {
+        std::cout << (run.cancelled ? "interrupted: " : "") << "wrote " << o.out << ": " << p.documentsDone << " of " << p.documentsTotal
+                  << " documents (" << p.tokensDone << " tokens" << (run.resumedFrom ? ", resumed after document " + std::to_string(run.resumedFrom) : "")
+                  << "), " << static_cast<long long>(rate) << " tokens/s"
+                  << (run.complete ? "" : "; run the same command again to continue") << "." << std::endl;
+    }
+    return run.cancelled ? 130 : 0;
 }
 
 int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args) {
@@ -765,11 +821,38 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
                                   "transcoder set), with the dictionary's folder and the sha256 of its weights.", "FILE");
     p.setApplicationDescription("nnscope features: a sparse dictionary's (an SAE's or a transcoder's) active features at every "
                                 "position of each prompt, with the reconstruction's MSE, explained variance and mean L0 (docs/FEATURES.md).");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out});
+    QCommandLineOption dataset("dataset", "Make a feature dashboard of this text file (one document per line) instead: per feature its "
+                                          "top activating contexts, activation histogram, density and maximum, written to --out "
+                                          "(resumed when it exists; Ctrl-C stops after the current batch and writes what is done).", "FILE.txt");
+    QCommandLineOption contextSize("context-size", "With --dataset: tokens per window, BOS included (default 128).", "N", "128");
+    QCommandLineOption batch("batch", "With --dataset: windows per forward pass (default 16).", "B", "16");
+    QCommandLineOption maxDocuments("max-documents", "With --dataset: stop after N documents (default: all).", "N", "0");
+    QCommandLineOption maxTokens("max-tokens", "With --dataset: stop reading documents after N tokens (default: no limit).", "N", "0");
+    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out, dataset, contextSize, batch, maxDocuments, maxTokens});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(dictionary)) throw UsageError("features needs --dictionary DIR.");
-    if (!p.isSet(prompt)) throw UsageError("features needs --prompt.");
+    if (p.isSet(dataset)) {
+        if (p.isSet(prompt)) throw UsageError("features takes --prompt or --dataset, not both.");
+        if (!p.isSet(out)) throw UsageError("features --dataset needs --out FILE (the dashboard; resumed when it exists).");
+        auto integer = [&](const QCommandLineOption& option, const char* name, int64_t least) {
+            bool ok = false;
+            const qlonglong v = p.value(option).toLongLong(&ok);
+            if (!ok || v < least) throw UsageError(std::string("--") + name + " must be an integer of at least " + std::to_string(least) + ".");
+            return static_cast<int64_t>(v);
+        };
+        DashboardOptions o;
+        o.dataset = s(p.value(dataset));
+        o.out = s(p.value(out));
+        o.contextSize = integer(contextSize, "context-size", 2);
+        o.batchSize = static_cast<int>(std::min<int64_t>(integer(batch, "batch", 1), 4096));
+        o.maxDocuments = integer(maxDocuments, "max-documents", 0);
+        o.maxTokens = integer(maxTokens, "max-tokens", 0);
+        auto model = loadModel(p, c);
+        const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(s(p.value(dictionary))));
+        return featuresDashboard(*model, attached, o, p.isSet(c.json));
+    }
+    if (!p.isSet(prompt)) throw UsageError("features needs --prompt (or --dataset FILE.txt --out FILE for a dashboard).");
     bool ok = false;
     const int k = p.value(topK).toInt(&ok);
     if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");

@@ -11,6 +11,7 @@
 #include "core/model/error.h"
 #include "core/io/dictionary.h"
 #include "core/io/transcoderset.h"
+#include "core/run/dashboard.h"
 #include "core/io/export.h"
 #include "core/analysis/valuestats.h"
 #include "widgets/views/attentionview.h"
@@ -36,6 +37,8 @@
 #include "widgets/panels/tracepanel.h"
 #include "widgets/panels/valueexport.h"
 #include "widgets/views/valueplotview.h"
+
+#include <limits>
 
 #include <QAction>
 #include <QApplication>
@@ -186,6 +189,20 @@ void MainWindow::createJobs() {
     connect(lensJob_, &JobWatcher::cancelled, this, [this] { onLensStopped(JobState::Cancelled, {}); });
     connect(lensJob_, &JobWatcher::failed, this, [this](const QString& message) { onLensStopped(JobState::Failed, message); });
 
+    dashboardJob_ = new JobWatcher(worker_, QStringLiteral("dashboard"), this);
+    connect(dashboardJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(dashboardJob_, done, total); });
+    dashboardJob_->onFinished<QString>(this, [this](const QString& out) {
+        panelEnd(dashboardJob_, tr("Wrote the dashboard %1.").arg(out));
+        openDashboard(out);
+    });
+    connect(dashboardJob_, &JobWatcher::failed, this, [this](const QString& message) {
+        panelEnd(dashboardJob_, tr("The dashboard failed."));
+        showError(tr("The dashboard failed: %1").arg(message));
+    });
+    connect(dashboardJob_, &JobWatcher::cancelled, this, [this] {
+        panelEnd(dashboardJob_, tr("The dashboard was stopped: what was done is written; make it again to continue."));
+    });
+    connect(dashboardJob_, &JobWatcher::ended, this, [this] { emit dashboardEnded(); });
     featuresJob_ = new JobWatcher(worker_, QStringLiteral("features"), this);
     connect(featuresJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(featuresJob_, done, total); });
     featuresJob_->onFinished<FeatureRunsPtr>(this, [this](FeatureRunsPtr runs) { onFeaturesFinished(std::move(runs)); });
@@ -257,6 +274,17 @@ void MainWindow::createActions() {
                                         "Llama Scope; a circuit-tracer transcoder set attaches every layer) to the open checkpoint; the Features view "
                                         "shows its features"));
     connect(openDictionaryAct_, &QAction::triggered, this, &MainWindow::openDictionaryDialog);
+
+    openDashboardAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open Dash&board…"), this);
+    openDashboardAct_->setStatusTip(tr("Show a feature dashboard (nnscope features --dataset FILE.txt --out FILE) in the Features view: "
+                                       "each feature's top contexts, histogram and density in that dataset"));
+    connect(openDashboardAct_, &QAction::triggered, this, &MainWindow::openDashboardDialog);
+
+    makeDashboardAct_ = new QAction(tr("&Make Dashboard…"), this);
+    makeDashboardAct_->setStatusTip(tr("Run a text file (one document per line) through the model and the dictionary the Features view shows, "
+                                       "keeping each feature's top contexts, histogram and density (nnscope features --dataset); "
+                                       "Cancel stops after the current batch, and making it again continues"));
+    connect(makeDashboardAct_, &QAction::triggered, this, &MainWindow::makeDashboardDialog);
 
     exportTraceAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Export &Trace…"), this);
     exportTraceAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_S));
@@ -637,6 +665,8 @@ void MainWindow::createMenus() {
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
     file->addAction(openDictionaryAct_);
+    file->addAction(openDashboardAct_);
+    file->addAction(makeDashboardAct_);
     // one entry per attached dictionary, made when the menu opens
     QMenu* detach = file->addMenu(tr("Detac&h Dictionary"));
     detach->setObjectName("detachDictionaryMenu");
@@ -1326,6 +1356,7 @@ void MainWindow::runTrace() {
 void MainWindow::cancelTrace() {
     lensJob_->cancel();  // its cancelled signal ends it
     featuresJob_->cancel();
+    dashboardJob_->cancel();  // stops after the batch it runs, and writes what is done
     for (ViewJob& job : viewJobs_) {
         if (job.waiting) {  // asked for while the trace runs: not asked again when it ends
             job.waiting = false;
@@ -1776,6 +1807,67 @@ void MainWindow::openDictionaryDialog() {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sparse dictionary's folder"), lastExportDir_);
     if (dir.isEmpty()) return;
     attachDictionary(dir);
+}
+
+void MainWindow::makeDashboardDialog() {
+    if (!canRun() || dictionaries_.empty()) {
+        showError(tr("Open a checkpoint and attach a dictionary first (File ▸ Open Dictionary…): a dashboard is a dictionary's."));
+        return;
+    }
+    const QString dataset = QFileDialog::getOpenFileName(this, tr("A text file, one document per line"), lastExportDir_, tr("Text (*.txt);;All files (*)"));
+    if (dataset.isEmpty()) return;
+    const AttachedDictionary& d = dictionaries_.at(static_cast<size_t>(std::min<int>(features_->dictionary(), static_cast<int>(dictionaries_.size()) - 1)));
+    const QString out = QFileDialog::getSaveFileName(this, tr("Write the dashboard"), QString::fromStdString(defaultDashboardPath(d.dictionary->dir)),
+                                                     tr("Dashboards (*.safetensors)"));
+    if (!out.isEmpty()) makeDashboard(dataset, out);
+}
+
+QString MainWindow::makeDashboard(const QString& dataset, const QString& out) {
+    if (!canRun() || dictionaries_.empty()) {
+        const QString why = tr("open a checkpoint and attach a dictionary first.");
+        showError(tr("Could not make a dashboard: %1").arg(why));
+        return why;
+    }
+    if (dashboardJob_->isActive()) {
+        const QString why = tr("a dashboard is being made already.");
+        showError(tr("Could not make a dashboard: %1").arg(why));
+        return why;
+    }
+    const AttachedDictionary attached = dictionaries_.at(static_cast<size_t>(std::min<int>(features_->dictionary(), static_cast<int>(dictionaries_.size()) - 1)));
+    DashboardOptions options;
+    options.dataset = dataset.toStdString();
+    options.out = out.toStdString();
+    const ModelPtr model = model_;
+    dashboardJob_->watch(worker_->analyse([model, attached, options, out](const JobControl& control) {
+        DashboardOptions o = options;
+        o.cancel = control.cancelFlag();
+        o.progress = [&control](const DashboardProgress& p) {
+            control.progress(static_cast<int>(std::min<int64_t>(p.documentsDone, std::numeric_limits<int>::max())), static_cast<int>(std::min<int64_t>(p.documentsTotal, std::numeric_limits<int>::max())));
+        };
+        nnscope::makeDashboard(*model, attached, o);
+        control.throwIfCancelled();  // stopped: the file holds what was done, and the job says it was cancelled
+        return QVariant::fromValue(out);
+    }));
+    panelShow(dashboardJob_, tr("feature dashboard"), 0);
+    return {};
+}
+
+void MainWindow::openDashboardDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a feature dashboard"), lastExportDir_, tr("Dashboards (*.safetensors)"));
+    if (!path.isEmpty()) openDashboard(path);
+}
+
+QString MainWindow::openDashboard(const QString& path) {
+    try {
+        const QString name = features_->openDashboard(path);
+        showView("features");
+        statusBar()->showMessage(tr("Showing the dashboard %1 for %2.").arg(path, name), 5000);
+        return {};
+    } catch (const std::exception& e) {
+        const QString why = QString::fromStdString(e.what());
+        showError(tr("Could not open the dashboard %1: %2").arg(path, why));
+        return why;
+    }
 }
 
 QString MainWindow::attachDictionary(const QString& dirIn) {

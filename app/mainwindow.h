@@ -89,6 +89,16 @@ public:
     /// "dictionaries/attached") and the next traces save its site and run it in the worker. With a trace shown the
     /// prompts are traced again. Returns "" or the error (also shown in the window's error bar, naming the folder).
     QString attachDictionary(const QString& dir);
+    /// Shows the dashboard file `path` in the Features view (FeaturesView::openDashboard) and the view; returns "" or
+    /// why it could not (also shown as an error).
+    QString openDashboard(const QString& path);
+    /// Makes the dashboard of the dictionary the Features view shows over the text file `dataset` (one document per
+    /// line) in the worker (core/run/dashboard.h makeDashboard: resumed when `out` exists), with progress in the trace
+    /// panel (documents) and its Cancel (stops after the current batch; what is done is written), then shows it.
+    /// Returns "" or why it cannot start.
+    QString makeDashboard(const QString& dataset, const QString& out);
+    /// The watcher of the dashboard being made (makeDashboard).
+    JobWatcher* dashboardJob() const { return dashboardJob_; }
     /// The attached dictionaries' folder names, in order (the Features view's chooser, File ▸ Detach Dictionary).
     QStringList dictionaryNames() const;
     /// Detaches the dictionary at `index` (attach order); the checkpoint forgets it.
@@ -209,6 +219,7 @@ signals:
     void pinsRead();
     void lensEnded();      ///< a logit lens a view asked for was computed, failed or was cancelled
     void featuresEnded();  ///< the dictionaries' run on the last trace was computed, failed or was cancelled
+    void dashboardEnded();  ///< a dashboard made in the worker (makeDashboard) was written, failed or was stopped
     /// The last computation views asked for (the logit lens, a view's analysis) ended: none is under way now.
     void viewJobsDone();
     /// A command-line --pin, --edit, --skip or --steer could not be applied to the opened model (also shown in the
@@ -261,6 +272,8 @@ private:
     /// Writes the open checkpoint's attached dictionaries to the settings.
     void saveDictionaries();
     void openDictionaryDialog();
+    void openDashboardDialog();
+    void makeDashboardDialog();
     void stopLens();  ///< cancels the lens job, if any, without a word (a new trace or model replaces its snapshot)
 
     /// A view's analysis (TraceView::requestAnalysis): the watcher of its job, the request (kept while a trace runs,
@@ -341,6 +354,7 @@ private:
     JobWatcher* openTraceJob_;
     JobWatcher* lensJob_;
     JobWatcher* featuresJob_;
+    JobWatcher* dashboardJob_;
     std::vector<ViewJob> viewJobs_;
     std::vector<AttachedDictionary> dictionaries_;  ///< attached to the open checkpoint, in attach order
     JobWatcher* panelJob_ = nullptr;  ///< the computation the trace panel's bar counts (nullptr: the trace's or none)
@@ -412,6 +426,8 @@ private:
     QAction* openAct_;
     QAction* openTraceAct_;
     QAction* openDictionaryAct_;
+    QAction* openDashboardAct_;
+    QAction* makeDashboardAct_;
     QAction* exportTraceAct_;
     QAction* exportDictionaryValuesAct_;  ///< Export ▸ Trace includes the attached dictionaries' values
     QAction* reloadAct_;

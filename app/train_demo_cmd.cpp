@@ -3,6 +3,7 @@
 // induction circuit measured on the written folder.
 #include "cli.h"
 
+#include "core/io/safetensors.h"
 #include "core/model/error.h"
 #include "core/run/train_demo.h"
 
@@ -93,10 +94,23 @@ int runTrainDemoSaeCommand(const QStringList& arguments) {
     QCommandLineOption seed("seed", QString("Random seed (default %1).").arg(defaults.seed), "N", QString::number(defaults.seed));
     QCommandLineOption threads("threads", QString("libtorch threads (default %1; 0: every core).").arg(defaults.threads), "N",
                                QString::number(defaults.threads));
-    p.addOptions({model, out, layer, steps, seed, threads});
+    QCommandLineOption writeText("write-text", "Instead of training, write rows of the demo's training text (the data the SAE is trained "
+                                               "on), one row per line, to FILE.txt: a dataset for nnscope features --dataset.", "FILE.txt");
+    QCommandLineOption rows("rows", "With --write-text: how many rows (default 2000) of 64 tokens.", "N", "2000");
+    p.addOptions({model, out, layer, steps, seed, threads, writeText, rows});
     parseCommandLine(p, arguments);
     if (!p.positionalArguments().isEmpty())
         throw UsageError("train-demo-sae takes no positional arguments; see nnscope train-demo-sae --help.");
+    if (p.isSet(writeText)) {
+        bool ok = false;
+        const int n = p.value(rows).toInt(&ok);
+        if (!ok || n < 1) throw UsageError("--rows must be a positive integer.");
+        std::string text;
+        for (const std::string& line : demoTrainingText(n, 64, p.value(seed).toULongLong())) text += line + "\n";
+        writeFileAtomically(p.value(writeText).toStdString(), text);
+        std::printf("wrote %d rows of the demo's training text to %s\n", n, p.value(writeText).toStdString().c_str());
+        return 0;
+    }
     if (!p.isSet(model) || !p.isSet(out)) throw UsageError("train-demo-sae needs --model DIR and --out DIR.");
     DemoDictionaryOptions o;
     o.modelDir = p.value(model).toStdString();

@@ -7,9 +7,12 @@
 #include "random_checkpoint.h"
 
 #include "core/io/dictionary.h"
+#include "core/io/filehash.h"
 #include "core/io/safetensors.h"
+#include "core/run/dashboard.h"
 #include "core/run/features.h"
 #include "core/run/trace.h"
+#include "core/run/train_demo.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 using namespace nnscope;
 namespace fs = std::filesystem;
@@ -60,20 +64,69 @@ std::vector<int64_t> ids(int64_t n) {
     return out;
 }
 
+/// --dashboard: makeDashboard's tokens/s against a plain trace (no value saved: next-token probabilities only, as
+/// `nnscope trace` runs) of the same windows in the same batches, on `modelDir` with `dictionaryDir`, over `rows` rows of
+/// the demo's training text (words, one document per line). Prints one table row.
+void dashboardRow(const std::string& label, const std::string& modelDir, const std::string& dictionaryDir, int rows, int batchSize,
+                  const std::string& root, int repeats) {
+    auto model = Model::load(modelDir, LoadOptions().withDtype(torch::kFloat32));
+    const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictionaryDir));
+    const std::vector<std::string> lines = demoTrainingText(rows, 64, 3);
+    DashboardOptions o;
+    o.dataset = root + "/dashboard-dataset.txt";
+    o.out = root + "/dashboard.safetensors";
+    o.batchSize = batchSize;
+    o.saveEverySeconds = 1e9;  // written once, at the end (timed)
+    {
+        std::ofstream out(o.dataset);
+        for (const auto& l : lines) out << l << "\n";
+    }
+    int64_t tokens = 0;
+    const double dash = best(repeats, [&] {
+        fs::remove(o.out);
+        tokens = makeDashboard(*model, attached, o).progress.tokensThisRun;
+    });
+    // the same windows (each after its BOS, at most contextSize tokens) in the same batches
+    std::vector<Batch> batches;
+    std::vector<std::vector<int64_t>> rowsIds;
+    for (const auto& l : lines) {
+        const std::vector<int64_t> ids = model->tokenizer()->encode(l, true);
+        for (size_t from = 1; from < ids.size(); from += static_cast<size_t>(o.contextSize - 1)) {
+            std::vector<int64_t> w{ids[0]};
+            w.insert(w.end(), ids.begin() + static_cast<long>(from), ids.begin() + static_cast<long>(std::min(ids.size(), from + static_cast<size_t>(o.contextSize - 1))));
+            rowsIds.push_back(std::move(w));
+            if (static_cast<int>(rowsIds.size()) == batchSize) batches.push_back(batchFromIds(std::exchange(rowsIds, {})));
+        }
+    }
+    if (!rowsIds.empty()) batches.push_back(batchFromIds(rowsIds));
+    const double plain = best(repeats, [&] {
+        for (const Batch& b : batches) trace(*model, b, TraceOptions{});
+    });
+    // makeDashboard's fixed cost: the sha256 of the dictionary's weights (a resume checks them; the model's are sampled)
+    const double hashing = best(repeats, [&] { filesSha256(attached.dictionary->weightFiles); });
+    std::printf("| %s | %lld | %.2f (%.2f hashing) | %.0f (%.0f) | %.2f | %.0f | %.2f (%.2f) |\n", label.c_str(), static_cast<long long>(tokens), dash,
+                hashing, tokens / dash, tokens / (dash - hashing), plain, tokens / plain, plain / dash, plain / (dash - hashing));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string root = (fs::temp_directory_path() / "nnscope-bench-dictionaries").string();
     int repeats = 3;
+    bool dashboard = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
-            std::cout << "Usage: nnscope_dictionary_bench [--dir DIR] [--repeats R]\n"
+            std::cout << "Usage: nnscope_dictionary_bench [--dir DIR] [--repeats R] [--dashboard]\n"
                          "Times a sparse dictionary beside a trace; writes a random checkpoint (0.7 GB) and two random SAEs\n"
-                         "(16k: 134 MB, 262k: 2.1 GB, float32) under DIR the first time.\n";
+                         "(16k: 134 MB, 262k: 2.1 GB, float32) under DIR the first time.\n"
+                         "--dashboard: instead, a feature dashboard's tokens/s (nnscope features --dataset) against a plain trace of\n"
+                         "the same windows, on the demo model with its SAE and on a random 0.3B-shaped Llama with the Llama 3\n"
+                         "tokenizer (0.8 GB, written under DIR the first time) with a random 16k SAE at layers.8.layer_output.\n";
             return 0;
         }
-        if (a == "--dir" && i + 1 < argc) root = argv[++i];
+        if (a == "--dashboard") dashboard = true;
+        else if (a == "--dir" && i + 1 < argc) root = argv[++i];
         else if (a == "--repeats" && i + 1 < argc) repeats = std::max(1, std::atoi(argv[++i]));
         else {
             std::cerr << "nnscope_dictionary_bench: unknown option " << a << " (see --help)" << std::endl;
@@ -81,6 +134,52 @@ int main(int argc, char** argv) {
         }
     }
     configureThreads(0);
+    if (dashboard) {
+        fs::create_directories(root);
+        const std::string llama = root + "/model-llama3-tokenizer";
+        if (!fs::exists(llama + "/model.safetensors")) {
+            fs::create_directories(llama);
+            bench::RandomShape s = bench::kErnie03bShape;
+            s.vocab = 128256;  // the Llama 3 tokenizer's
+            bench::writeRandomLlamaWeights(llama, s);
+            const nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", s.hidden},
+                                      {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads},
+                                      {"num_key_value_heads", s.kvHeads}, {"head_dim", s.headDim}, {"vocab_size", s.vocab}, {"rms_norm_eps", 1e-5},
+                                      {"max_position_embeddings", 131072}, {"rope_theta", 500000.0}, {"tie_word_embeddings", true},
+                                      {"bos_token_id", 128000}, {"eos_token_id", 128001}, {"hidden_act", "silu"}, {"torch_dtype", "bfloat16"}};
+            std::ofstream(llama + "/config.json") << c.dump(2);
+            for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+                fs::copy_file(std::string(NNSCOPE_SHARED_MODELS_DIR) + "/llama3-tokenizer/" + f, llama + "/" + f, fs::copy_options::overwrite_existing);
+        }
+        // a random 16k SAE made sparse as trained ones are: each feature's threshold is the 99.6th percentile of its
+        // pre-activation over the dataset's kind of text, so about 0.4% of the features fire (L0 about 65)
+        const std::string sparse = root + "/sae-16k-sparse";
+        if (!fs::exists(sparse + "/sae_weights.safetensors")) {
+            makeDictionary(sparse, 16384);
+            auto m = Model::load(llama, LoadOptions().withDtype(torch::kFloat32));
+            const auto d = loadDictionary(sparse);
+            TraceOptions t;
+            t.save = {{Value::LayerOutput, 8}};
+            t.stopAfterLayer = 8;
+            std::vector<std::string> sample = demoTrainingText(8, 64, 11);
+            const TraceResult r = trace(*m, encodeBatch(*m, sample), t);
+            const torch::Tensor x = r.value({Value::LayerOutput, 8}).index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None)}).reshape({-1, H});
+            const torch::Tensor pre = torch::matmul(x - d->bDec, d->wEnc) + d->bEnc;
+            const torch::Tensor threshold = std::get<0>(pre.sort(0)).select(0, static_cast<int64_t>(0.996 * (pre.size(0) - 1))).contiguous();
+            writeSafetensors(sparse + "/sae_weights.safetensors",
+                             {{"W_enc", d->wEnc.clone()}, {"W_dec", d->wDec.clone()}, {"b_enc", d->bEnc.clone()}, {"b_dec", d->bDec.clone()},
+                              {"threshold", threshold}},
+                             {{"format", "pt"}});
+        }
+        std::printf("| model, dictionary | tokens | dashboard s (of which sha256) | dashboard tokens/s (without the sha256) | plain trace s | "
+                    "trace tokens/s | dashboard speed / trace speed (without the sha256) |\n"
+                    "|---|---|---|---|---|---|---|\n");
+        dashboardRow("demo model (2 blocks, width 64), its 256-feature SAE at layers.0", NNSCOPE_DEMO_MODEL_DIR,
+                     std::string(NNSCOPE_DEMO_MODEL_DIR) + "/" + kDemoDictionaryFolder, 1000, 16, root, repeats);
+        dashboardRow("random 0.3B-shaped Llama (18 blocks, width 1024, vocab 128256), 16k SAE at layers.8 (L0 ≈ 65)", llama, sparse, 32, 16,
+                     root, repeats);
+        return 0;
+    }
     const std::string modelDir = root + "/model", small = root + "/sae-16k", large = root + "/sae-262k";
     bench::writeRandomErnieCheckpoint(modelDir);
     makeDictionary(small, 16384);

@@ -10,7 +10,6 @@ pkgs=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libgl1-mesa-dev
   libtorch-dev libopenblas0-openmp   # OpenBLAS on libgomp: one thread pool with libtorch's (see below)
   libqcustomplot-dev nlohmann-json3-dev binutils
-  libssl-dev        # the sha256 of a dictionary's weights in an export's provenance (core/io/sha256.cpp, libcrypto)
   libyaml-cpp-dev   # circuit-tracer's config.yaml (core/io/transcoderset.cpp); the .deb's Depends gains libyaml-cpp0.7 by itself
   xvfb xauth
   help2man desktop-file-utils file   # the man page made from --help; the menu entry's check; cpack's Depends (file)

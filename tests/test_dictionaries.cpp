@@ -6,7 +6,7 @@
 // reconstruction. Bad folders are refused with a message that names the file and the problem.
 #include "core/io/dictionary.h"
 #include "core/io/export.h"
-#include "core/io/sha256.h"
+#include "core/io/filehash.h"
 #include "core/io/tracefile.h"
 #include "core/io/safetensors.h"
 #include "core/io/transcoderset.h"
@@ -629,7 +629,6 @@ private slots:
                                                    return all.open(QIODevice::ReadOnly) ? all.readAll() : QByteArray();
                                                }(),
                                                QCryptographicHash::Sha256).toHex().toStdString()));
-        QCOMPARE(sha256Hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));  // FIPS 180-4's empty message
 
         // a pattern naming a dictionary that is not attached is refused, naming it and the attached ones
         try {

@@ -36,6 +36,7 @@
 #include "widgets/views/featuresview.h"
 #include "core/analysis/featureeffects.h"
 #include "core/io/dictionary.h"
+#include "core/run/dashboard.h"
 #include "core/run/features.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/views/neuronview.h"
@@ -322,6 +323,7 @@ private slots:
     void featuresTranscoderSet();
     void featuresRemembered();
     void featuresExportedAndReopened();
+    void featuresDashboard();
     void exceptionsNeverLeaveASlot();
     void paddedVocabularyInWindow();
     void nonFiniteValuesShown();
@@ -3281,6 +3283,78 @@ void TestGui::featuresTranscoderSet() {
     QVERIFY2(error.contains("cross-layer"), qPrintable(error));
     QCOMPARE(w->dictionaries().size(), size_t(2));
     QSettings().remove("dictionaries/attached");
+}
+
+void TestGui::featuresDashboard() {
+    // The demo's SAE comes with a dashboard (resources/demo-model/sae-layers.0/dashboard.safetensors): the Features
+    // view shows the selected feature's top contexts, shaded by its activation, its histogram, density and maximum, as
+    // the file holds them.
+    QSettings().remove("dictionaries/attached");
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QCOMPARE(w->dictionaries().size(), size_t(1));
+    QVERIFY(w->showView("features"));
+    QVERIFY(runFromPanel(*w, {"tom and lily went to the park with a ball . tom and lily went to the park with"}));
+    QVERIFY(featuresDone(*w));
+    FeaturesView* fv = w->featuresView();
+    const Dashboard* dash = fv->currentDashboard();
+    QVERIFY2(dash, "no dashboard beside the demo's SAE");
+    const Dashboard file = loadDashboard(defaultDashboardPath(w->dictionaries().front().dictionary->dir));
+    // the feature with the most positions in the dataset
+    const int64_t feature = file.activeCount.argmax().item<int64_t>();
+    fv->selectFeature(feature);
+    QCOMPARE(fv->feature(), feature);
+    QVERIFY(fv->dashboardText()->isVisible());
+    const auto& contexts = fv->dashboardText()->prompts();
+    QCOMPARE(static_cast<int>(contexts.size()), file.filledSlots(feature));
+    QCOMPARE(static_cast<int>(contexts.size()), kDashboardTopK);
+    const Tokenizer& tok = *w->model()->tokenizer();
+    for (int s = 0; s < static_cast<int>(contexts.size()); ++s) {
+        const auto& c = contexts[static_cast<size_t>(s)];
+        QStringList tokens;
+        std::vector<double> values;
+        int selected = -1;
+        for (int i = 0; i < kDashboardWindow; ++i) {
+            const int64_t id = file.contextIds[feature][s][i].item<int64_t>();
+            if (id < 0) continue;
+            if (i == kDashboardBefore) selected = static_cast<int>(tokens.size());
+            tokens << QString::fromStdString(tok.tokenLabel(id));
+            values.push_back(file.contextActivation[feature][s][i].item<double>());
+        }
+        QCOMPARE(c.tokens, tokens);
+        QCOMPARE(c.values, values);
+        QCOMPARE(c.selected, selected);
+        QCOMPARE(c.values[static_cast<size_t>(selected)], file.topActivation[feature][s].item<double>());
+    }
+    QCOMPARE(fv->dashboardText()->range().upper, file.maxActivation[feature].item<double>());
+    const double density = static_cast<double>(file.activeCount[feature].item<int64_t>()) / static_cast<double>(file.positions);
+    QVERIFY2(fv->dashboardLabel()->text().contains(QString("density %1").arg(density, 0, 'g', 4)), qPrintable(fv->dashboardLabel()->text()));
+    QVERIFY(fv->dashboardLabel()->text().contains(QString("max %1").arg(file.maxActivation[feature].item<double>(), 0, 'g', 4)));
+    // the histogram's bars sum to the positions where the feature fires
+    double total = 0;
+    auto* bars = qobject_cast<QCPBars*>(fv->histogramPlot()->plottable(0));
+    QVERIFY(bars);
+    for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) total += it->value;
+    QCOMPARE(total, static_cast<double>(file.activeCount[feature].item<int64_t>()));
+
+    // File ▸ Open Dashboard: a file that is not a dashboard is refused, and says so
+    QVERIFY(w->openDashboard(demoModelDir() + "/model.safetensors").contains("not an nnscope feature dashboard"));
+
+    // File ▸ Make Dashboard: made in the worker over a text file, then shown (the one the command line makes)
+    const QString data = tmp_.filePath("dashboard-data.txt"), out = tmp_.filePath("made-dashboard.safetensors");
+    {
+        QFile f(data);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("tom and lily went to the park\nthe cat sat on the mat\nbut the dog ran away\n");
+    }
+    QSignalSpy ended(w.get(), &MainWindow::dashboardEnded);
+    QVERIFY(w->makeDashboard(data, out).isEmpty());
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(!w->errorText().contains("dashboard failed"), qPrintable(w->errorText()));
+    const Dashboard made = loadDashboard(out.toStdString());
+    QCOMPARE(made.metadata.at("documents_done"), std::string("3"));
+    QCOMPARE(fv->currentDashboard()->metadata.at("dataset_sha256"), made.metadata.at("dataset_sha256"));
+    QVERIFY(fv->dashboardLabel()->text().contains("dashboard-data.txt"));
 }
 
 void TestGui::featuresRemembered() {

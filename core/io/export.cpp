@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/export.h"
 
-#include "core/io/sha256.h"
+#include "core/io/filehash.h"
 #include "core/model/error.h"
 
 #include <nlohmann/json.hpp>

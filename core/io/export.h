@@ -13,7 +13,7 @@ namespace nnscope {
 /// has a tokenizer), nnscope version, plus each value's layout and axes under "layout:<path>" and "axes:<path>".
 /// Where `result` holds sparse dictionaries' values (TraceResult::dictionaryValues), also "dictionaries": a JSON list
 /// with one object per dictionary, {"name", "folder", "format", "architecture", "transcoder", "site", "site_out",
-/// "d_in", "d_sae", "d_out", "weights": [{"file", "sha256"}]} (each weights file's sha256 computed here, core/io/sha256.h,
+/// "d_in", "d_sae", "d_out", "weights": [{"file", "sha256"}]} (each weights file's sha256 computed here, core/io/filehash.h,
 /// unless the source already holds it), and "dictionary:<path>" giving each such value's dictionary by name.
 /// A .safetensors file with these opens as a trace without the checkpoint (core/io/tracefile.h). Throws nnscope::Error
 /// when a dictionary's weights file cannot be read to hash it.

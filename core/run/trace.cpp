@@ -62,10 +62,15 @@ public:
         if (wanted_.count(key)) saved_[key] = t.device().is_cpu() ? t : t.to(torch::kCPU);
     }
     bool beforeLayer(int layer) override {
+        if (options_.stopAfterLayer >= 0 && layer > options_.stopAfterLayer) {
+            stoppedEarly_ = true;  // the forward throws Cancelled; trace() catches it as the planned end
+            return false;
+        }
         if (options_.progress) options_.progress(layer, static_cast<int>(model_.config().numLayers));
         return !(options_.cancel && options_.cancel->load());
     }
     std::map<ValueKey, torch::Tensor> saved_;
+    bool stoppedEarly_ = false;
 
 private:
     const Model& model_;
@@ -264,9 +269,13 @@ TraceResult trace(const Model& model, const Batch& batch, const TraceOptions& op
         }
         options.intervention->begin(positions);
     }
-    model.forward(batch.inputIds, batch.attentionMask, &taps);
+    try {
+        model.forward(batch.inputIds, batch.attentionMask, &taps);
+    } catch (const Cancelled&) {
+        if (!taps.stoppedEarly_) throw;  // a real cancel; stopAfterLayer's end is not one
+    }
     const ValueKey probsKey{Value::NextTokenProbs, -1};
-    result.nextTokenProbs = taps.saved_.at(probsKey);
+    if (auto it = taps.saved_.find(probsKey); it != taps.saved_.end()) result.nextTokenProbs = it->second;
     for (const auto& k : options.save) {
         auto it = taps.saved_.find(k);
         if (it != taps.saved_.end()) result.values.emplace_back(k, it->second);

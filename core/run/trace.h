@@ -65,6 +65,10 @@ struct TraceOptions {
     /// Per row, how many of its tokens are the prompt (the rest were generated): the positions interventions name
     /// count from the prompt (PassPositions). Empty: every row is all prompt.
     std::vector<int64_t> promptLengths;
+    /// When >= 0, the pass stops after block `stopAfterLayer` (nothing after it is computed: no later block, no final norm,
+    /// no logits; TraceResult::nextTokenProbs is undefined). For a caller that needs values of the first blocks only
+    /// (a dictionary's site: core/run/dashboard.h); a value of a later block or of the root asked in `save` is not saved.
+    int stopAfterLayer = -1;
 };
 
 /// Where a sparse dictionary's values came from: what an export records of the dictionary (metadata "dictionaries",
@@ -103,7 +107,7 @@ struct TraceResult {
     std::vector<std::pair<ValueKey, torch::Tensor>> values;  ///< saved values, in the order asked
     /// Values of the attached sparse dictionaries, in the order asked (empty unless asked: core/run/features.h).
     std::vector<DictionaryValue> dictionaryValues;
-    torch::Tensor nextTokenProbs;                             ///< float32 [batch, vocab_size]
+    torch::Tensor nextTokenProbs;                             ///< float32 [batch, vocab_size]; undefined after stopAfterLayer
     /// The saved value `key`, or an undefined tensor.
     torch::Tensor value(const ValueKey& key) const;
     /// The dictionary value whose path is `path`, or nullptr.

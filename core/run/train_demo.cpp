@@ -428,6 +428,23 @@ double elapsedSince(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+std::vector<std::string> demoTrainingText(int rows, int seqLen, uint64_t seed) {
+    if (rows < 1 || seqLen < 2) throw Error("demo training text: rows must be positive and at least 2 tokens long.");
+    const auto& vocab = demoVocabulary();
+    std::vector<int64_t> words;
+    for (int64_t id = kDemoFirstWordId; id < static_cast<int64_t>(vocab.size()); ++id) words.push_back(id);
+    Rng rng(seed);
+    const TrainBatch b = makeBatch(rng, words, rows, seqLen, kGeneralMix);
+    std::vector<std::string> lines;
+    for (int r = 0; r < rows; ++r) {
+        std::string line;
+        for (int t = 1; t < seqLen; ++t)  // the BOS left out: the tokenizer adds it back
+            line += (t > 1 ? " " : "") + vocab[static_cast<size_t>(b.ids[r][t].item<int64_t>())];
+        lines.push_back(std::move(line));
+    }
+    return lines;
+}
+
 const std::vector<std::string>& demoVocabulary() {
     static const std::vector<std::string> vocab = [] {
         std::vector<std::string> v = {"<unk>", "<s>", "</s>", "<pad>"};

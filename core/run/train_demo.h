@@ -157,6 +157,12 @@ DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& options);
 /// The folder name of the demo's sparse autoencoder inside the demo model's folder (resources/demo-model/<name>).
 constexpr const char* kDemoDictionaryFolder = "sae-layers.0";
 
+/// `rows` rows of the demo's own training data (the general mix trainDemoDictionary trains on: random word runs that
+/// repeat) as text, one row per string: the words joined by single spaces, the BOS left out (the demo's tokenizer adds it
+/// back, and splits the text into exactly the row's ids). Reproducible for a seed. The demo SAE's dashboard is made from
+/// it (docs/FEATURES.md#dashboards-a-features-top-contexts-in-your-own-text). Throws nnscope::Error when rows < 1 or seqLen < 2.
+std::vector<std::string> demoTrainingText(int rows, int seqLen = 64, uint64_t seed = 7);
+
 /// The demo folder's vocabulary, in id order: <unk>, <s>, </s>, <pad>, then the words and punctuation marks.
 const std::vector<std::string>& demoVocabulary();
 /// The id of the first ordinary (non-special) token of demoVocabulary().

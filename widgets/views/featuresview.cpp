@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/analysis/analysis.h"
+#include "core/io/filehash.h"
 #include "core/model/error.h"
 #include "core/model/taps.h"
 #include "widgets/plots/heatmapplot.h"
@@ -12,6 +13,7 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QDir>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -216,11 +218,41 @@ FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
     rightLayout->addWidget(plot_, 1);
     rightLayout->addWidget(detailsStatus_);
     rightLayout->addLayout(tables, 1);
+    // the dashboard (a dataset's top contexts and the feature's histogram), when the dictionary has one
+    dashPanel_ = new QWidget(content);
+    dashTitle_ = new QLabel(dashPanel_);
+    dashTitle_->setWordWrap(true);
+    dashTitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    dashText_ = new TokenText(dashPanel_);
+    dashText_->setToolTip(tr("The feature's top activating contexts in the dashboard's dataset, each token shaded by the feature's activation"));
+    auto* dashScroll = new QScrollArea(dashPanel_);
+    dashScroll->setWidget(dashText_);
+    dashScroll->setWidgetResizable(true);
+    histPlot_ = new QCustomPlot(dashPanel_);
+    histPlot_->setInteractions({});
+    histBars_ = new QCPBars(histPlot_->xAxis, histPlot_->yAxis);
+    histBars_->setWidth(1.0 / kDashboardBinsPerDecade);
+    histBars_->setPen(Qt::NoPen);
+    histBars_->setBrush(QColor(0x1b, 0x9e, 0x77));
+    histPlot_->xAxis->setLabel(tr("log10 activation"));
+    histPlot_->yAxis->setLabel(tr("positions"));
+    histPlot_->xAxis->grid()->setVisible(false);
+    histPlot_->setMinimumHeight(140);
+    followPalette(histPlot_);
+    auto* dashLayout = new QVBoxLayout(dashPanel_);
+    dashLayout->setContentsMargins(0, 0, 0, 0);
+    dashLayout->addWidget(dashTitle_);
+    dashLayout->addWidget(dashScroll, 2);
+    dashLayout->addWidget(histPlot_, 1);
+    dashPanel_->hide();
+
     auto* split = new QSplitter(Qt::Horizontal, content);
     split->addWidget(left);
     split->addWidget(right);
+    split->addWidget(dashPanel_);
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
+    split->setStretchFactor(2, 3);
 
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -439,6 +471,7 @@ void FeaturesView::showFeature() {
                                .arg(active)
                                .arg(values.size())
                                .arg(hi, 0, 'g', 4));
+    showDashboard();
     refreshWhenShown([this] {  // the logit effects cost a vocab_size x hidden_size product: not for a hidden tab
         if (detailsFeature_ != feature_) requestDetails();
     });
@@ -512,6 +545,131 @@ void FeaturesView::detailsEnded(JobState state, const QVariant& result, const QS
                                 ? tr("Logit effects: the decoder row through the final norm's gain and the unembedding (lm_head · (gain ⊙ W_dec[%1]))."
                                      " Nearest: cosine of decoder rows.").arg(feature_)
                                 : tr("No logit effects: %1").arg(details.effectsError));
+}
+
+namespace {
+QString absoluteDir(const std::string& dir) { return QDir(QString::fromStdString(dir)).canonicalPath(); }
+}  // namespace
+
+const Dashboard* FeaturesView::currentDashboard() const {
+    const DictionaryRun* d = currentDictionary();
+    if (!d) return nullptr;
+    const QString dir = absoluteDir(d->attached.dictionary->dir);
+    auto it = dashboards_.find(dir);
+    if (it == dashboards_.end()) {  // looked for once, beside the dictionary (a file mapped: reading it costs little)
+        auto& self = const_cast<FeaturesView&>(*this);
+        std::shared_ptr<const Dashboard> found;
+        const std::string path = defaultDashboardPath(d->attached.dictionary->dir);
+        if (QFileInfo::exists(QString::fromStdString(path))) {
+            try {
+                auto dash = std::make_shared<Dashboard>(loadDashboard(path));
+                // made from these weights (a dictionary trained again in its folder makes the old dashboard stale)
+                const std::string sha = filesSha256(d->attached.dictionary->weightFiles);
+                if (dash->metadata["dictionary_sha256"] != sha)
+                    throw Error(path + " was made from other weights than " + d->attached.dictionary->dir + "'s (sha256 " +
+                                dash->metadata["dictionary_sha256"] + ", now " + sha + "): make it again with nnscope features --dataset.");
+                found = std::move(dash);
+            } catch (const Error& e) {
+                self.dashboardErrors_[dir] = QString::fromStdString(e.what());
+            }
+        }
+        it = self.dashboards_.emplace(dir, std::move(found)).first;
+    }
+    return it->second.get();
+}
+
+QString FeaturesView::openDashboard(const QString& path) {
+    auto dash = std::make_shared<Dashboard>(loadDashboard(path.toStdString()));
+    if (!runs_ || runs_->dictionaries.empty()) throw Error(path.toStdString() + ": no dictionary is shown to show its dashboard for; run a trace with one attached.");
+    // the dictionary it was made from (the same weights), else the one shown
+    int index = dictionary();
+    for (size_t i = 0; i < runs_->dictionaries.size(); ++i)
+        if (filesSha256(runs_->dictionaries[i].attached.dictionary->weightFiles) == dash->metadata["dictionary_sha256"]) {
+            index = static_cast<int>(i);
+            break;
+        }
+    const DictionaryRun& d = runs_->dictionaries.at(static_cast<size_t>(index));
+    if (dash->dSae() != d.attached.dictionary->dSae)
+        throw Error(path.toStdString() + " holds " + std::to_string(dash->dSae()) + " features; the dictionary " + d.name.toStdString() + " has " +
+                    std::to_string(d.attached.dictionary->dSae) + ": it is another dictionary's dashboard.");
+    const QString dir = absoluteDir(d.attached.dictionary->dir);
+    dashboards_[dir] = std::move(dash);
+    dashboardErrors_.erase(dir);
+    if (index != dictionary()) setDictionary(index);
+    else showDashboard();
+    return d.name;
+}
+
+void FeaturesView::showDashboard() {
+    const Dashboard* dash = currentDashboard();
+    const DictionaryRun* d = currentDictionary();
+    const auto error = d ? dashboardErrors_.find(absoluteDir(d->attached.dictionary->dir)) : dashboardErrors_.end();
+    if (!dash && error == dashboardErrors_.end()) {
+        dashPanel_->hide();
+        return;
+    }
+    dashPanel_->show();
+    if (!dash) {
+        dashTitle_->setStyleSheet("color: #a00010;");
+        dashTitle_->setText(tr("Dashboard: %1").arg(error->second));
+        dashText_->setPrompts({});
+        histBars_->data()->clear();
+        histPlot_->replot(QCustomPlot::rpQueuedReplot);  // after the panel, shown just now, has its size
+        return;
+    }
+    dashTitle_->setStyleSheet(QString());
+    const int64_t f = feature_;
+    if (f < 0 || f >= dash->dSae()) return;
+    const Model& m = *snapshot_->model;
+    const double hi = dash->maxActivation[f].item<double>();
+    const auto meta = [&](const char* key) {
+        const auto it = dash->metadata.find(key);
+        return it == dash->metadata.end() ? QString() : QString::fromStdString(it->second);
+    };
+    dashTitle_->setText(tr("<b>Dashboard</b> of feature %1 on %2 (%3 documents, %4 positions): density %5 · max %6%7")
+                            .arg(f)
+                            .arg(QFileInfo(meta("dataset")).fileName().toHtmlEscaped())
+                            .arg(meta("documents_done"))
+                            .arg(dash->positions)
+                            .arg(dash->density(f), 0, 'g', 4)
+                            .arg(hi, 0, 'g', 4)
+                            .arg(meta("complete") == "true" ? QString() : tr(" · <i>partial: rerun the command to finish it</i>")));
+    std::vector<TokenText::Prompt> contexts;
+    const int filled = dash->filledSlots(f);
+    for (int s = 0; s < filled; ++s) {
+        TokenText::Prompt p;
+        p.title = tr("%1 · doc %2 · token %3").arg(dash->topActivation[f][s].item<double>(), 0, 'g', 4)
+                      .arg(dash->topDocument[f][s].item<int64_t>()).arg(dash->topPosition[f][s].item<int64_t>());
+        for (int c = 0; c < kDashboardWindow; ++c) {
+            const int64_t id = dash->contextIds[f][s][c].item<int64_t>();
+            if (id < 0) {
+                if (c < kDashboardBefore) continue;
+                break;
+            }
+            if (c == kDashboardBefore) p.selected = static_cast<int>(p.tokens.size());
+            p.tokens << featureTokenLabel(m, id);
+            p.values.push_back(dash->contextActivation[f][s][c].item<double>());
+        }
+        contexts.push_back(std::move(p));
+    }
+    dashText_->setColours(probabilityGradient(), QCPRange(0, std::max(hi, 1e-12)));
+    dashText_->setPrompts(std::move(contexts));
+    // the histogram over the bins that hold a count, at each bin's centre in log10
+    QVector<double> keys, counts;
+    const torch::Tensor h = dash->histogram[f].contiguous();
+    int lo = kDashboardBins, up = -1;
+    for (int b = 0; b < kDashboardBins; ++b)
+        if (h[b].item<int64_t>() > 0) lo = std::min(lo, b), up = b;
+    double top = 1;
+    for (int b = lo; b <= up; ++b) {
+        keys << kDashboardLogMin + (b + 0.5) / kDashboardBinsPerDecade;
+        counts << static_cast<double>(h[b].item<int64_t>());
+        top = std::max(top, counts.back());
+    }
+    histBars_->setData(keys, counts, true);
+    if (up >= 0) histPlot_->xAxis->setRange(keys.front() - 0.1, keys.back() + 0.1);
+    histPlot_->yAxis->setRange(0, top * 1.1);
+    histPlot_->replot(QCustomPlot::rpQueuedReplot);  // after the panel, shown just now, has its size
 }
 
 PlotSource FeaturesView::plotSource() const {

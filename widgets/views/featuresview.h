@@ -6,12 +6,16 @@
 // the top features at the token under the cursor, and for the selected feature its activation over the prompt, its
 // logit effects (its decoder row through the final norm's gain and the unembedding) and its nearest features by
 // decoder cosine. The dictionaries' runs are computed by the window in its worker after each trace (computeFeatureRuns);
-// a feature's logit effects and neighbours are computed in the worker when it is selected.
+// a feature's logit effects and neighbours are computed in the worker when it is selected. When the dictionary has a
+// dashboard (core/run/dashboard.h: found as <dictionary>/dashboard.safetensors, or opened by File ▸ Open Dashboard), the
+// selected feature's top contexts in the dashboard's dataset, its histogram, density and maximum are shown beside it.
 #include "widgets/views/traceview.h"
 
 #include "core/analysis/featureeffects.h"
+#include "core/run/dashboard.h"
 #include "core/run/features.h"
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -108,6 +112,16 @@ public:
     /// Whether the selected feature's details are shown (computed for the feature selected now).
     bool detailsShown() const { return detailsFeature_ == feature_ && feature_ >= 0; }
 
+    /// Reads the dashboard file `path` (loadDashboard) and shows it for the attached dictionary it was made from (its
+    /// metadata's dictionary folder), else for the dictionary shown. Returns that dictionary's name. Throws nnscope::Error:
+    /// the file unreadable or not a dashboard, no dictionary shown, or its feature count not the dictionary's.
+    QString openDashboard(const QString& path);
+    /// The dashboard of the dictionary shown (its own, found beside it, or one opened), or nullptr.
+    const Dashboard* currentDashboard() const;
+    QLabel* dashboardLabel() const { return dashTitle_; }
+    TokenText* dashboardText() const { return dashText_; }
+    QCustomPlot* histogramPlot() const { return histPlot_; }
+
 signals:
     /// The feature shown changed: `dictionary` (index in attach order) and `feature`.
     void featureSelected(int dictionary, qint64 feature);
@@ -121,6 +135,7 @@ private:
     void showFeature();
     void requestDetails();
     void detailsEnded(JobState state, const QVariant& result, const QString& message);
+    void showDashboard();
 
     FeatureRunsPtr runs_;
     QStringList attached_;
@@ -143,6 +158,16 @@ private:
     QTableWidget* suppressed_;
     QTableWidget* nearest_;
     QLabel* detailsStatus_;
+
+    /// Dashboards by the absolute folder of their dictionary (nullptr: looked for beside it, none there); the reason one
+    /// beside it could not be read.
+    std::map<QString, std::shared_ptr<const Dashboard>> dashboards_;
+    std::map<QString, QString> dashboardErrors_;
+    QWidget* dashPanel_;
+    QLabel* dashTitle_;
+    TokenText* dashText_;
+    QCustomPlot* histPlot_;
+    QCPBars* histBars_;
 };
 
 }  // namespace nnscope
