@@ -140,6 +140,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
     }
     if (!start_.dtype.isEmpty()) dtype_ = parseDtypeRequest(start_.dtype.toStdString());  // checked by the command line
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
+    connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateDemoCaption);  // it speaks of the Attention view
 
     // The logit lens is computed when a view that shows it is shown, for the prompt it shows.
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::ensureLens);
@@ -486,7 +487,8 @@ void MainWindow::createCentral() {
     auto* gotIt = new QPushButton(tr("Got it"), demoCaption_);
     gotIt->setToolTip(tr("Hide this caption for good"));
     connect(gotIt, &QPushButton::clicked, this, [this] {
-        demoCaption_->hide();
+        demoCaptionWanted_ = false;
+        updateDemoCaption();
         QSettings().setValue("demo/captionDismissed", true);
     });
     auto* captionLayout = new QHBoxLayout(demoCaption_);
@@ -906,7 +908,8 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     reattachDictionaries();
     updateActions();
     emit modelOpened(dir);
-    if (!sameModel) demoCaption_->setVisible(isDemoModelDir(dir) && !QSettings().value("demo/captionDismissed", false).toBool());
+    if (!sameModel) demoCaptionWanted_ = isDemoModelDir(dir) && !QSettings().value("demo/captionDismissed", false).toBool();
+    updateDemoCaption();
     // The demo model opened with nothing to trace: trace its repeated-run prompt and show the induction heads.
     if (!sameModel && isDemoModelDir(dir)) {
         diagram_->setBlock(std::min<int>(kDemoInductionBlock, static_cast<int>(model_->config().numLayers) - 1));
@@ -1951,6 +1954,10 @@ private:
     bool first_ = true;
 };
 }  // namespace
+
+void MainWindow::updateDemoCaption() {
+    if (demoCaption_) demoCaption_->setVisible(demoCaptionWanted_ && views_ && views_->currentWidget() == attention_);
+}
 
 MainWindow::SessionEdits MainWindow::captureEdits() const {
     SessionEdits e;

@@ -417,6 +417,9 @@ private:
     QUndoStack* undo_ = nullptr;
     SessionEdits recordedEdits_;
     bool restoringEdits_ = false;
+    /// Shows the demo's caption while it is wanted (the demo open, never dismissed) and the Attention view is shown.
+    void updateDemoCaption();
+    bool demoCaptionWanted_ = false;
     /// The demo's first-run caption: what the stripe is and where to click next (until "Got it").
     QFrame* demoCaption_;
     QLabel* modelLabel_;

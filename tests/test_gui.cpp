@@ -3886,12 +3886,17 @@ void TestGui::demoCaptionOnFirstRun() {
     QVERIFY(w->demoCaption()->isVisible());
     auto* text = w->demoCaption()->findChild<QLabel*>();
     QVERIFY(text && text->text().contains("induction head") && text->text().contains("Heads"));
+    QVERIFY(w->showView("heads"));  // it speaks of the Attention view: shown with it only
+    QVERIFY(!w->demoCaption()->isVisible());
+    QVERIFY(w->showView("attention"));
+    QVERIFY(w->demoCaption()->isVisible());
     QSignalSpy opened(w.get(), &MainWindow::modelOpened);
     w->openModel(modelDir("tiny-llama"));
     QVERIFY(opened.wait(60000));
     QVERIFY(!w->demoCaption()->isVisible());
     w->openModel(demoModelDir());
     QVERIFY(opened.wait(60000));
+    QVERIFY(w->showView("attention"));
     QVERIFY(w->demoCaption()->isVisible());
     auto* gotIt = w->demoCaption()->findChild<QPushButton*>();
     QVERIFY(gotIt);
@@ -3902,6 +3907,7 @@ void TestGui::demoCaptionOnFirstRun() {
     QVERIFY(opened.wait(60000));
     w->openModel(demoModelDir());
     QVERIFY(opened.wait(60000));
+    QVERIFY(w->showView("attention"));
     QVERIFY(!w->demoCaption()->isVisible());  // dismissed for good
     QSettings().remove("demo/captionDismissed");
 }

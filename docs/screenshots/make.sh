@@ -58,3 +58,6 @@ shot "$out/before-after.png" --edit "layers.1.self_attn.attention_head_outputs[:
   --view compare
 shot "$out/patching.png" --clean "tom saw a red ball . tom saw a" --corrupted "tom saw a big dog . tom saw a" \
   --answer red --wrong big --view patching
+# the demo's sparse autoencoder: a token's top features, feature 182 over the prompt, its logit effects and its
+# dashboard on the demo's training text
+shot "$out/features.png" --view features
