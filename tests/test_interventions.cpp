@@ -190,12 +190,17 @@ private slots:
         PatchingOptions o;
         o.metric.kind = PatchMetric::Kind::TargetProbability;
         o.metric.answer = 5;
-        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::HeadOutput}) {
+        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::HeadOutput, PatchSite::AllHeads}) {
             o.site = site;
+            o.batch = 1;  // one patched run per pass: the clean run itself, bit for bit
             const auto r = activationPatching(*f.model, ids, ids, o);
             QCOMPARE(r.clean, r.corrupted);
             for (const auto& row : r.grid)
                 for (double v : row) QCOMPARE(v, r.clean);
+            o.batch = 0;  // batched: the same within float32 rounding (a batch's matrix products may round otherwise)
+            const auto b = activationPatching(*f.model, ids, ids, o);
+            for (const auto& row : b.grid)
+                for (double v : row) QVERIFY(std::abs(v - r.clean) <= 1e-5 * std::abs(r.clean));
         }
     }
 
@@ -250,6 +255,7 @@ private slots:
         o.metric.kind = PatchMetric::Kind::LogitDifference;
         o.metric.answer = 10;
         o.metric.wrong = 11;
+        o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
         o.interventionTexts = lines;
@@ -316,6 +322,7 @@ private slots:
         o.metric.kind = PatchMetric::Kind::LogitDifference;
         o.metric.answer = 10;
         o.metric.wrong = 11;
+        o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
         const PatchingResult r = activationPatching(m, clean, corrupt, o);
