@@ -50,6 +50,10 @@ torch::Tensor logitsWith(const Fixture& f, std::shared_ptr<EditList> edits, std:
 
 double maxDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+/// Equal within float32 rounding: a patched run computes its logits at the last position only (lm_head on one row
+/// rounds as it may, not bit for bit as on the whole prompt).
+bool float32Close(double a, double b) { return std::abs(a - b) <= 1e-5 * std::max(std::abs(a), std::abs(b)) + 1e-9; }
+
 }  // namespace
 
 class TestInterventions : public QObject {
@@ -192,11 +196,11 @@ private slots:
         o.metric.answer = 5;
         for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::HeadOutput, PatchSite::AllHeads}) {
             o.site = site;
-            o.batch = 1;  // one patched run per pass: the clean run itself, bit for bit
+            o.batch = 1;  // one patched run per pass: the clean run itself
             const auto r = activationPatching(*f.model, ids, ids, o);
             QCOMPARE(r.clean, r.corrupted);
             for (const auto& row : r.grid)
-                for (double v : row) QCOMPARE(v, r.clean);
+                for (double v : row) QVERIFY2(float32Close(v, r.clean), (std::to_string(v) + " vs " + std::to_string(r.clean)).c_str());
             o.batch = 0;  // batched: the same within float32 rounding (a batch's matrix products may round otherwise)
             const auto b = activationPatching(*f.model, ids, ids, o);
             for (const auto& row : b.grid)
@@ -357,7 +361,7 @@ private slots:
         QVERIFY(std::abs(self.clean - unedited.clean) > 1e-3);
         QCOMPARE(self.corrupted, self.clean);
         for (const auto& row : self.grid)
-            for (double v : row) QVERIFY(std::abs(v - self.clean) < 1e-9);
+            for (double v : row) QVERIFY(float32Close(v, self.clean));
         // attribution patching differentiates through the transcoder's edit
         const PatchingResult a = attributionPatching(m, clean, corrupt, o);
         QVERIFY(std::abs(a.corrupted - r.corrupted) < 1e-6);
@@ -410,7 +414,7 @@ private slots:
                     run.intervention = hand;
                     const double want = metric(trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1}));
                     const double got = one.grid[static_cast<size_t>(i * H + h)][static_cast<size_t>(p)];
-                    QVERIFY2(got == want, (std::to_string(i) + "," + std::to_string(h) + "," + std::to_string(p) + ": " +
+                    QVERIFY2(float32Close(got, want), (std::to_string(i) + "," + std::to_string(h) + "," + std::to_string(p) + ": " +
                                            std::to_string(got) + " vs " + std::to_string(want)).c_str());
                     spread = std::max(spread, std::abs(want - one.corrupted));
                 }
@@ -489,7 +493,7 @@ private slots:
             run.save = {{Value::Logits, -1}};
             run.intervention = hand;
             const auto logits = trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1});
-            QCOMPARE(r.grid[1][static_cast<size_t>(p)], logits[0][-1][10].item<double>() - logits[0][-1][11].item<double>());
+            QVERIFY(float32Close(r.grid[1][static_cast<size_t>(p)], logits[0][-1][10].item<double>() - logits[0][-1][11].item<double>()));
         }
     }
 

@@ -123,6 +123,17 @@ private:
     std::vector<Row> rows_;
 };
 
+/// The patched runs read the metric at the last position only: final_norm_output is cut to its last position, so
+/// lm_head computes [batch, 1, vocab_size] instead of [batch, seq, vocab_size] (at a 128k vocabulary most of a short
+/// prompt's pass). The last position's logits are the same within float32 rounding.
+class LastPositionLogits : public Intervention {
+public:
+    bool touches(Value v, int layer) const override { return v == Value::FinalNormOutput && layer == -1; }
+    void apply(Value v, int layer, torch::Tensor& t) const override {
+        if (touches(v, layer)) t = t.narrow(1, t.size(1) - 1, 1);
+    }
+};
+
 /// One cell of the grid: block, head (-1: none), position, and its row in PatchingResult::grid.
 struct PatchCell {
     int layer;
@@ -199,6 +210,9 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
     }
     int rowsPerPass = o.batch > 0 ? o.batch : defaultPatchBatch(S);
     if (o.intervention && o.intervention->mixesRows()) rowsPerPass = 1;  // a `mean` edit would average over the other rows
+    // logits at the last position only, unless the session edits the logits (its positions would no longer be there)
+    const bool lastOnly = !(o.intervention && (o.intervention->touches(Value::LmHeadOutput, -1) || o.intervention->touches(Value::Logits, -1) ||
+                                               o.intervention->touches(Value::NextTokenProbs, -1)));
     const int total = static_cast<int>(cells.size());
     for (size_t first = 0; first < cells.size(); first += static_cast<size_t>(rowsPerPass)) {
         if (o.progress) o.progress(static_cast<int>(first), total);
@@ -212,7 +226,10 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
             rows.push_back({c.layer, c.position, c.head, cleanRun.value({value, c.layer}).index(at).to(torch::kFloat32)});
         }
         TraceOptions run = plain;
-        run.intervention = thenPatch(o.intervention, std::make_shared<RowPatches>(value, std::move(rows)));
+        auto patch = std::make_shared<EditList>();
+        patch->add(std::make_shared<RowPatches>(value, std::move(rows)));
+        if (lastOnly) patch->add(std::make_shared<LastPositionLogits>());
+        run.intervention = thenPatch(o.intervention, patch);
         const TraceResult patched = trace(model, batchFromIds(std::vector<std::vector<int64_t>>(n, corrupted)), run);
         const torch::Tensor logits = patched.value({Value::Logits, -1});
         for (size_t k = 0; k < n; ++k) {

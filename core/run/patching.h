@@ -88,7 +88,9 @@ struct PatchingResult {
 /// count), then for every chosen block i and position p (and head h, for AllHeads) reruns `corrupted` with the chosen
 /// value at (i, p[, h]) replaced by the clean run's, and measures the metric; options.intervention applies to every one
 /// of these runs. The patched runs go options.batch at a time through one forward pass, row r of the batch [B, seq]
-/// being the corrupted prompt with its own cell patched; each row equals its one-row pass within float32 rounding.
+/// being the corrupted prompt with its own cell patched; each row equals its one-row pass within float32 rounding. The
+/// patched runs compute the logits at the last position only (what the metric reads; all of them where the
+/// interventions edit the logits).
 /// options.progress reports cells done of the cells chosen. Throws nnscope::Error when the prompts' lengths differ, a
 /// token id, head, block or position is out of range, or the batch is negative; nnscope::Cancelled on cancel (checked
 /// between batches and within each pass).
