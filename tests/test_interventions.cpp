@@ -556,6 +556,22 @@ private slots:
                 }
             QVERIFY(std::isfinite(gridCorrelation(part.grid, estimate.grid)) || heads * 2 < 3);
         }
+        // cancel: set after the first batch, the run stops before the next one
+        std::atomic<bool> cancel{false};
+        int batches = 0;
+        o.site = PatchSite::LayerOutput;
+        o.blocks.clear();
+        o.positions.clear();
+        o.batch = 2;
+        o.cancel = &cancel;
+        o.progress = [&](int done, int) {
+            ++batches;
+            if (done > 0) cancel = true;
+        };
+        QVERIFY_THROWS_EXCEPTION(Cancelled, activationPatching(m, clean, corrupt, o));
+        QCOMPARE(batches, 2);
+        o.cancel = nullptr;
+        o.progress = nullptr;
         o.blocks = {2};
         try {
             activationPatching(m, clean, corrupt, o);
