@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +37,8 @@
 #include <csignal>
 #include <iostream>
 #include <sstream>
+
+#include <unistd.h>  // isatty
 
 namespace nnscope {
 namespace {
@@ -53,7 +56,8 @@ void printUsage() {
               << "                [--dtype auto|float32|bfloat16] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
-              << "                [--site layer_output|attention_output|mlp_output|head:H] [--method exact|attribution|both]\n"
+              << "                [--site layer_output|attention_output|mlp_output|head:H|heads] [--method exact|attribution|both]\n"
+              << "                [--blocks LIST] [--positions LIST] [--batch B]\n"
               << "                [--json] [--csv FILE] [--edit ...]... [--skip N]... [--steer ...]...\n"
               << "  nnscope attribute --model DIR --prompt TEXT --target TOKEN [--wrong TOKEN] [--position P] [--json]\n"
               << "                direct logit attribution: which block, head and neuron wrote the token\n"
@@ -179,14 +183,18 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption answer("answer", "The answer token (text of one token, or #ID).", "TOKEN");
     QCommandLineOption wrong("wrong", "The wrong token: the metric is logit(answer) - logit(wrong).", "TOKEN");
     QCommandLineOption metric("metric", "logit-diff (default with --wrong) or prob (the answer's probability).", "M");
-    QCommandLineOption site("site", "What is patched: layer_output (default), attention_output, mlp_output or head:H.", "SITE",
-                            "layer_output");
+    QCommandLineOption site("site", "What is patched: layer_output (default), attention_output, mlp_output, head:H, or heads "
+                                    "(every head of every block, one cell per block x head x position).", "SITE", "layer_output");
+    QCommandLineOption blocks("blocks", "The blocks patched, e.g. -1, 0,3,5 or 2-6 (default all); the others are not run.", "LIST");
+    QCommandLineOption positions("positions", "The positions patched, e.g. -1, 0,3,5 or 2-6 (default all); the others are not run.", "LIST");
+    QCommandLineOption batch("batch", "Patched runs per forward pass (default: sized to the prompt, 32 rows at 16 tokens).", "B");
     QCommandLineOption csv("csv", "Also write the grid as CSV to FILE.", "FILE");
     QCommandLineOption method("method", "exact (default: one patched run per block and position), attribution (the first-order "
                                         "estimate from one backward pass: attribution patching) or both (with their correlation).",
                               "M", "exact");
     InterventionOptions iv;
-    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, csv, method, iv.edit, iv.skip, iv.steer});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, blocks, positions, batch, csv, method,
+                  iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
@@ -211,10 +219,36 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (!edits->empty()) o.intervention = edits;
     for (const auto& line : lines) o.interventionTexts.push_back(s(line));
     const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
+    if (p.isSet(blocks)) o.blocks = parseIndexList(s(p.value(blocks)), model->config().numLayers, "--blocks");
+    if (p.isSet(positions)) o.positions = parseIndexList(s(p.value(positions)), static_cast<int64_t>(b.ids[1].size()), "--positions");
+    if (p.isSet(batch)) {
+        bool ok = false;
+        o.batch = p.value(batch).toInt(&ok);
+        if (!ok || o.batch < 1) throw UsageError("--batch must be a positive number of rows, not '" + s(p.value(batch)) + "'.");
+    }
+    // "cell K of N, about T s left" on stderr: rewritten in place on a terminal, at most once a second otherwise
+    const auto started = std::chrono::steady_clock::now();
+    auto lastShown = started - std::chrono::seconds(2);
+    const bool terminal = isatty(fileno(stderr));
+    o.progress = [&](int done, int total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - lastShown < std::chrono::seconds(1)) return;
+        lastShown = now;
+        const std::string text = patchProgressText(done, total, std::chrono::duration<double>(now - started).count());
+        if (terminal)
+            std::fprintf(stderr, "\r%-48s%s", text.c_str(), done == total ? "\n" : "");
+        else
+            std::fprintf(stderr, "%s\n", text.c_str());
+        std::fflush(stderr);
+    };
     const QString how = p.value(method);
     if (how != "exact" && how != "attribution" && how != "both") throw UsageError("--method must be exact, attribution or both, not '" + s(how) + "'.");
     std::optional<PatchingResult> estimate;
-    if (how != "exact") estimate = attributionPatching(*model, b.ids[0], b.ids[1], o);
+    if (how != "exact") {
+        PatchingOptions quiet = o;  // one backward pass; the progress counts the exact grid's cells
+        quiet.progress = nullptr;
+        estimate = attributionPatching(*model, b.ids[0], b.ids[1], quiet);
+    }
     const PatchingResult r = how == "attribution" ? *estimate : activationPatching(*model, b.ids[0], b.ids[1], o);
     const double correlation = how == "both" ? gridCorrelation(r.grid, estimate->grid) : std::nan("");
     const std::string answerLabel = model->tokenizer() ? model->tokenizer()->tokenLabel(o.metric.answer) : "#" + std::to_string(o.metric.answer);
@@ -228,12 +262,19 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
             << "\n# site: " << r.site << "\n# metric: " << s(kind) << "\n# answer: " << answerLabel << " (id " << o.metric.answer << ")";
         if (o.metric.wrong >= 0) out << "\n# wrong: " << wrongLabel << " (id " << o.metric.wrong << ")";
         for (const auto& line : lines) out << "\n# intervention: " << s(line);
-        out << "\n# clean metric: " << r.clean << "\n# corrupted metric: " << r.corrupted << "\nblock";
+        out << "\n# clean metric: " << r.clean << "\n# corrupted metric: " << r.corrupted << "\n# cells not run are empty\nblock";
+        if (r.headsPerBlock) out << ",head";
         for (size_t j = 0; j < r.tokens.size(); ++j) out << "," << j << ":" << r.tokens[j];
         out << "\n";
         for (size_t i = 0; i < r.grid.size(); ++i) {
-            out << i;
-            for (double v : r.grid[i]) out << "," << v;
+            if (r.headsPerBlock)
+                out << i / static_cast<size_t>(r.headsPerBlock) << "," << i % static_cast<size_t>(r.headsPerBlock);
+            else
+                out << i;
+            for (double v : r.grid[i]) {
+                out << ",";
+                if (!std::isnan(v)) out << v;
+            }
             out << "\n";
         }
         writeFileAtomically(s(p.value(csv)), out.str());
@@ -241,6 +282,8 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (p.isSet(c.json)) {
         nlohmann::json j{{"site", r.site}, {"metric", s(kind)}, {"answer", {{"id", o.metric.answer}, {"token", answerLabel}}},
                          {"clean", r.clean}, {"corrupted", r.corrupted}, {"tokens", r.tokens}, {"grid", r.grid}};
+        // cells not run are NaN, which JSON writes as null
+        if (r.headsPerBlock) j["heads_per_block"] = r.headsPerBlock;
         if (o.metric.wrong >= 0) j["wrong"] = {{"id", o.metric.wrong}, {"token", wrongLabel}};
         j["method"] = s(how);
         j["interventions"] = nlohmann::json::array();
@@ -256,12 +299,20 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                 kind == "prob" ? ("p(\"" + answerLabel + "\")").c_str() : ("logit(\"" + answerLabel + "\") - logit(\"" + wrongLabel + "\")").c_str(),
                 r.clean, r.corrupted, r.site.c_str());
     auto printGrid = [&](const PatchingResult& g) {
-        std::printf("block");
+        std::printf(g.headsPerBlock ? "blk.hd" : "block");
         for (const auto& t : g.tokens) std::printf(" %10.10s", t.c_str());
         std::printf("\n");
         for (size_t i = 0; i < g.grid.size(); ++i) {
-            std::printf("%5zu", i);
-            for (double v : g.grid[i]) std::printf(" %10.4g", v);
+            if (g.headsPerBlock)  // block.head
+                std::printf("%3zu.%-2zu", i / static_cast<size_t>(g.headsPerBlock), i % static_cast<size_t>(g.headsPerBlock));
+            else
+                std::printf("%5zu", i);
+            for (double v : g.grid[i]) {
+                if (std::isnan(v))
+                    std::printf(" %10s", "");
+                else
+                    std::printf(" %10.4g", v);
+            }
             std::printf("\n");
         }
     };

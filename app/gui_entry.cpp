@@ -102,7 +102,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption corrupted("corrupted", QApplication::translate("gui", "Activation patching: the corrupted prompt, as many tokens as --clean."), "TEXT");
     const QCommandLineOption answer("answer", QApplication::translate("gui", "Activation patching: the answer token (text of one token, or #ID)."), "TOKEN");
     const QCommandLineOption wrong("wrong", QApplication::translate("gui", "Activation patching: the wrong token (metric: logit difference)."), "TOKEN");
-    const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output or head:H."), "SITE", "layer_output");
+    const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output, head:H or heads (every head)."), "SITE", "layer_output");
     const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
     const QCommandLineOption scheme("color-scheme", QApplication::translate("gui", "The window's colours: dark or light (the Fusion style with a dark or light palette, unless -style names another style); without it, the desktop's."), "SCHEME");
     p.addOptions({model, prompt, shot, dtype, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, scheme});

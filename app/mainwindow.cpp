@@ -1214,6 +1214,11 @@ void MainWindow::runPatching(const PatchRequest& request) {
         options.head = request.head;
         if (request.site == PatchSite::HeadOutput && (request.head < 0 || request.head >= model_->config().numHeads))
             throw Error("head " + std::to_string(request.head) + " is out of range.");
+        // chosen blocks and positions (empty: all); the cells outside them are not run
+        if (!request.blocks.trimmed().isEmpty())
+            options.blocks = parseIndexList(request.blocks.toStdString(), model_->config().numLayers, "blocks");
+        if (!request.positions.trimmed().isEmpty())
+            options.positions = parseIndexList(request.positions.toStdString(), static_cast<int64_t>(corrupted.size()), "positions");
     } catch (const std::exception& e) {
         patching_->setFailed(QString::fromStdString(e.what()));
         emit patchEnded();

@@ -66,6 +66,8 @@
 #include <QListView>
 #include <QProcess>
 #include <QProgressBar>
+#include <QToolTip>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSet>
@@ -299,6 +301,7 @@ private slots:
     void steeringFromPrompts();
     void patchingView();
     void patchingWithInterventions();
+    void patchingEveryHead();
     void transcoderEditInWindow();
     void attributionView();
     void generateView();
@@ -1403,6 +1406,104 @@ void TestGui::patchingView() {
     o.metric.kind = PatchMetric::Kind::TargetProbability;
     o.metric.wrong = -1;
     QCOMPARE(pv->result()->grid, activationPatching(m, b.ids[0], b.ids[1], o).grid);
+}
+
+void TestGui::patchingEveryHead() {
+    // Every head in one run, on chosen blocks and positions, typed into the view: the blocks x heads grid shows the
+    // engine's cells at the chosen position and summed over the positions run; the progress bar ends on "cell N of N";
+    // hovering a cell of either grid (exact and attribution estimate) shows that cell's value, also when Qt's tooltip
+    // event reaches the plot (the estimate grid's hover used to be replaced by a citation).
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(w->showView("patching"));
+    PatchingView* pv = w->patchingView();
+    PatchRequest r;
+    r.clean = "tom saw a red ball . tom saw a";
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red";
+    r.wrong = "big";
+    r.site = PatchSite::AllHeads;
+    pv->setRequest(r);
+    const Model& m = *w->model();
+    const int L = static_cast<int>(m.config().numLayers), H = static_cast<int>(m.config().numHeads);
+    QTest::keyClicks(pv->blocksEdit(), QString("1-%1").arg(L - 1));
+    QTest::keyClicks(pv->positionsEdit(), "3,-1");
+    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
+    const size_t S = b.ids[1].size();
+    PatchingOptions o;
+    o.site = PatchSite::AllHeads;
+    o.metric.answer = parseTokenArgument(m, "red", "answer");
+    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    o.batch = 1;  // one pass per cell: the view's batched cells equal them within float32 rounding
+    for (int i = 1; i < L; ++i) o.blocks.push_back(i);
+    o.positions = {3, -1};
+    const PatchingResult ref = activationPatching(m, b.ids[0], b.ids[1], o);
+    const PatchingResult est = attributionPatching(m, b.ids[0], b.ids[1], o);
+    const auto& got = *pv->result();
+    QCOMPARE(got.headsPerBlock, H);
+    QCOMPARE(got.grid.size(), size_t(L * H));
+    for (size_t row = 0; row < got.grid.size(); ++row)
+        for (size_t p = 0; p < S; ++p) {
+            const bool chosen = row >= size_t(H) && (p == 3 || p == S - 1);
+            QCOMPARE(std::isnan(got.grid[row][p]), !chosen);
+            if (chosen) QVERIFY(std::fabs(got.grid[row][p] - ref.grid[row][p]) <= 1e-5 * std::max(1.0, std::fabs(ref.grid[row][p])));
+        }
+    QCOMPARE(pv->progressBar()->text(), QString("cell %1 of %1").arg((L - 1) * H * 2));
+    // blocks x heads, the position chooser lists "summed" and the two positions run
+    QCOMPARE(pv->matrixModel()->rowCount(), L);
+    QCOMPARE(pv->matrixModel()->columnCount(), H);
+    QComboBox* at = pv->headPositionCombo();
+    QVERIFY(at->isVisibleTo(pv));
+    QCOMPARE(at->count(), 3);
+    QCOMPARE(at->itemData(0).toInt(), -1);
+    QCOMPARE(at->itemData(2).toInt(), static_cast<int>(S - 1));
+    auto summed = [&](const PatchingResult& g, size_t row) {
+        double sum = 0;
+        for (size_t p : {size_t(3), S - 1}) sum += g.grid[row][p] - g.corrupted;
+        return g.corrupted + sum;
+    };
+    for (int i = 0; i < L; ++i)
+        for (int h = 0; h < H; ++h) {
+            const size_t row = static_cast<size_t>(i * H + h);
+            if (i == 0) {
+                QVERIFY(std::isnan(pv->matrixModel()->value(i, h)));
+                continue;
+            }
+            QVERIFY(std::fabs(pv->matrixModel()->value(i, h) - summed(ref, row)) <= 1e-4);
+            QVERIFY(std::fabs(pv->estimateModel()->value(i, h) - summed(est, row)) <= 1e-4);
+        }
+    at->setCurrentIndex(2);  // the last position
+    for (int i = 1; i < L; ++i)
+        for (int h = 0; h < H; ++h) {
+            QVERIFY(std::fabs(pv->matrixModel()->value(i, h) - ref.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
+            QVERIFY(std::fabs(pv->estimateModel()->value(i, h) - est.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
+        }
+    // hover: each grid's cell shows its own value, and Qt's tooltip event does not replace it
+    w->resize(1600, 1000);
+    QCoreApplication::processEvents();
+    for (HeatmapPlot* hm : {pv->heatmap(), pv->estimateHeatmap()}) {
+        const PatchingResult& g = hm == pv->heatmap() ? got : est;
+        const int i = L - 1, h = H - 1;
+        const QPoint centre = hm->cellCenter(i, h);
+        QTest::mouseMove(hm->plot(), centre);
+        const QString value = QString::number(g.grid[static_cast<size_t>(i * H + h)][S - 1], 'g', 5);
+        QVERIFY2(hm->hoverText().contains(value) && hm->hoverText().contains(QString("attention_head_outputs[:, :, %1]").arg(h)) &&
+                     hm->hoverText().contains(QString("layers.%1").arg(i)),
+                 qPrintable(hm->hoverText() + " / " + value + QString(" at %1,%2 in %3x%4").arg(centre.x()).arg(centre.y())
+                                                                 .arg(hm->plot()->width()).arg(hm->plot()->height())));
+        QHelpEvent help(QEvent::ToolTip, hm->cellCenter(i, h), hm->plot()->mapToGlobal(hm->cellCenter(i, h)));
+        QApplication::sendEvent(hm->plot(), &help);
+        QVERIFY2(!QToolTip::isVisible() || QToolTip::text().contains(value), qPrintable(QToolTip::text()));
+        QVERIFY(hm->toolTip().isEmpty());
+    }
+    // refused before anything runs: a position outside the prompt
+    pv->positionsEdit()->setText("40");
+    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
+    QVERIFY2(pv->statusLabel()->text().contains("positions: 40 is out of range"), qPrintable(pv->statusLabel()->text()));
 }
 
 void TestGui::patchingWithInterventions() {

@@ -50,6 +50,10 @@ torch::Tensor logitsWith(const Fixture& f, std::shared_ptr<EditList> edits, std:
 
 double maxDiff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+/// Equal within float32 rounding: a patched run computes its logits at the last position only (lm_head on one row
+/// rounds as it may, not bit for bit as on the whole prompt).
+bool float32Close(double a, double b) { return std::abs(a - b) <= 1e-5 * std::max(std::abs(a), std::abs(b)) + 1e-9; }
+
 }  // namespace
 
 class TestInterventions : public QObject {
@@ -190,12 +194,17 @@ private slots:
         PatchingOptions o;
         o.metric.kind = PatchMetric::Kind::TargetProbability;
         o.metric.answer = 5;
-        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::HeadOutput}) {
+        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::HeadOutput, PatchSite::AllHeads}) {
             o.site = site;
+            o.batch = 1;  // one patched run per pass: the clean run itself
             const auto r = activationPatching(*f.model, ids, ids, o);
             QCOMPARE(r.clean, r.corrupted);
             for (const auto& row : r.grid)
-                for (double v : row) QCOMPARE(v, r.clean);
+                for (double v : row) QVERIFY2(float32Close(v, r.clean), (std::to_string(v) + " vs " + std::to_string(r.clean)).c_str());
+            o.batch = 0;  // batched: the same within float32 rounding (a batch's matrix products may round otherwise)
+            const auto b = activationPatching(*f.model, ids, ids, o);
+            for (const auto& row : b.grid)
+                for (double v : row) QVERIFY(std::abs(v - r.clean) <= 1e-5 * std::abs(r.clean));
         }
     }
 
@@ -250,6 +259,7 @@ private slots:
         o.metric.kind = PatchMetric::Kind::LogitDifference;
         o.metric.answer = 10;
         o.metric.wrong = 11;
+        o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
         o.interventionTexts = lines;
@@ -316,6 +326,7 @@ private slots:
         o.metric.kind = PatchMetric::Kind::LogitDifference;
         o.metric.answer = 10;
         o.metric.wrong = 11;
+        o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
         const PatchingResult r = activationPatching(m, clean, corrupt, o);
@@ -350,12 +361,263 @@ private slots:
         QVERIFY(std::abs(self.clean - unedited.clean) > 1e-3);
         QCOMPARE(self.corrupted, self.clean);
         for (const auto& row : self.grid)
-            for (double v : row) QVERIFY(std::abs(v - self.clean) < 1e-9);
+            for (double v : row) QVERIFY(float32Close(v, self.clean));
         // attribution patching differentiates through the transcoder's edit
         const PatchingResult a = attributionPatching(m, clean, corrupt, o);
         QVERIFY(std::abs(a.corrupted - r.corrupted) < 1e-6);
         for (const auto& row : a.grid)
             for (double v : row) QVERIFY(std::isfinite(v));
+    }
+
+    // Every head of every block in one run (PatchSite::AllHeads, TransformerLens' per-head patching) on the trained
+    // stories260K (5 blocks x 8 heads): each cell equals a one-row pass run by hand with the engine, the clean run's
+    // slice [:, p, h] of attention_head_outputs patched into the corrupted run (EditList::patch), whatever the rows
+    // per batch; and the attribution estimate's AllHeads rows equal the estimate of each head alone (HeadOutput).
+    void allHeadsGridEqualsSingleHeadHandRuns() {
+        const auto model = Model::load(test::sharedModels() + "/stories260K-llama", LoadOptions().withDtype(torch::kFloat32));
+        const Model& m = *model;
+        const auto clean = encodeBatch(m, {"Tom had a big dog. Tom had a big"}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Tom had a big cat. Tom had a big"}).ids[0];
+        QCOMPARE(clean.size(), corrupt.size());
+        const int64_t S = static_cast<int64_t>(clean.size());
+        const int L = static_cast<int>(m.config().numLayers), H = static_cast<int>(m.config().numHeads);
+        PatchingOptions o;
+        o.site = PatchSite::AllHeads;
+        o.metric.kind = PatchMetric::Kind::LogitDifference;
+        o.metric.answer = 400;  // "▁do" (dog), what the clean prompt repeats
+        o.metric.wrong = 280;   // "▁c" (cat), what the corrupted one repeats
+        o.batch = 1;
+        const PatchingResult one = activationPatching(m, clean, corrupt, o);
+        QCOMPARE(one.headsPerBlock, H);
+        QCOMPARE(one.grid.size(), size_t(L * H));
+        QCOMPARE(one.site, std::string("layers.{i}.self_attn.attention_head_outputs[:, :, {h}]"));
+        TraceOptions save;
+        for (int i = 0; i < L; ++i) save.save.push_back({Value::AttentionHeadOutputs, i});
+        save.save.push_back({Value::Logits, -1});
+        const TraceResult cleanRun = trace(m, batchFromIds({clean}), save);
+        auto metric = [&](const torch::Tensor& logits) {
+            return logits[0][-1][o.metric.answer].item<double>() - logits[0][-1][o.metric.wrong].item<double>();
+        };
+        double spread = 0;
+        for (int i = 0; i < L; ++i)
+            for (int h = 0; h < H; ++h)
+                for (int64_t p = 0; p < S; ++p) {
+                    IndexItem all, pos, head;
+                    pos.kind = head.kind = IndexItem::Integer;
+                    pos.start = p;
+                    head.start = h;
+                    auto hand = std::make_shared<EditList>();
+                    hand->patch({Value::AttentionHeadOutputs, i}, {all, pos, head},
+                                cleanRun.value({Value::AttentionHeadOutputs, i}).index({Slice(), p, h}));
+                    TraceOptions run;
+                    run.save = {{Value::Logits, -1}};
+                    run.intervention = hand;
+                    const double want = metric(trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1}));
+                    const double got = one.grid[static_cast<size_t>(i * H + h)][static_cast<size_t>(p)];
+                    QVERIFY2(float32Close(got, want), (std::to_string(i) + "," + std::to_string(h) + "," + std::to_string(p) + ": " +
+                                           std::to_string(got) + " vs " + std::to_string(want)).c_str());
+                    spread = std::max(spread, std::abs(want - one.corrupted));
+                }
+        // an induction head: block 4's head 4 at the last position recovers the whole gap, as patching the last block does
+        QVERIFY(spread > 1.0);
+        QVERIFY(std::abs(one.grid[4 * H + 4][static_cast<size_t>(S - 1)] - one.clean) < 0.2 * std::abs(one.clean - one.corrupted));
+        // batched: several patched rows per forward pass give the one-row cells within float32 rounding
+        for (int batch : {0, 5, 64}) {
+            o.batch = batch;
+            const PatchingResult b = activationPatching(m, clean, corrupt, o);
+            double worst = 0;
+            for (size_t r = 0; r < b.grid.size(); ++r)
+                for (int64_t p = 0; p < S; ++p)
+                    worst = std::max(worst, std::abs(b.grid[r][static_cast<size_t>(p)] - one.grid[r][static_cast<size_t>(p)]) /
+                                                std::max(1.0, std::abs(one.grid[r][static_cast<size_t>(p)])));
+            QVERIFY2(worst < 2e-5, (std::to_string(batch) + " rows: " + std::to_string(worst)).c_str());
+        }
+        const PatchingResult a = attributionPatching(m, clean, corrupt, o);
+        QCOMPARE(a.grid.size(), size_t(L * H));
+        PatchingOptions single = o;
+        single.site = PatchSite::HeadOutput;
+        for (int h : {0, 5}) {
+            single.head = h;
+            const PatchingResult ah = attributionPatching(m, clean, corrupt, single);
+            for (int i = 0; i < L; ++i)
+                for (int64_t p = 0; p < S; ++p)
+                    QVERIFY(std::abs(ah.grid[static_cast<size_t>(i)][static_cast<size_t>(p)] -
+                                     a.grid[static_cast<size_t>(i * H + h)][static_cast<size_t>(p)]) < 1e-9);
+        }
+    }
+
+    // Batched patching equals one pass per cell for each site (within float32 rounding), and under a `mean` edit,
+    // which averages over the rows of a pass, every cell still equals its one-row hand trace (one row per pass then).
+    void batchedEqualsUnbatched() {
+        const Fixture f = load("tiny-llama");
+        const Model& m = *f.model;
+        const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
+        PatchingOptions o;
+        o.metric.answer = 10;
+        o.metric.wrong = 11;
+        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::MlpOutput, PatchSite::HeadOutput}) {
+            o.site = site;
+            o.head = 2;
+            o.batch = 1;
+            const PatchingResult one = activationPatching(m, clean, corrupt, o);
+            o.batch = 7;
+            const PatchingResult seven = activationPatching(m, clean, corrupt, o);
+            for (size_t i = 0; i < one.grid.size(); ++i)
+                for (size_t p = 0; p < one.grid[i].size(); ++p)
+                    QVERIFY2(std::abs(one.grid[i][p] - seven.grid[i][p]) < 1e-5 * std::max(1.0, std::abs(one.grid[i][p])),
+                             (std::to_string(i) + "," + std::to_string(p)).c_str());
+        }
+        const std::string meanEdit = "layers.0.self_attn.attention_head_outputs[:, :, 1] = mean";
+        auto session = [&] {
+            auto list = std::make_shared<EditList>();
+            addIntervention(*list, m, meanEdit);
+            return list;
+        };
+        QVERIFY(session()->mixesRows());
+        o.site = PatchSite::LayerOutput;
+        o.batch = 8;
+        o.intervention = session();
+        const PatchingResult r = activationPatching(m, clean, corrupt, o);
+        TraceOptions save;
+        save.save = {{Value::LayerOutput, 1}};
+        save.intervention = session();
+        const TraceResult cleanRun = trace(m, batchFromIds({clean}), save);
+        for (int64_t p = 0; p < static_cast<int64_t>(clean.size()); ++p) {
+            auto hand = session();
+            IndexItem all, pos;
+            pos.kind = IndexItem::Integer;
+            pos.start = p;
+            hand->patch({Value::LayerOutput, 1}, {all, pos}, cleanRun.value({Value::LayerOutput, 1}).index({Slice(), p}));
+            TraceOptions run;
+            run.save = {{Value::Logits, -1}};
+            run.intervention = hand;
+            const auto logits = trace(m, batchFromIds({corrupt}), run).value({Value::Logits, -1});
+            QVERIFY(float32Close(r.grid[1][static_cast<size_t>(p)], logits[0][-1][10].item<double>() - logits[0][-1][11].item<double>()));
+        }
+    }
+
+    // Chosen blocks and positions: exactly those cells are run (equal to the full grid's), the others are NaN, the
+    // progress counts the chosen cells; the lists parse as written on the command line.
+    void chosenBlocksAndPositions() {
+        QCOMPARE(parseIndexList("-1", 9, "--positions"), std::vector<int64_t>({8}));
+        QCOMPARE(parseIndexList("0,3,5", 9, "--positions"), std::vector<int64_t>({0, 3, 5}));
+        QCOMPARE(parseIndexList("2-6", 9, "--positions"), std::vector<int64_t>({2, 3, 4, 5, 6}));
+        QCOMPARE(parseIndexList(" 5, 0-1 ,-1,5", 9, "--positions"), std::vector<int64_t>({0, 1, 5, 8}));
+        QCOMPARE(parseIndexList("", 3, "--blocks"), std::vector<int64_t>({0, 1, 2}));
+        for (const char* bad : {"9", "-10", "a", "3-1", "1-", "2--1", "1.5"}) {
+            try {
+                parseIndexList(bad, 9, "--positions");
+                QFAIL(bad);
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).startsWith("--positions"), e.what());
+            }
+        }
+        QCOMPARE(patchProgressText(0, 40, 0), std::string("cell 0 of 40"));
+        QCOMPARE(patchProgressText(10, 40, 5.0), std::string("cell 10 of 40, about 15 s left"));
+        QCOMPARE(patchProgressText(39, 40, 3.9), std::string("cell 39 of 40, about 0.1 s left"));
+        QCOMPARE(patchProgressText(40, 40, 9.0), std::string("cell 40 of 40"));
+
+        const Fixture f = load("tiny-llama");
+        const Model& m = *f.model;
+        const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
+        const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
+        const size_t S = clean.size();
+        PatchingOptions o;
+        o.metric.answer = 10;
+        o.metric.wrong = 11;
+        for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AllHeads}) {
+            o.site = site;
+            o.blocks.clear();
+            o.positions.clear();
+            const PatchingResult full = activationPatching(m, clean, corrupt, o);
+            const PatchingResult fullEstimate = attributionPatching(m, clean, corrupt, o);
+            o.blocks = {-1};
+            o.positions = {1, -1};
+            int last = -1, total = -1;
+            o.progress = [&](int done, int n) { last = done, total = n; };
+            const PatchingResult part = activationPatching(m, clean, corrupt, o);
+            o.progress = nullptr;
+            const PatchingResult estimate = attributionPatching(m, clean, corrupt, o);
+            const int heads = std::max(1, full.headsPerBlock);
+            QCOMPARE(total, heads * 2);
+            QCOMPARE(last, total);
+            QCOMPARE(part.grid.size(), full.grid.size());
+            QCOMPARE(part.clean, full.clean);
+            for (size_t row = 0; row < part.grid.size(); ++row)
+                for (size_t p = 0; p < S; ++p) {
+                    const bool chosen = static_cast<int>(row) / heads == 1 && (p == 1 || p == S - 1);
+                    if (chosen) {
+                        QVERIFY(std::abs(part.grid[row][p] - full.grid[row][p]) < 1e-5 * std::max(1.0, std::abs(full.grid[row][p])));
+                        QVERIFY(std::abs(estimate.grid[row][p] - fullEstimate.grid[row][p]) < 1e-9);
+                    } else {
+                        QVERIFY(std::isnan(part.grid[row][p]) && std::isnan(estimate.grid[row][p]));
+                    }
+                }
+            QVERIFY(std::isfinite(gridCorrelation(part.grid, estimate.grid)) || heads * 2 < 3);
+        }
+        // cancel: set after the first batch, the run stops before the next one
+        std::atomic<bool> cancel{false};
+        int batches = 0;
+        o.site = PatchSite::LayerOutput;
+        o.blocks.clear();
+        o.positions.clear();
+        o.batch = 2;
+        o.cancel = &cancel;
+        o.progress = [&](int done, int) {
+            ++batches;
+            if (done > 0) cancel = true;
+        };
+        QVERIFY_THROWS_EXCEPTION(Cancelled, activationPatching(m, clean, corrupt, o));
+        QCOMPARE(batches, 2);
+        o.cancel = nullptr;
+        o.progress = nullptr;
+        o.blocks = {2};
+        try {
+            activationPatching(m, clean, corrupt, o);
+            QFAIL("block 2 of 2 was patched");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("block 2 is out of range"), e.what());
+        }
+    }
+
+    // The command line: --site heads with --blocks and --positions prints the engine's cells (NaN cells as null in
+    // JSON), and the progress with its time estimate goes to stderr.
+    void commandLineHeadsPositionsBlocks() {
+        const QString model = QString::fromStdString(test::fixture("tiny-llama"));
+        QProcess q;
+        q.start(NNSCOPE_BINARY, {"patch", "--model", model, "--dtype", "float32", "--clean", "Tom and Lily went to the park.",
+                                 "--corrupted", "Lily and Lily went to the park.", "--answer", "#10", "--wrong", "#11", "--json",
+                                 "--site", "heads", "--blocks", "1", "--positions", "0,-1", "--batch", "3"});
+        QVERIFY(q.waitForFinished(60000));
+        const QString err = q.readAllStandardError();
+        QVERIFY2(q.exitCode() == 0, qPrintable(err));
+        QVERIFY2(err.contains("cell 8 of 8"), qPrintable(err));
+        const auto j = nlohmann::json::parse(q.readAllStandardOutput().toStdString());
+        const Fixture f = load("tiny-llama");
+        const Model& m = *f.model;
+        PatchingOptions o;
+        o.site = PatchSite::AllHeads;
+        o.metric.answer = 10;
+        o.metric.wrong = 11;
+        o.blocks = {1};
+        o.positions = {0, -1};
+        const auto r = activationPatching(m, encodeBatch(m, {"Tom and Lily went to the park."}).ids[0],
+                                          encodeBatch(m, {"Lily and Lily went to the park."}).ids[0], o);
+        QCOMPARE(j["heads_per_block"].get<int>(), r.headsPerBlock);
+        QCOMPARE(j["grid"].size(), r.grid.size());
+        for (size_t i = 0; i < r.grid.size(); ++i)
+            for (size_t p = 0; p < r.grid[i].size(); ++p) {
+                if (std::isnan(r.grid[i][p]))
+                    QVERIFY(j["grid"][i][p].is_null());
+                else
+                    QVERIFY(std::abs(j["grid"][i][p].get<double>() - r.grid[i][p]) < 1e-5);
+            }
+        QProcess bad;
+        bad.start(NNSCOPE_BINARY, {"patch", "--model", model, "--clean", "a b", "--corrupted", "a c", "--answer", "#10", "--positions", "7-2"});
+        QVERIFY(bad.waitForFinished(60000));
+        QVERIFY(bad.exitCode() != 0);
+        QVERIFY2(QString(bad.readAllStandardError()).contains("--positions"), "no word on --positions");
     }
 
     void commandLineEditsAndPatch() {

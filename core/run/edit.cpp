@@ -400,6 +400,14 @@ void EditList::steer(int layer, const torch::Tensor& vector, double factor, cons
     }
 }
 
+bool EditList::mixesRows() const {
+    for (const auto& e : edits_)
+        if (e.operand == Edit::Operand::Mean) return true;
+    for (const auto& o : others_)
+        if (o->mixesRows()) return true;
+    return false;
+}
+
 bool EditList::touches(Value v, int layer) const {
     for (const auto& e : edits_)
         if (e.key.value == v && e.key.layer == layer) return true;

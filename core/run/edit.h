@@ -36,6 +36,10 @@ public:
     /// Called once when a pass starts, with where each row's prompt sits (state such as a skipped block's input is
     /// reset).
     virtual void begin(const PassPositions& positions) const { (void)positions; }
+    /// Whether a row's edited value can depend on the other rows of the pass (a `mean` operand averages over the
+    /// batch): such an intervention gives another result when several patched runs share one batch, so batched
+    /// activation patching (core/run/patching.h) runs one row per pass under it.
+    virtual bool mixesRows() const { return false; }
 };
 
 /// One item of an index: an integer (negative counts from the end), a slice start:stop (either may be
@@ -98,6 +102,7 @@ public:
 
     void apply(Value v, int layer, torch::Tensor& t) const override;
     bool touches(Value v, int layer) const override;
+    bool mixesRows() const override;
     void begin(const PassPositions& positions) const override {
         skippedInputs_.clear();
         positions_ = positions;

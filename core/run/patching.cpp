@@ -6,6 +6,10 @@
 #include <torch/csrc/autograd/autograd.h>  // torch::autograd::grad
 #include <torch/types.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 namespace nnscope {
 
 
@@ -31,6 +35,7 @@ std::pair<Value, std::string> resolveSite(const Model& model, const std::vector<
                 throw Error("activation patching: head " + std::to_string(o.head) + " does not exist (the model has " +
                             std::to_string(model.config().numHeads) + ").");
             return {Value::AttentionHeadOutputs, "layers.{i}.self_attn.attention_head_outputs[:, :, " + std::to_string(o.head) + "]"};
+        case PatchSite::AllHeads: return {Value::AttentionHeadOutputs, "layers.{i}.self_attn.attention_head_outputs[:, :, {h}]"};
     }
     return {Value::LayerOutput, "layers.{i}.layer_output"};
 }
@@ -80,23 +85,111 @@ std::shared_ptr<const Intervention> thenPatch(const std::shared_ptr<const Interv
 
 }  // namespace
 
+namespace {
+
+/// Several patched runs in one batch: row r of the pass is the corrupted prompt with `value` of block rows[r].layer at
+/// (position, head) replaced by the clean run's (what EditList::patch does to a one-row pass, row by row).
+class RowPatches : public Intervention {
+public:
+    struct Row {
+        int layer;
+        int64_t position;
+        int head;              ///< -1: the whole position
+        torch::Tensor source;  ///< the clean value there: [hidden_size] or [head_dim]
+    };
+    RowPatches(Value value, std::vector<Row> rows) : value_(value), rows_(std::move(rows)) {}
+    bool touches(Value v, int layer) const override {
+        if (v != value_) return false;
+        for (const auto& r : rows_)
+            if (r.layer == layer) return true;
+        return false;
+    }
+    void apply(Value v, int layer, torch::Tensor& t) const override {
+        if (v != value_) return;
+        torch::Tensor out;
+        for (size_t r = 0; r < rows_.size(); ++r) {
+            const Row& row = rows_[r];
+            if (row.layer != layer) continue;
+            if (!out.defined()) out = t.clone();  // never write into the pass's tensor (it may view weights)
+            std::vector<torch::indexing::TensorIndex> index = {static_cast<int64_t>(r), row.position};
+            if (row.head >= 0) index.emplace_back(static_cast<int64_t>(row.head));
+            out.index_put_(index, row.source.to(out.scalar_type()));
+        }
+        if (out.defined()) t = out;
+    }
+
+private:
+    Value value_;
+    std::vector<Row> rows_;
+};
+
+/// The patched runs read the metric at the last position only: final_norm_output is cut to its last position, so
+/// lm_head computes [batch, 1, vocab_size] instead of [batch, seq, vocab_size] (at a 128k vocabulary most of a short
+/// prompt's pass). The last position's logits are the same within float32 rounding.
+class LastPositionLogits : public Intervention {
+public:
+    bool touches(Value v, int layer) const override { return v == Value::FinalNormOutput && layer == -1; }
+    void apply(Value v, int layer, torch::Tensor& t) const override {
+        if (touches(v, layer)) t = t.narrow(1, t.size(1) - 1, 1);
+    }
+};
+
+/// One cell of the grid: block, head (-1: none), position, and its row in PatchingResult::grid.
+struct PatchCell {
+    int layer;
+    int head;
+    int64_t position;
+    size_t row;
+};
+
+/// The chosen blocks and positions as indices (options.blocks / positions; all when empty). Throws nnscope::Error for an
+/// index out of range.
+std::vector<int64_t> chosenIndices(const std::vector<int64_t>& list, int64_t count, const std::string& what) {
+    std::vector<int64_t> out;
+    if (list.empty()) {
+        for (int64_t k = 0; k < count; ++k) out.push_back(k);
+        return out;
+    }
+    for (int64_t k : list) {
+        if (k < -count || k >= count)
+            throw Error("activation patching: " + what + " " + std::to_string(k) + " is out of range (there are " + std::to_string(count) +
+                        ", counted from 0, or from -1 at the end).");
+        out.push_back(k < 0 ? k + count : k);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+/// Fills the grid with NaN, ready for the chosen cells (rows: blocks, or blocks × heads for AllHeads).
+void preparePatchGrid(PatchingResult& r, const Model& model, const PatchingOptions& o, int64_t seq) {
+    const int L = static_cast<int>(model.config().numLayers);
+    r.headsPerBlock = o.site == PatchSite::AllHeads ? static_cast<int>(model.config().numHeads) : 0;
+    const size_t rows = static_cast<size_t>(L) * static_cast<size_t>(std::max(1, r.headsPerBlock));
+    r.grid.assign(rows, std::vector<double>(static_cast<size_t>(seq), std::nan("")));
+}
+
+}  // namespace
+
 PatchingResult activationPatching(const Model& model, const std::vector<int64_t>& clean, const std::vector<int64_t>& corrupted,
                                   const PatchingOptions& o) {
     const int L = static_cast<int>(model.config().numLayers);
     const int64_t S = static_cast<int64_t>(clean.size());
     const auto [value, site] = resolveSite(model, clean, corrupted, o);
+    const std::vector<int64_t> blocks = chosenIndices(o.blocks, L, "block");
+    const std::vector<int64_t> positions = chosenIndices(o.positions, S, "position");
+    if (o.batch < 0) throw Error("activation patching: the batch must hold at least one patched run (0: the default), not " + std::to_string(o.batch) + ".");
     TraceOptions saveClean;
     saveClean.cancel = o.cancel;
     saveClean.intervention = o.intervention;
-    for (int i = 0; i < L; ++i) saveClean.save.push_back({value, i});
+    for (int64_t i : blocks) saveClean.save.push_back({value, static_cast<int>(i)});
     saveClean.save.push_back({Value::Logits, -1});
     const TraceResult cleanRun = trace(model, batchFromIds({clean}), saveClean);
     TraceOptions plain;
     plain.cancel = o.cancel;
     plain.intervention = o.intervention;
     plain.save = {{Value::Logits, -1}};
-    const Batch corruptedBatch = batchFromIds({corrupted});
-    const TraceResult corruptedRun = trace(model, corruptedBatch, plain);
+    const TraceResult corruptedRun = trace(model, batchFromIds({corrupted}), plain);
     PatchingResult r;
     r.site = site;
     r.interventions = o.interventionTexts;
@@ -104,40 +197,115 @@ PatchingResult activationPatching(const Model& model, const std::vector<int64_t>
     r.corrupted = patchMetricValue(o.metric, corruptedRun.value({Value::Logits, -1}));
     if (model.tokenizer())
         for (int64_t id : corrupted) r.tokens.push_back(model.tokenizer()->tokenLabel(id));
-    r.grid.assign(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(S), 0.0));
-    int done = 0;
-    for (int i = 0; i < L; ++i) {
-        const torch::Tensor source = cleanRun.value({value, i});
-        for (int64_t p = 0; p < S; ++p) {
-            if (o.progress) o.progress(done, static_cast<int>(L * S));
-            IndexItem all, pos, head;
-            pos.kind = IndexItem::Integer;
-            pos.start = p;
-            std::vector<IndexItem> index = {all, pos};
-            if (o.site == PatchSite::HeadOutput) {
-                head.kind = IndexItem::Integer;
-                head.start = o.head;
-                index.push_back(head);
+    preparePatchGrid(r, model, o, S);
+    std::vector<PatchCell> cells;
+    for (int64_t i : blocks) {
+        const int heads = o.site == PatchSite::AllHeads ? r.headsPerBlock : 1;
+        for (int h = 0; h < heads; ++h)
+            for (int64_t p : positions) {
+                const int head = o.site == PatchSite::AllHeads ? h : o.site == PatchSite::HeadOutput ? o.head : -1;
+                const size_t row = static_cast<size_t>(i) * static_cast<size_t>(std::max(1, r.headsPerBlock)) + static_cast<size_t>(h);
+                cells.push_back({static_cast<int>(i), head, p, row});
             }
-            auto edits = std::make_shared<EditList>();
-            std::vector<torch::indexing::TensorIndex> tidx = {torch::indexing::Slice(), p};
-            if (o.site == PatchSite::HeadOutput) tidx.emplace_back(static_cast<int64_t>(o.head));
-            edits->patch({value, i}, index, source.index(tidx).to(torch::kFloat32));
-            TraceOptions run = plain;
-            run.intervention = thenPatch(o.intervention, edits);
-            const TraceResult patched = trace(model, corruptedBatch, run);
-            r.grid[static_cast<size_t>(i)][static_cast<size_t>(p)] = patchMetricValue(o.metric, patched.value({Value::Logits, -1}));
-            ++done;
+    }
+    int rowsPerPass = o.batch > 0 ? o.batch : defaultPatchBatch(S);
+    if (o.intervention && o.intervention->mixesRows()) rowsPerPass = 1;  // a `mean` edit would average over the other rows
+    // logits at the last position only, unless the session edits the logits (its positions would no longer be there)
+    const bool lastOnly = !(o.intervention && (o.intervention->touches(Value::LmHeadOutput, -1) || o.intervention->touches(Value::Logits, -1) ||
+                                               o.intervention->touches(Value::NextTokenProbs, -1)));
+    const int total = static_cast<int>(cells.size());
+    for (size_t first = 0; first < cells.size(); first += static_cast<size_t>(rowsPerPass)) {
+        if (o.progress) o.progress(static_cast<int>(first), total);
+        if (o.cancel && o.cancel->load()) throw Cancelled{};
+        const size_t n = std::min(cells.size() - first, static_cast<size_t>(rowsPerPass));
+        std::vector<RowPatches::Row> rows;
+        for (size_t k = 0; k < n; ++k) {
+            const PatchCell& c = cells[first + k];
+            std::vector<torch::indexing::TensorIndex> at = {0, c.position};
+            if (c.head >= 0) at.emplace_back(static_cast<int64_t>(c.head));
+            rows.push_back({c.layer, c.position, c.head, cleanRun.value({value, c.layer}).index(at).to(torch::kFloat32)});
+        }
+        TraceOptions run = plain;
+        auto patch = std::make_shared<EditList>();
+        patch->add(std::make_shared<RowPatches>(value, std::move(rows)));
+        if (lastOnly) patch->add(std::make_shared<LastPositionLogits>());
+        run.intervention = thenPatch(o.intervention, patch);
+        const TraceResult patched = trace(model, batchFromIds(std::vector<std::vector<int64_t>>(n, corrupted)), run);
+        const torch::Tensor logits = patched.value({Value::Logits, -1});
+        for (size_t k = 0; k < n; ++k) {
+            const PatchCell& c = cells[first + k];
+            r.grid[c.row][static_cast<size_t>(c.position)] =
+                patchMetricValue(o.metric, logits.index({torch::indexing::Slice(static_cast<int64_t>(k), static_cast<int64_t>(k) + 1)}));
         }
     }
-    if (o.progress) o.progress(done, static_cast<int>(L * S));
+    if (o.progress) o.progress(total, total);
     return r;
+}
+
+int defaultPatchBatch(int64_t tokens) { return static_cast<int>(std::clamp<int64_t>(512 / std::max<int64_t>(tokens, 1), 1, 32)); }
+
+std::string patchProgressText(int done, int total, double elapsedSeconds) {
+    std::string text = "cell " + std::to_string(done) + " of " + std::to_string(total);
+    if (done <= 0 || done >= total) return text;
+    const double left = elapsedSeconds / done * (total - done);
+    char buffer[64];
+    if (left < 10)
+        std::snprintf(buffer, sizeof buffer, ", about %.1f s left", left);
+    else if (left < 120)
+        std::snprintf(buffer, sizeof buffer, ", about %.0f s left", left);
+    else
+        std::snprintf(buffer, sizeof buffer, ", about %.0f min left", left / 60);
+    return text + buffer;
+}
+
+std::vector<int64_t> parseIndexList(const std::string& text, int64_t count, const std::string& what) {
+    std::vector<int64_t> out;
+    auto number = [&](const std::string& t, const std::string& item) {
+        if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 12)
+            throw Error(what + ": '" + item + "' is not an index or a range (write e.g. -1, 0,3,5 or 2-6).");
+        return static_cast<int64_t>(std::stoll(t));
+    };
+    auto check = [&](int64_t k, const std::string& item) {
+        if (k < -count || k >= count)
+            throw Error(what + ": " + item + " is out of range: there are " + std::to_string(count) + ", from 0 to " + std::to_string(count - 1) +
+                        " (or -1 for the last).");
+        return k < 0 ? k + count : k;
+    };
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        if (comma == std::string::npos) comma = text.size();
+        std::string item = text.substr(start, comma - start);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        start = comma + 1;
+        if (item.empty()) {
+            if (comma == text.size()) break;
+            continue;
+        }
+        const size_t dash = item.find('-', 1);
+        if (item[0] == '-' && dash == std::string::npos) {
+            out.push_back(check(-number(item.substr(1), item), item));
+        } else if (dash == std::string::npos) {
+            out.push_back(check(number(item, item), item));
+        } else {
+            const int64_t a = check(number(item.substr(0, dash), item), item), b = check(number(item.substr(dash + 1), item), item);
+            if (b < a) throw Error(what + ": the range " + item + " ends before it starts.");
+            for (int64_t k = a; k <= b; ++k) out.push_back(k);
+        }
+    }
+    if (out.empty())
+        for (int64_t k = 0; k < count; ++k) out.push_back(k);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
 }
 
 PatchSite parsePatchSite(const std::string& text, int* head) {
     if (text == "layer_output") return PatchSite::LayerOutput;
     if (text == "attention_output") return PatchSite::AttentionOutput;
     if (text == "mlp_output") return PatchSite::MlpOutput;
+    if (text == "heads" || text == "head:all") return PatchSite::AllHeads;
     if (text.rfind("head:", 0) == 0) {
         const std::string number = text.substr(5);
         if (!number.empty() && number.find_first_not_of("0123456789") == std::string::npos) {
@@ -146,7 +314,7 @@ PatchSite parsePatchSite(const std::string& text, int* head) {
         }
         throw Error("--site head:H needs a head number, not '" + number + "'.");
     }
-    throw Error("--site must be layer_output, attention_output, mlp_output or head:H, not '" + text + "'.");
+    throw Error("--site must be layer_output, attention_output, mlp_output, head:H or heads (every head), not '" + text + "'.");
 }
 
 PatchingResult attributionPatching(const Model& model, const std::vector<int64_t>& clean, const std::vector<int64_t>& corrupted,
@@ -154,6 +322,8 @@ PatchingResult attributionPatching(const Model& model, const std::vector<int64_t
     const int L = static_cast<int>(model.config().numLayers);
     const int64_t S = static_cast<int64_t>(clean.size());
     const auto [value, site] = resolveSite(model, clean, corrupted, o);
+    const std::vector<int64_t> blocks = chosenIndices(o.blocks, L, "block");
+    const std::vector<int64_t> positions = chosenIndices(o.positions, S, "position");
     PatchingResult r;
     r.site = site;
     r.interventions = o.interventionTexts;
@@ -187,16 +357,21 @@ PatchingResult attributionPatching(const Model& model, const std::vector<int64_t
     }
     const auto grads = torch::autograd::grad({metric}, inputs, /*grad_outputs=*/{}, /*retain_graph=*/false, /*create_graph=*/false,
                                              /*allow_unused=*/true);
-    r.grid.assign(static_cast<size_t>(L), std::vector<double>(static_cast<size_t>(S), 0.0));
-    for (int i = 0; i < L; ++i) {
+    preparePatchGrid(r, model, o, S);
+    const int64_t heads = std::max(1, r.headsPerBlock);
+    for (int64_t i : blocks) {
         torch::NoGradGuard noGrad;
         const torch::Tensor a = inputs[static_cast<size_t>(i)].detach().to(torch::kFloat64);
-        const torch::Tensor delta = cleanRun.value({value, i}).to(torch::kFloat64) - a;
+        const torch::Tensor delta = cleanRun.value({value, static_cast<int>(i)}).to(torch::kFloat64) - a;
         const torch::Tensor g = grads[static_cast<size_t>(i)].defined() ? grads[static_cast<size_t>(i)].to(torch::kFloat64) : torch::zeros_like(a);
         torch::Tensor perPosition = (g * delta).index({0});  // [seq, ...]
         if (o.site == PatchSite::HeadOutput) perPosition = perPosition.index({torch::indexing::Slice(), o.head});
-        perPosition = perPosition.reshape({S, -1}).sum(-1);
-        for (int64_t p = 0; p < S; ++p) r.grid[static_cast<size_t>(i)][static_cast<size_t>(p)] = r.corrupted + perPosition[p].item<double>();
+        // [seq, heads]: each head's sum over its head_dim features (AllHeads), or the whole site's sum
+        perPosition = (o.site == PatchSite::AllHeads ? perPosition.reshape({S, heads, -1}) : perPosition.reshape({S, 1, -1})).sum(-1).contiguous();
+        const auto a2 = perPosition.accessor<double, 2>();
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t p : positions)
+                r.grid[static_cast<size_t>(i * heads + h)][static_cast<size_t>(p)] = r.corrupted + a2[p][h];
     }
     if (o.progress) o.progress(3, 3);
     return r;
@@ -207,8 +382,11 @@ double gridCorrelation(const std::vector<std::vector<double>>& a, const std::vec
     if (a.size() != b.size()) throw Error("gridCorrelation: the grids have different numbers of rows.");
     for (size_t i = 0; i < a.size(); ++i) {
         if (a[i].size() != b[i].size()) throw Error("gridCorrelation: row " + std::to_string(i) + " differs in length.");
-        x.insert(x.end(), a[i].begin(), a[i].end());
-        y.insert(y.end(), b[i].begin(), b[i].end());
+        for (size_t j = 0; j < a[i].size(); ++j)
+            if (!std::isnan(a[i][j]) && !std::isnan(b[i][j])) {  // a cell not run
+                x.push_back(a[i][j]);
+                y.push_back(b[i][j]);
+            }
     }
     const double n = static_cast<double>(x.size());
     if (x.empty()) return std::nan("");

@@ -3,6 +3,7 @@
 
 #include <torch/types.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <QCheckBox>
@@ -12,6 +13,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
+#include <QSignalBlocker>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -35,10 +37,24 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     site_->addItem("attention_output", static_cast<int>(PatchSite::AttentionOutput));
     site_->addItem("mlp_output", static_cast<int>(PatchSite::MlpOutput));
     site_->addItem(tr("one head (attention_head_outputs)"), static_cast<int>(PatchSite::HeadOutput));
-    site_->setToolTip(tr("The value copied from the clean run into the corrupted run, one block and position at a time"));
+    site_->addItem(tr("every head (blocks × heads)"), static_cast<int>(PatchSite::AllHeads));
+    site_->setToolTip(tr("The value copied from the clean run into the corrupted run, one block and position (and head) at a time"));
     head_ = new QSpinBox(content);
     head_->setPrefix(tr("head "));
     head_->setEnabled(false);
+    const QString listHelp = tr("all when empty; e.g. -1 (the last), 0,3,5 or 2-6. Cells outside are not run (blank).");
+    blocks_ = new QLineEdit(content);
+    blocks_->setPlaceholderText(tr("all blocks"));
+    blocks_->setToolTip(tr("The blocks patched: ") + listHelp);
+    blocks_->setMaximumWidth(110);
+    positions_ = new QLineEdit(content);
+    positions_->setPlaceholderText(tr("all positions"));
+    positions_->setToolTip(tr("The positions patched: ") + listHelp);
+    positions_->setMaximumWidth(110);
+    headPosition_ = new QComboBox(content);
+    headPosition_->setToolTip(tr("Every head: the blocks × heads grid at one position, or summed over the positions run "
+                                 "(corrupted + the sum of each position's change)"));
+    headPosition_->hide();
     normalized_ = new QCheckBox(tr("normalised"), content);
     normalized_->setToolTip(tr("(patched − corrupted) / (clean − corrupted): 1 where one patch restores the clean metric"));
     run_ = new QPushButton(tr("Run patching"), content);
@@ -46,7 +62,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     cancel_->setEnabled(false);
     progress_ = new QProgressBar(content);
     progress_->setTextVisible(true);
-    progress_->setFormat(tr("%v / %m passes"));
+    progress_->setFormat(tr("%v / %m cells"));
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -68,8 +84,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     estimateHeatmap_->setSymmetricRange(true);
     estimateHeatmap_->setMinCellSize(QSize(34, 22));
     estimateHeatmap_->setModel(estimateModel_);
-    estimateHeatmap_->setToolTip(tr("Attribution patching: the first-order estimate of each cell from one backward pass "
-                                    "(Nanda 2023; Syed, Rager and Conmy 2023)"));
+    // no widget tooltip here: it would replace the hovered cell's value (the citation is in the status line)
 
     auto* form = new QFormLayout;
     form->addRow(tr("Clean"), clean_);
@@ -82,6 +97,14 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     tokens->addWidget(head_);
     tokens->addWidget(normalized_);
     form->addRow(tr("Answer"), tokens);
+    auto* cells = new QHBoxLayout;
+    cells->addWidget(new QLabel(tr("blocks"), content));
+    cells->addWidget(blocks_);
+    cells->addWidget(new QLabel(tr("positions"), content));
+    cells->addWidget(positions_);
+    cells->addWidget(headPosition_);
+    cells->addStretch(1);
+    form->addRow(tr("Patch"), cells);
     auto* runRow = new QHBoxLayout;
     runRow->addWidget(run_);
     runRow->addWidget(cancel_);
@@ -109,6 +132,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     });
     connect(cancel_, &QPushButton::clicked, this, &PatchingView::cancelRequested);
     connect(normalized_, &QCheckBox::toggled, this, [this] { refresh(); });
+    connect(headPosition_, &QComboBox::currentIndexChanged, this, [this] { refresh(); });
     setModel(nullptr);
 }
 
@@ -140,6 +164,8 @@ void PatchingView::setRequest(const PatchRequest& r) {
     wrong_->setText(r.wrong);
     site_->setCurrentIndex(site_->findData(static_cast<int>(r.site)));
     head_->setValue(r.head);
+    blocks_->setText(r.blocks);
+    positions_->setText(r.positions);
 }
 
 PatchRequest PatchingView::request() const {
@@ -150,6 +176,8 @@ PatchRequest PatchingView::request() const {
     r.wrong = wrong_->text().trimmed().isEmpty() ? QString() : wrong_->text();
     r.site = static_cast<PatchSite>(site_->currentData().toInt());
     r.head = head_->value();
+    r.blocks = blocks_->text().trimmed();
+    r.positions = positions_->text().trimmed();
     return r;
 }
 
@@ -159,20 +187,44 @@ void PatchingView::setRunning(bool running) {
     cancel_->setEnabled(running);
     if (running) {
         progress_->setValue(0);
+        progress_->setFormat(tr("starting…"));
+        clock_.invalidate();
         status_->setStyleSheet(QString());
         status_->setText(tr("Patching…"));
     }
 }
 
 void PatchingView::setProgress(int done, int total) {
-    progress_->setMaximum(total);
+    // the estimate counts from the first report (0 cells done), after the clean, corrupted and attribution passes
+    if (done == 0 || !clock_.isValid()) clock_.start();
+    progress_->setMaximum(std::max(total, 1));
     progress_->setValue(done);
+    progress_->setFormat(QString::fromStdString(patchProgressText(done, total, clock_.elapsed() / 1000.0)));
 }
 
 void PatchingView::setResult(std::shared_ptr<const PatchingResult> result, const QString& metric) {
     setRunning(false);
     result_ = std::move(result);
     metric_ = metric;
+    {
+        const QSignalBlocker quiet(headPosition_);
+        const int previous = headPosition_->currentData().isValid() ? headPosition_->currentData().toInt() : -1;
+        headPosition_->clear();
+        if (result_ && result_->headsPerBlock > 0) {
+            headPosition_->addItem(tr("summed over positions"), -1);
+            const size_t len = result_->grid.empty() ? 0 : result_->grid[0].size();
+            for (size_t p = 0; p < len; ++p) {
+                bool run = false;
+                for (const auto& row : result_->grid) run = run || !std::isnan(row[p]);
+                if (run)
+                    headPosition_->addItem(tr("position %1 “%2”").arg(p).arg(p < result_->tokens.size() ? QString::fromStdString(result_->tokens[p])
+                                                                                                            : QString()),
+                                           static_cast<int>(p));
+            }
+            headPosition_->setCurrentIndex(std::max(0, headPosition_->findData(previous)));
+        }
+        headPosition_->setVisible(headPosition_->count() > 0);
+    }
     refresh();
 }
 
@@ -216,56 +268,87 @@ void PatchingView::refresh() {
     const QString siteShown = QString(site).replace("{i}", "i");
     const QString metric = metric_;
     const double clean = r.clean, corrupted = r.corrupted;
-    // one blocks x positions matrix of a grid; `what` names the grid in the tooltip
+    const int H = r.headsPerBlock;
+    const int shownPosition = H > 0 && headPosition_->currentData().isValid() ? headPosition_->currentData().toInt() : -1;
+    // every head: row i * H + h of the grid, at one position or summed over the positions run (corrupted + the sum of
+    // each position's change; NaN where none was run)
+    auto headCell = [shownPosition, corrupted](const std::vector<std::vector<double>>& grid, size_t row) {
+        if (shownPosition >= 0) return grid[row][static_cast<size_t>(shownPosition)];
+        double sum = 0;
+        bool any = false;
+        for (double v : grid[row])
+            if (!std::isnan(v)) {
+                sum += v - corrupted;
+                any = true;
+            }
+        return any ? corrupted + sum : std::nan("");
+    };
+    // one blocks x positions (or blocks x heads) matrix of a grid; `what` names the grid in the tooltip
     auto matrixOf = [&](const std::vector<std::vector<double>>& grid, const QString& what) {
-        const int layers = static_cast<int>(grid.size());
-        const int len = layers ? static_cast<int>(grid[0].size()) : 0;
+        const int layers = H > 0 ? static_cast<int>(grid.size()) / H : static_cast<int>(grid.size());
+        const int len = H > 0 ? H : (layers ? static_cast<int>(grid[0].size()) : 0);
+        std::vector<std::vector<double>> cells(static_cast<size_t>(layers), std::vector<double>(static_cast<size_t>(len)));
+        for (int i = 0; i < layers; ++i)
+            for (int c = 0; c < len; ++c)
+                cells[i][c] = H > 0 ? headCell(grid, static_cast<size_t>(i * H + c)) : grid[i][c];
         torch::Tensor values = torch::empty({layers, len}, torch::kFloat32);
         auto a = values.accessor<float, 2>();
         for (int i = 0; i < layers; ++i)
-            for (int p = 0; p < len; ++p)
-                a[i][p] = static_cast<float>(norm ? (gap != 0 ? (grid[i][p] - r.corrupted) / gap : 0.0) : grid[i][p]);
+            for (int c = 0; c < len; ++c) a[i][c] = static_cast<float>(norm ? (gap != 0 ? (cells[i][c] - r.corrupted) / gap : 0.0) : cells[i][c]);
         Matrix m;
         m.values = values;
         for (int i = 0; i < layers; ++i) m.rowLabels << QString("layers.%1").arg(i);
-        for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
+        if (H > 0)
+            for (int h = 0; h < H; ++h) m.columnLabels << tr("head %1").arg(h);
+        else
+            for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
+        QStringList tokens;
+        for (const auto& t : r.tokens) tokens << QString::fromStdString(t);
         m.rowTitle = tr("block");
-        m.columnTitle = tr("position (corrupted prompt)");
+        m.columnTitle = H > 0 ? (shownPosition >= 0 ? tr("head (position %1 “%2”)").arg(shownPosition).arg(tokens.value(shownPosition))
+                                                    : tr("head (summed over positions)"))
+                              : tr("position (corrupted prompt)");
         m.valueName = norm ? tr("fraction recovered") : metric_;
-        const QStringList cols = m.columnLabels;
-        m.toolTip = [site, cols, metric, grid, clean, corrupted, what](int row, int col) {
+        m.toolTip = [site, tokens, metric, cells, clean, corrupted, what, H, shownPosition](int row, int col) {
             QString path = site;
             path.replace("{i}", QString::number(row));
-            const double v = grid[static_cast<size_t>(row)][static_cast<size_t>(col)];
+            path.replace("{h}", QString::number(col));
+            const double v = cells[static_cast<size_t>(row)][static_cast<size_t>(col)];
+            const QString where = H > 0 && shownPosition < 0 ? QObject::tr("at each position run, the changes summed")
+                                  : QObject::tr("at position %1 “%2”").arg(H > 0 ? shownPosition : col).arg(tokens.value(H > 0 ? shownPosition : col));
+            if (std::isnan(v)) return QObject::tr("%1 %2 (%3)\nnot run (outside the chosen blocks and positions)").arg(path, where, what);
             const double frac = clean != corrupted ? (v - corrupted) / (clean - corrupted) : 0.0;
-            return QObject::tr("%1 patched at position %2 “%3” (%9)\n%4 = %5 (clean %6, corrupted %7)\nrecovered %8%")
-                .arg(path).arg(col).arg(cols.value(col)).arg(metric).arg(v, 0, 'g', 5).arg(clean, 0, 'g', 5).arg(corrupted, 0, 'g', 5)
-                .arg(frac * 100, 0, 'f', 1).arg(what);
+            return QObject::tr("%1 patched %2 (%3)\n%4 = %5 (clean %6, corrupted %7)\nrecovered %8%")
+                .arg(path, where, what, metric).arg(v, 0, 'g', 5).arg(clean, 0, 'g', 5).arg(corrupted, 0, 'g', 5)
+                .arg(frac * 100, 0, 'f', 1);
         };
         return m;
     };
     model_->setMatrix(matrixOf(r.grid, tr("exact")));
     heatmap_->show();
-    heatmap_->setTitle(tr("activation patching · %1\n%2").arg(siteShown, norm ? tr("fraction of the gap recovered") : metric_));
+    heatmap_->setTitle(tr("activation patching · %1\n%2").arg(QString(siteShown).replace("{h}", "h"), norm ? tr("fraction of the gap recovered") : metric_));
     QString correlation;
     if (!r.estimate.empty()) {
         estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
         estimateHeatmap_->show();
         const double rho = gridCorrelation(r.grid, r.estimate);
         estimateHeatmap_->setTitle(tr("attribution patching (first-order)\ncorrelation with the exact grid %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
-        correlation = tr(" Right: attribution patching's first-order estimate from one backward pass; correlation with the exact "
-                         "grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
+        correlation = tr(" Right: attribution patching's first-order estimate from one backward pass (Nanda 2023; Syed, Rager "
+                         "and Conmy 2023); correlation with the exact grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
     } else {
         estimateModel_->setMatrix({});
         estimateHeatmap_->hide();
     }
     status_->setStyleSheet(QString());
-    status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block and position taken "
+    status_->setText(tr("%1: clean %2, corrupted %3. Each cell: the corrupted run with %4 of one block%5 taken "
                         "from the clean run.")
                          .arg(metric_)
                          .arg(r.clean, 0, 'g', 5)
                          .arg(r.corrupted, 0, 'g', 5)
-                         .arg(siteShown) + correlation);
+                         .arg(QString(siteShown).replace("{h}", "h"))
+                         .arg(H > 0 ? (shownPosition >= 0 ? tr(", head and position %1").arg(shownPosition)
+                                                          : tr(" and head at one position, the changes summed over the positions run"))
+                                    : tr(" and position")) + correlation);
 }
 
 PlotSource PatchingView::plotSource() const {

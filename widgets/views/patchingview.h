@@ -2,15 +2,19 @@
 #pragma once
 // The Patching view: activation patching (core/run/patching.h) in the window. A clean and a corrupted prompt (the same
 // number of tokens), the answer token and optionally a wrong one, the value to patch (layer_output,
-// attention_output, mlp_output or one head's output); Run patches the clean run's value into the corrupted run at
-// every block x position, in the worker thread, and the grid of the metric (logit(answer) - logit(wrong), or
-// p(answer) without a wrong token) is shown as a blocks x positions heatmap, raw or normalised as the fraction of
-// the clean - corrupted gap that one patch recovers. The window's Interventions list applies to every run, as to a
-// trace, and the view says when it does.
+// attention_output, mlp_output, one head's output, or every head), the blocks and positions to patch (all by default);
+// Run patches the clean run's value into the corrupted run at every chosen block x position (x head), in the worker
+// thread, with a progress bar that says "cell k of N, about T s left", and the grid of the metric (logit(answer) -
+// logit(wrong), or p(answer) without a wrong token) is shown as a blocks x positions heatmap, or for every head a
+// blocks x heads heatmap at one position or summed over the positions, raw or normalised as the fraction of the clean -
+// corrupted gap that one patch recovers; beside it attribution patching's estimate; hovering a cell of either shows
+// its value. The window's Interventions list applies to every run, as to a trace, and the view says when it does.
 #include "widgets/plots/heatmapplot.h"
 #include "widgets/views/traceview.h"
 
 #include "core/run/patching.h"
+
+#include <QElapsedTimer>
 
 #include <memory>
 
@@ -30,6 +34,7 @@ struct PatchRequest {
     QString answer, wrong;  ///< tokens as text of one token or #ID; wrong empty: the answer's probability
     PatchSite site = PatchSite::LayerOutput;
     int head = 0;
+    QString blocks, positions;  ///< parseIndexList's syntax ("-1", "0,3,5", "2-6"); empty: all
 };
 
 class PatchingView : public TraceView {
@@ -66,6 +71,12 @@ public:
     HeatmapPlot* estimateHeatmap() const { return estimateHeatmap_; }
     MatrixModel* estimateModel() const { return estimateModel_; }
     QPushButton* runButton() const { return run_; }
+    QLineEdit* blocksEdit() const { return blocks_; }
+    QLineEdit* positionsEdit() const { return positions_; }
+    /// For an every-head grid: which position the blocks x heads grid shows (data -1: summed over the positions run).
+    QComboBox* headPositionCombo() const { return headPosition_; }
+    /// Shows "cell k of N, about T s left" while patching runs.
+    QProgressBar* progressBar() const { return progress_; }
     QLabel* statusLabel() const { return status_; }
 
 signals:
@@ -83,6 +94,9 @@ private:
     QLineEdit* wrong_;
     QComboBox* site_;
     QSpinBox* head_;
+    QLineEdit* blocks_;
+    QLineEdit* positions_;
+    QComboBox* headPosition_;
     QCheckBox* normalized_;
     QPushButton* run_;
     QPushButton* cancel_;
@@ -97,6 +111,7 @@ private:
     std::shared_ptr<const PatchingResult> result_;
     QString metric_;
     bool running_ = false;
+    QElapsedTimer clock_;  ///< since the first cell's progress report: the time estimate
 };
 
 }  // namespace nnscope
