@@ -945,7 +945,7 @@ void TestGui::commandLine_data() {
     QTest::newRow("stray argument") << QStringList{"gui", "stories"} << "stories";
     QTest::newRow("unknown option") << QStringList{"gui", "--modle", "x"} << "modle";
     QTest::newRow("patching without answer") << QStringList{"gui", "--clean", "a b", "--corrupted", "a c"} << "--answer";
-    QTest::newRow("patching bad site") << QStringList{"gui", "--clean", "a", "--corrupted", "b", "--answer", "c", "--site", "heads"} << "--site";
+    QTest::newRow("patching bad site") << QStringList{"gui", "--clean", "a", "--corrupted", "b", "--answer", "c", "--site", "neurons"} << "--site";
 }
 
 void TestGui::commandLine() {
