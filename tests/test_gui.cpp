@@ -222,6 +222,25 @@ QScrollArea* scrollAreaOf(QWidget* w) {
     return nullptr;
 }
 
+/// The demo's patching question: which block and position carry "red" (clean) against "big" (corrupted) into the
+/// copied answer, metric logit("red") - logit("big").
+PatchRequest demoPatchRequest() {
+    PatchRequest r;
+    r.clean = "tom saw a red ball . tom saw a";
+    r.corrupted = "tom saw a big dog . tom saw a";
+    r.answer = "red";
+    r.wrong = "big";
+    return r;
+}
+
+/// The engine's options for demoPatchRequest's metric on `m`.
+PatchingOptions demoPatchOptions(const Model& m) {
+    PatchingOptions o;
+    o.metric.answer = parseTokenArgument(m, "red", "answer");
+    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    return o;
+}
+
 /// Moves the mouse onto part `id` of the diagram (scrolling it into view first) and returns its centre.
 QPoint hoverPart(BlockDiagram* d, const QString& id) {
     QCoreApplication::processEvents();  // pending layouts first: the scroll range depends on them
@@ -1335,11 +1354,7 @@ void TestGui::patchingView() {
     QVERIFY(w);
     QVERIFY(w->showView("patching"));
     PatchingView* pv = w->patchingView();
-    PatchRequest r;
-    r.clean = "tom saw a red ball . tom saw a";
-    r.corrupted = "tom saw a big dog . tom saw a";
-    r.answer = "red";
-    r.wrong = "big";
+    PatchRequest r = demoPatchRequest();
     pv->setRequest(r);
     QSignalSpy ended(w.get(), &MainWindow::patchEnded);
     QTest::mouseClick(pv->runButton(), Qt::LeftButton);
@@ -1347,9 +1362,7 @@ void TestGui::patchingView() {
     QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
     const Model& m = *w->model();
     const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
-    PatchingOptions o;
-    o.metric.answer = parseTokenArgument(m, "red", "answer");
-    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    PatchingOptions o = demoPatchOptions(m);
     const PatchingResult ref = activationPatching(m, b.ids[0], b.ids[1], o);
     const auto& got = *pv->result();
     QCOMPARE(got.clean, ref.clean);
@@ -1417,11 +1430,7 @@ void TestGui::patchingEveryHead() {
     QVERIFY(w);
     QVERIFY(w->showView("patching"));
     PatchingView* pv = w->patchingView();
-    PatchRequest r;
-    r.clean = "tom saw a red ball . tom saw a";
-    r.corrupted = "tom saw a big dog . tom saw a";
-    r.answer = "red";
-    r.wrong = "big";
+    PatchRequest r = demoPatchRequest();
     r.site = PatchSite::AllHeads;
     pv->setRequest(r);
     const Model& m = *w->model();
@@ -1517,11 +1526,7 @@ void TestGui::patchingWithInterventions() {
     QCOMPARE(w->addIntervention(edit), QString());
     QVERIFY(pv->interventionsLabel()->isVisibleTo(pv));
     QVERIFY2(pv->interventionsLabel()->text().contains(edit), qPrintable(pv->interventionsLabel()->text()));
-    PatchRequest r;
-    r.clean = "tom saw a red ball . tom saw a";
-    r.corrupted = "tom saw a big dog . tom saw a";
-    r.answer = "red";
-    r.wrong = "big";
+    PatchRequest r = demoPatchRequest();
     pv->setRequest(r);
     QSignalSpy ended(w.get(), &MainWindow::patchEnded);
     QTest::mouseClick(pv->runButton(), Qt::LeftButton);
@@ -1529,9 +1534,7 @@ void TestGui::patchingWithInterventions() {
     QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
     const Model& m = *w->model();
     const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
-    PatchingOptions o;
-    o.metric.answer = parseTokenArgument(m, "red", "answer");
-    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
+    PatchingOptions o = demoPatchOptions(m);
     const PatchingResult plain = activationPatching(m, b.ids[0], b.ids[1], o);
     auto list = std::make_shared<EditList>();
     addIntervention(*list, m, edit.toStdString());
