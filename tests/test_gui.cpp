@@ -1376,6 +1376,12 @@ void TestGui::patchingView() {
         for (int p = 0; p < len; ++p) QVERIFY(std::fabs(pv->heatmap()->model()->value(i, p) - ref.grid[i][p]) <= 1e-5);
     // The last block at the last position carries the whole clean answer; normalised, that cell is 1.
     QVERIFY(std::fabs(ref.grid[layers - 1][len - 1] - ref.clean) <= 1e-4);
+    // #28: the grid's title is not clipped: each of its lines is narrower than the plot beside the estimate's
+    QTest::qWait(50);
+    const QFontMetrics titleMetrics(pv->heatmap()->titleFont());
+    for (const QString& line : pv->heatmap()->title().split('\n'))
+        QVERIFY2(titleMetrics.horizontalAdvance(line) < pv->heatmap()->plot()->width(),
+                 qPrintable(QString("'%1' is %2 px, the plot %3").arg(line).arg(titleMetrics.horizontalAdvance(line)).arg(pv->heatmap()->plot()->width())));
     pv->setNormalized(true);
     QVERIFY(std::fabs(pv->matrixModel()->value(layers - 1, len - 1) - 1.0) <= 1e-5);
     QVERIFY(std::fabs(pv->matrixModel()->value(0, 0)) <= 1e-5);  // patching <s> changes nothing

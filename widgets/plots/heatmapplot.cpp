@@ -363,6 +363,9 @@ void HeatmapPlot::setTitle(const QString& title) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+QString HeatmapPlot::title() const { return title_->text(); }
+QFont HeatmapPlot::titleFont() const { return title_->font(); }
+
 void HeatmapPlot::setMarkedCell(int row, int column) {
     markRow_ = row;
     markColumn_ = column;

@@ -106,6 +106,9 @@ public:
     void setZoomable(bool on);
     bool zoomable() const { return zoomable_; }
     void setTitle(const QString& title);
+    /// The title above the matrix (its lines, as set) and its font.
+    QString title() const;
+    QFont titleFont() const;
     /// Outlines row `row` (whole row when column < 0), column `column` (whole column when row < 0), or a cell.
     void setMarkedCell(int row, int column);
 

@@ -326,7 +326,7 @@ void PatchingView::refresh() {
     };
     model_->setMatrix(matrixOf(r.grid, tr("exact")));
     heatmap_->show();
-    heatmap_->setTitle(tr("activation patching · %1\n%2").arg(QString(siteShown).replace("{h}", "h"), norm ? tr("fraction of the gap recovered") : metric_));
+    heatmap_->setTitle(tr("activation patching\n%1\n%2").arg(QString(siteShown).replace("{h}", "h"), norm ? tr("fraction of the gap recovered") : metric_));
     QString correlation;
     if (!r.estimate.empty()) {
         estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
