@@ -444,19 +444,21 @@ void FeatureIntervention::apply(Value v, int layer, torch::Tensor& t) const {
     const Dictionary& d = *attached_.dictionary;
     const ValueKey key{v, layer};
     const auto shape = t.sizes().vec();
-    if (attached_.site == attached_.siteOut) {
-        // an SAE: [batch, seq, ...] with the site's own layout; the dictionary reads each position's values side by side
-        const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
+    // [batch, seq, ...] with the site's own layout; the dictionary reads each position's values side by side. What the
+    // input's edited features make of the output site: their reconstruction (splice), or its change decode(f') - decode(f)
+    const auto change = [&](const torch::Tensor& x) {
         const torch::Tensor f = d.encode(x);
-        const torch::Tensor out = splice_ ? d.decode(edited(f), x) : x + (d.decode(edited(f), x) - d.decode(f, x));
+        return splice_ ? d.decode(edited(f), x) : d.decode(edited(f), x) - d.decode(f, x);
+    };
+    if (attached_.site == attached_.siteOut) {  // an SAE: its input is its output site
+        const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
+        const torch::Tensor out = splice_ ? change(x) : x + change(x);
         t = out.reshape(shape).to(t.scalar_type());
         return;
     }
     if (key == attached_.site) {
         // a transcoder's input: read, left as it is; what its edited features change is added where its output is made
-        const torch::Tensor x = t.to(torch::kFloat32).flatten(2);
-        const torch::Tensor f = d.encode(x);
-        pending_ = splice_ ? d.decode(edited(f), x) : d.decode(edited(f), x) - d.decode(f, x);
+        pending_ = change(t.to(torch::kFloat32).flatten(2));
         return;
     }
     if (!pending_.defined())
