@@ -671,10 +671,7 @@ private slots:
             for (bool patch : {false, true}) {
                 auto list = std::make_shared<EditList>();
                 if (patch) {  // activation patching's edit: a value replaced at one position
-                    IndexItem all, pos;
-                    pos.kind = IndexItem::Integer;
-                    pos.start = position;
-                    list->patch({Value::LayerOutput, 0}, {all, pos}, v);
+                    list->patch({Value::LayerOutput, 0}, {IndexItem{}, IndexItem::integer(position)}, v);
                 } else {
                     list->steer(0, v, 4.0, {position});
                 }

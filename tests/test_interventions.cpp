@@ -220,10 +220,7 @@ private slots:
         const auto cleanRun = trace(m, batchFromIds({clean}), save);
         auto edits = std::make_shared<EditList>();
         for (int64_t p = 0; p < static_cast<int64_t>(clean.size()); ++p) {
-            IndexItem all, pos;
-            pos.kind = IndexItem::Integer;
-            pos.start = p;
-            edits->patch({Value::LayerOutput, last}, {all, pos}, cleanRun.value({Value::LayerOutput, last}).index({Slice(), p}));
+            edits->patch({Value::LayerOutput, last}, {IndexItem{}, IndexItem::integer(p)}, cleanRun.value({Value::LayerOutput, last}).index({Slice(), p}));
         }
         TraceOptions o;
         o.save = {{Value::Logits, -1}};
@@ -278,10 +275,7 @@ private slots:
         QVERIFY(std::abs(r.clean - unedited.clean) > 1e-3);
         for (const auto& [layer, p] : std::vector<std::pair<int, int64_t>>{{0, 2}, {0, 0}, {1, 2}, {1, 5}, {0, 8}}) {
             auto hand = session();  // the session's edits first, then the patch (an EditList applies its edits in order)
-            IndexItem all, pos;
-            pos.kind = IndexItem::Integer;
-            pos.start = p;
-            hand->patch({Value::LayerOutput, layer}, {all, pos}, cleanRun.value({Value::LayerOutput, layer}).index({Slice(), p}));
+            hand->patch({Value::LayerOutput, layer}, {IndexItem{}, IndexItem::integer(p)}, cleanRun.value({Value::LayerOutput, layer}).index({Slice(), p}));
             TraceOptions run;
             run.save = {{Value::Logits, -1}};
             run.intervention = hand;
@@ -339,10 +333,7 @@ private slots:
         for (int layer : {0, 1})
             for (int64_t p = 0; p < static_cast<int64_t>(clean.size()); ++p) {
                 auto patch = std::make_shared<EditList>();
-                IndexItem all, pos;
-                pos.kind = IndexItem::Integer;
-                pos.start = p;
-                patch->patch({Value::MlpOutput, layer}, {all, pos}, cleanRun.value({Value::MlpOutput, layer}).index({Slice(), p}));
+                patch->patch({Value::MlpOutput, layer}, {IndexItem{}, IndexItem::integer(p)}, cleanRun.value({Value::MlpOutput, layer}).index({Slice(), p}));
                 auto hand = std::make_shared<EditList>();  // the feature edit, then the patch
                 hand->add(std::shared_ptr<const Intervention>(session()));
                 hand->add(std::shared_ptr<const Intervention>(patch));
@@ -485,10 +476,7 @@ private slots:
         const TraceResult cleanRun = trace(m, batchFromIds({clean}), save);
         for (int64_t p = 0; p < static_cast<int64_t>(clean.size()); ++p) {
             auto hand = session();
-            IndexItem all, pos;
-            pos.kind = IndexItem::Integer;
-            pos.start = p;
-            hand->patch({Value::LayerOutput, 1}, {all, pos}, cleanRun.value({Value::LayerOutput, 1}).index({Slice(), p}));
+            hand->patch({Value::LayerOutput, 1}, {IndexItem{}, IndexItem::integer(p)}, cleanRun.value({Value::LayerOutput, 1}).index({Slice(), p}));
             TraceOptions run;
             run.save = {{Value::Logits, -1}};
             run.intervention = hand;

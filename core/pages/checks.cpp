@@ -818,11 +818,8 @@ CheckResult checkQkNormRenormalizes(Ctx& x, const std::string&) {
     a.text = valuePath(x.f, a.key) + "[:, :, " + std::to_string(*slice.start) + ":" + std::to_string(*slice.stop) + "] *= 2";
     // B: double that head of attention_queries
     Edit bq;
-    IndexItem h;
-    h.kind = IndexItem::Integer;
-    h.start = head;
     bq.key = {Value::AttentionQueries, layer};
-    bq.index = {all, h};
+    bq.index = {all, IndexItem::integer(head)};
     bq.op = Edit::Op::Mul;
     bq.operand = Edit::Operand::Scalar;
     bq.scalar = 2;

@@ -393,10 +393,7 @@ void EditList::steer(int layer, const torch::Tensor& vector, double factor, cons
         return;
     }
     for (int64_t p : positions) {
-        IndexItem all, pos;
-        pos.kind = IndexItem::Integer;
-        pos.start = p;
-        addAt({all, pos}, ":, " + std::to_string(p));
+        addAt({IndexItem{}, IndexItem::integer(p)}, ":, " + std::to_string(p));
     }
 }
 

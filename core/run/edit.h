@@ -48,6 +48,13 @@ public:
 struct IndexItem {
     enum Kind { Integer, Slice, Ellipsis, New } kind = Slice;
     std::optional<int64_t> start, stop;  ///< Integer uses start
+    /// The integer index `i` (`[:, i]`'s second item: one element of its axis, the axis dropped).
+    static IndexItem integer(int64_t i) {
+        IndexItem it;
+        it.kind = Integer;
+        it.start = i;
+        return it;
+    }
 };
 
 /// One edit of one value: `PATH[INDEX] OP OPERAND`.
