@@ -39,6 +39,22 @@ public:
 
 std::string keyText(const Family& f, const ValueKey& k) { return valuePath(f, k); }
 
+/// Every value `model` taps on a six-token prompt (ids 1 5 9 3 7 2).
+std::map<ValueKey, torch::Tensor> tapsOfSixTokens(const Model& model) {
+    RecordingTaps taps;
+    c10::InferenceMode guard;
+    model.forward(torch::tensor({{1, 5, 9, 3, 7, 2}}, torch::kInt64), torch::Tensor(), &taps);
+    return taps.tensors;
+}
+
+/// A norm's input x as its formula reads it, in float64: x - mean(x) for a LayerNorm, x for an RMSNorm; with
+/// (its square's mean over the last axis + eps)^-1/2, the norm's scale (keepdim: [..., 1]).
+std::pair<torch::Tensor, torch::Tensor> normTerms64(const torch::Tensor& x, const Family& f, double eps, bool keepdim) {
+    torch::Tensor h = x.to(torch::kFloat64);
+    if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
+    return {h, torch::rsqrt(h.pow(2).mean(-1, keepdim) + eps)};
+}
+
 std::vector<std::string> allModels() {
     std::vector<std::string> dirs;
     for (const auto& name : test::fixtureNames(test::fixturesDir() + "/models")) dirs.push_back(test::fixture(name));
@@ -286,15 +302,8 @@ private slots:
         auto model = loadModel(dir);
         const Family& f = model->family();
         const ModelConfig& c = model->config();
-        RecordingTaps taps;
-        c10::InferenceMode guard;
-        model->forward(torch::tensor({{1, 5, 9, 3, 7, 2}}, torch::kInt64), torch::Tensor(), &taps);
-        auto expected = [&](const torch::Tensor& x) {
-            torch::Tensor h = x.to(torch::kFloat64);
-            if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
-            return torch::rsqrt(h.pow(2).mean(-1) + c.normEps);
-        };
-        const std::map<ValueKey, torch::Tensor>& tapped = taps.tensors;
+        const std::map<ValueKey, torch::Tensor> tapped = tapsOfSixTokens(*model);
+        auto expected = [&](const torch::Tensor& x) { return normTerms64(x, f, c.normEps, /*keepdim=*/false).second; };
         auto check = [&](ValueKey scaleKey, ValueKey inputKey) {
             QVERIFY2(model->hasValue(scaleKey.value), qPrintable(QString::fromStdString(valuePath(f, scaleKey))));
             const torch::Tensor got = tapped.at(scaleKey);
@@ -323,15 +332,11 @@ private slots:
         auto model = loadModel(dir);
         const Family& f = model->family();
         const ModelConfig& c = model->config();
-        RecordingTaps taps;
-        c10::InferenceMode guard;
-        model->forward(torch::tensor({{1, 5, 9, 3, 7, 2}}, torch::kInt64), torch::Tensor(), &taps);
+        const std::map<ValueKey, torch::Tensor> tapped = tapsOfSixTokens(*model);
         auto expected = [&](const torch::Tensor& x) {
-            torch::Tensor h = x.to(torch::kFloat64);
-            if (f.norm == NormKind::LayerNorm) h = h - h.mean(-1, true);
-            return h * torch::rsqrt(h.pow(2).mean(-1, true) + c.normEps);
+            const auto [h, scale] = normTerms64(x, f, c.normEps, /*keepdim=*/true);
+            return h * scale;
         };
-        const std::map<ValueKey, torch::Tensor>& tapped = taps.tensors;
         auto check = [&](ValueKey key, ValueKey inputKey, Module norm) {
             const std::string path = valuePath(f, key);
             QCOMPARE(path, "layers." + std::to_string(key.layer) + "." + f.moduleName(norm) + ".normalized");
