@@ -241,6 +241,13 @@ PatchingOptions demoPatchOptions(const Model& m) {
     return o;
 }
 
+/// Presses the Patching view's Run and waits for the run to end; whether it gave a grid.
+bool patchFromView(MainWindow& w) {
+    QSignalSpy ended(&w, &MainWindow::patchEnded);
+    QTest::mouseClick(w.patchingView()->runButton(), Qt::LeftButton);
+    return ended.wait(60000) && w.patchingView()->result();
+}
+
 /// Moves the mouse onto part `id` of the diagram (scrolling it into view first) and returns its centre.
 QPoint hoverPart(BlockDiagram* d, const QString& id) {
     QCoreApplication::processEvents();  // pending layouts first: the scroll range depends on them
@@ -1356,10 +1363,7 @@ void TestGui::patchingView() {
     PatchingView* pv = w->patchingView();
     PatchRequest r = demoPatchRequest();
     pv->setRequest(r);
-    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
-    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
-    QVERIFY(ended.wait(60000));
-    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    QVERIFY2(patchFromView(*w), qPrintable(pv->statusLabel()->text()));
     const Model& m = *w->model();
     const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
     PatchingOptions o = demoPatchOptions(m);
@@ -1443,16 +1447,11 @@ void TestGui::patchingEveryHead() {
     const int L = static_cast<int>(m.config().numLayers), H = static_cast<int>(m.config().numHeads);
     QTest::keyClicks(pv->blocksEdit(), QString("1-%1").arg(L - 1));
     QTest::keyClicks(pv->positionsEdit(), "3,-1");
-    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
-    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
-    QVERIFY(ended.wait(60000));
-    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    QVERIFY2(patchFromView(*w), qPrintable(pv->statusLabel()->text()));
     const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
     const size_t S = b.ids[1].size();
-    PatchingOptions o;
+    PatchingOptions o = demoPatchOptions(m);
     o.site = PatchSite::AllHeads;
-    o.metric.answer = parseTokenArgument(m, "red", "answer");
-    o.metric.wrong = parseTokenArgument(m, "big", "wrong");
     o.batch = 1;  // one pass per cell: the view's batched cells equal them within float32 rounding
     for (int i = 1; i < L; ++i) o.blocks.push_back(i);
     o.positions = {3, -1};
@@ -1534,10 +1533,7 @@ void TestGui::patchingWithInterventions() {
     QVERIFY2(pv->interventionsLabel()->text().contains(edit), qPrintable(pv->interventionsLabel()->text()));
     PatchRequest r = demoPatchRequest();
     pv->setRequest(r);
-    QSignalSpy ended(w.get(), &MainWindow::patchEnded);
-    QTest::mouseClick(pv->runButton(), Qt::LeftButton);
-    QVERIFY(ended.wait(60000));
-    QVERIFY2(pv->result(), qPrintable(pv->statusLabel()->text()));
+    QVERIFY2(patchFromView(*w), qPrintable(pv->statusLabel()->text()));
     const Model& m = *w->model();
     const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
     PatchingOptions o = demoPatchOptions(m);
