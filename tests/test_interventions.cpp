@@ -28,6 +28,16 @@ struct Fixture {
     Batch batch;
 };
 
+/// Activation patching's options with the metric logit[10] - logit[11] at the last position (the fixtures' two
+/// token ids these tests read), every other option at its default.
+PatchingOptions logitDifference10vs11() {
+    PatchingOptions o;
+    o.metric.kind = PatchMetric::Kind::LogitDifference;
+    o.metric.answer = 10;
+    o.metric.wrong = 11;
+    return o;
+}
+
 Fixture load(const std::string& name) {
     Fixture f;
     // float32 whatever the CPU: the goldens are float32 ("auto" would compute a bfloat16 fixture in bfloat16 where the
@@ -228,10 +238,7 @@ private slots:
         const auto patched = trace(m, batchFromIds({corrupt}), o);
         NNSCOPE_COMPARE_TENSORS(patched.value({Value::Logits, -1}), cleanRun.value({Value::Logits, -1}), 0, 0);
         // and the grid's last row at the last position equals the clean metric
-        PatchingOptions po;
-        po.metric.kind = PatchMetric::Kind::LogitDifference;
-        po.metric.answer = 10;
-        po.metric.wrong = 11;
+        PatchingOptions po = logitDifference10vs11();
         const auto r = activationPatching(m, clean, corrupt, po);
         QVERIFY(std::abs(r.grid[static_cast<size_t>(last)].back() - r.clean) < 1e-5);
         QVERIFY(std::abs(r.clean - r.corrupted) > 1e-4);
@@ -252,10 +259,7 @@ private slots:
             for (const auto& line : lines) addIntervention(*list, m, line);
             return list;
         };
-        PatchingOptions o;
-        o.metric.kind = PatchMetric::Kind::LogitDifference;
-        o.metric.answer = 10;
-        o.metric.wrong = 11;
+        PatchingOptions o = logitDifference10vs11();
         o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
@@ -315,11 +319,8 @@ private slots:
             addIntervention(*list, m, line);
             return list;
         };
-        PatchingOptions o;
+        PatchingOptions o = logitDifference10vs11();
         o.site = PatchSite::MlpOutput;
-        o.metric.kind = PatchMetric::Kind::LogitDifference;
-        o.metric.answer = 10;
-        o.metric.wrong = 11;
         o.batch = 1;  // compared with one-row hand traces (batched equals them within rounding: batchedEqualsUnbatched)
         const PatchingResult unedited = activationPatching(m, clean, corrupt, o);
         o.intervention = session();
@@ -444,9 +445,7 @@ private slots:
         const Model& m = *f.model;
         const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
         const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
-        PatchingOptions o;
-        o.metric.answer = 10;
-        o.metric.wrong = 11;
+        PatchingOptions o = logitDifference10vs11();
         for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AttentionOutput, PatchSite::MlpOutput, PatchSite::HeadOutput}) {
             o.site = site;
             o.head = 2;
@@ -511,9 +510,7 @@ private slots:
         const auto clean = encodeBatch(m, {"Tom and Lily went to the park."}).ids[0];
         const auto corrupt = encodeBatch(m, {"Lily and Lily went to the park."}).ids[0];
         const size_t S = clean.size();
-        PatchingOptions o;
-        o.metric.answer = 10;
-        o.metric.wrong = 11;
+        PatchingOptions o = logitDifference10vs11();
         for (PatchSite site : {PatchSite::LayerOutput, PatchSite::AllHeads}) {
             o.site = site;
             o.blocks.clear();
@@ -584,10 +581,8 @@ private slots:
         const auto j = nlohmann::json::parse(q.readAllStandardOutput().toStdString());
         const Fixture f = load("tiny-llama");
         const Model& m = *f.model;
-        PatchingOptions o;
+        PatchingOptions o = logitDifference10vs11();
         o.site = PatchSite::AllHeads;
-        o.metric.answer = 10;
-        o.metric.wrong = 11;
         o.blocks = {1};
         o.positions = {0, -1};
         const auto r = activationPatching(m, encodeBatch(m, {"Tom and Lily went to the park."}).ids[0],
@@ -642,9 +637,7 @@ private slots:
         auto list = std::make_shared<EditList>();
         addIntervention(*list, *f.model, "layers.0.layer_output[:, 2] *= 0.5");
         addIntervention(*list, *f.model, "skip 1");
-        PatchingOptions po;
-        po.metric.answer = 10;
-        po.metric.wrong = 11;
+        PatchingOptions po = logitDifference10vs11();
         po.intervention = list;
         const Model& fm = *f.model;
         const auto r = activationPatching(fm, encodeBatch(fm, {"Tom and Lily went to the park."}).ids[0],
