@@ -44,7 +44,7 @@ namespace nnscope {
 namespace {
 
 const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph",
-                               "features", "train-demo-sae"};
+                               "features", "train-demo-sae", "train-demo-transcoders"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -79,7 +79,9 @@ void printUsage() {
               << "  nnscope train-demo --out DIR [--seed N] [--steps N] [--threads N] [--no-eval]\n"
               << "                                           train the demo model (an induction head)\n"
               << "  nnscope train-demo-sae --model DIR --out DIR [--layer N] [--steps N] [--seed N]\n"
-              << "                                           train the demo's sparse autoencoder (a SAELens folder)\n\n"
+              << "                                           train the demo's sparse autoencoder (a SAELens folder)\n"
+              << "  nnscope train-demo-transcoders --model DIR --out DIR [--steps N] [--l1 X] [--seed N]\n"
+              << "                                           train the demo's transcoders (a circuit-tracer set)\n\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
 
@@ -1112,6 +1114,7 @@ int runCli(const QStringList& arguments) {
         if (command == "print") return cmdPrint(p, c, args);
         if (command == "train-demo") return runTrainDemoCommand(args);
         if (command == "train-demo-sae") return runTrainDemoSaeCommand(args);
+        if (command == "train-demo-transcoders") return runTrainDemoTranscodersCommand(args);
         if (command == "family") return runFamilyCommand(args);
         if (command == "patch") return cmdPatch(p, c, args);
         if (command == "attribute") return cmdAttribute(p, c, args);

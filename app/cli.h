@@ -46,6 +46,8 @@ int runCli(const QStringList& arguments);
 int runTrainDemoCommand(const QStringList& arguments);
 /// `nnscope train-demo-sae`: trains the demo's sparse autoencoder (trainDemoDictionary) and prints its figures.
 int runTrainDemoSaeCommand(const QStringList& arguments);
+/// `nnscope train-demo-transcoders`: trains the demo's per-layer transcoders (trainDemoTranscoders), prints their figures.
+int runTrainDemoTranscodersCommand(const QStringList& arguments);
 /// `nnscope family --model DIR [--format md|html] [--out FILE]` (app/family_cmd.cpp).
 int runFamilyCommand(const QStringList& arguments);
 /// --edit, --skip and --steer values as intervention lines (core/run/edit.h's addIntervention syntax), in that order:

@@ -137,4 +137,54 @@ int runTrainDemoSaeCommand(const QStringList& arguments) {
     return 0;
 }
 
+int runTrainDemoTranscodersCommand(const QStringList& arguments) {
+    QCommandLineParser p;
+    p.setApplicationDescription(
+        "nnscope train-demo-transcoders: train one ReLU transcoder per block of the demo model (features read mlp_input and\n"
+        "reconstruct mlp_output) over the demo's own training data, and write them as a circuit-tracer transcoder set\n"
+        "(config.yaml + layer_<i>.safetensors) for nnscope circuit and the Circuit view (see docs/CIRCUITS.md).");
+    p.addHelpOption();
+    const DemoTranscoderOptions defaults;
+    QCommandLineOption model("model", "The demo model's folder.", "DIR");
+    QCommandLineOption out("out", "The transcoder set's folder to write.", "DIR");
+    QCommandLineOption steps("steps", QString("Optimizer steps (default %1).").arg(defaults.steps), "N", QString::number(defaults.steps));
+    QCommandLineOption width("width", QString("Features per layer (default %1).").arg(defaults.width), "N", QString::number(defaults.width));
+    QCommandLineOption l1("l1", QString("The sparsity penalty's weight (default %1).").arg(defaults.l1), "X", QString::number(defaults.l1));
+    QCommandLineOption seed("seed", QString("Random seed (default %1).").arg(defaults.seed), "N", QString::number(defaults.seed));
+    QCommandLineOption threads("threads", QString("libtorch threads (default %1; 0: every core).").arg(defaults.threads), "N",
+                               QString::number(defaults.threads));
+    p.addOptions({model, out, steps, width, l1, seed, threads});
+    parseCommandLine(p, arguments);
+    if (!p.positionalArguments().isEmpty())
+        throw UsageError("train-demo-transcoders takes no positional arguments; see nnscope train-demo-transcoders --help.");
+    if (!p.isSet(model) || !p.isSet(out)) throw UsageError("train-demo-transcoders needs --model DIR and --out DIR.");
+    DemoTranscoderOptions o;
+    o.modelDir = p.value(model).toStdString();
+    o.outDir = p.value(out).toStdString();
+    bool ok = false;
+    auto integer = [&](const QCommandLineOption& option, int minimum) {
+        const int v = p.value(option).toInt(&ok);
+        if (!ok || v < minimum)
+            throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
+                             ", not \"" + p.value(option).toStdString() + "\".");
+        return v;
+    };
+    o.steps = integer(steps, 1);
+    o.width = integer(width, 1);
+    o.threads = integer(threads, 0);
+    o.l1 = p.value(l1).toDouble(&ok);
+    if (!ok || o.l1 < 0) throw UsageError("--l1 must be a number of at least 0, not \"" + p.value(l1).toStdString() + "\".");
+    o.seed = p.value(seed).toULongLong(&ok);
+    if (!ok) throw UsageError("--seed must be a non-negative integer.");
+    std::printf("training %lld-feature ReLU transcoders (L1 %g) on every block of %s, %d steps\n", static_cast<long long>(o.width), o.l1,
+                o.modelDir.c_str(), o.steps);
+    std::fflush(stdout);
+    const DemoTranscoderResult r = trainDemoTranscoders(o);
+    for (size_t l = 0; l < r.explainedVariance.size(); ++l)
+        std::printf("layer %zu, held-out rows: explained variance of mlp_output %.3f, mean L0 %.2f, %lld features never active\n", l,
+                    r.explainedVariance[l], r.meanL0[l], static_cast<long long>(r.deadFeatures[l]));
+    std::printf("wrote %s (%.1f s)\n", r.outDir.c_str(), r.seconds);
+    return 0;
+}
+
 }  // namespace nnscope

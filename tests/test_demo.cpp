@@ -9,6 +9,7 @@
 #include "core/run/features.h"
 #include "core/run/trace.h"
 #include "core/run/train_demo.h"
+#include "core/io/transcoderset.h"
 
 #include <QDir>
 #include <QFile>
@@ -227,6 +228,46 @@ private slots:
         QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
         QVERIFY(a != c);
         QCOMPARE(nnscope::loadDictionary(QDir(tmp.path()).filePath("a").toStdString())->dSae, int64_t(256));
+    }
+
+    // The demo's transcoders ship beside it (trained by `nnscope train-demo-transcoders`): a circuit-tracer set of one
+    // ReLU transcoder per block, features reading mlp_input and reconstructing mlp_output. On the demo sentence (not
+    // in their training data) each reconstructs its block's MLP output (explained variance above 0.9) with few of its
+    // 256 features active; a short training run is reproducible for a seed.
+    void demoTranscoders() {
+        const std::string dir = std::string(NNSCOPE_DEMO_MODEL_DIR) + "/" + nnscope::kDemoTranscoderFolder;
+        auto model = nnscope::Model::load(NNSCOPE_DEMO_MODEL_DIR);
+        const auto layers = nnscope::loadTranscoderSet(dir);
+        QCOMPARE(layers.size(), size_t(2));
+        const double maxL0[] = {30, 80};  // block 1's MLP is nearly linear in its input: its features are denser
+        for (int l = 0; l < 2; ++l) {
+            const auto attached = nnscope::AttachedDictionary::attach(*model, layers[l]);
+            QCOMPARE(nnscope::valuePath(model->family(), attached.site), "layers." + std::to_string(l) + ".mlp_input");
+            nnscope::TraceOptions o;
+            o.save = attached.neededValues();
+            const auto result = nnscope::trace(
+                *model, nnscope::encodeBatch(*model, {"tom and lily went to the park with a red ball. tom and lily went to the park with"}), o);
+            const nnscope::FeatureRun run = nnscope::runDictionary(*model, result, attached, 0);
+            QVERIFY2(run.explainedVariance > 0.9, qPrintable(QString("layer %1: %2").arg(l).arg(run.explainedVariance)));
+            QVERIFY2(run.meanL0 > 1 && run.meanL0 < maxL0[l], qPrintable(QString("layer %1: L0 %2").arg(l).arg(run.meanL0)));
+        }
+
+        QTemporaryDir tmp;
+        auto train = [&](const QString& name, uint64_t seed) {
+            nnscope::DemoTranscoderOptions d;
+            d.modelDir = NNSCOPE_DEMO_MODEL_DIR;
+            d.outDir = QDir(tmp.path()).filePath(name).toStdString();
+            d.steps = 10;
+            d.rows = 4;
+            d.seed = seed;
+            nnscope::trainDemoTranscoders(d);
+            return readAll(QDir(tmp.path()).filePath(name + "/layer_1.safetensors"));
+        };
+        const QByteArray a = train("a", 7), b = train("b", 7), c = train("c", 8);
+        QVERIFY(!a.isEmpty());
+        QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
+        QVERIFY(a != c);
+        QCOMPARE(nnscope::loadTranscoderSet(QDir(tmp.path()).filePath("a").toStdString()).at(1)->dSae, int64_t(256));
     }
 
     void refusesForeignFolder() {

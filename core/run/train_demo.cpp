@@ -784,3 +784,127 @@ DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
 }
 
 }  // namespace nnscope
+
+namespace nnscope {
+
+DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (o.outDir.empty()) throw Error("train-demo-transcoders needs an output folder (--out DIR).");
+    if (o.steps < 1 || o.width < 1 || o.rows < 1 || o.seqLen < 2 || !(o.l1 >= 0) || !(o.learningRate > 0))
+        throw Error("train-demo-transcoders: steps, width and rows must be positive, rows at least 2 tokens long, the L1 weight "
+                    "not negative and the learning rate positive.");
+    ThreadGuard threadGuard(o.threads);
+    auto model = Model::load(o.modelDir, LoadOptions().withDtype(torch::kFloat32).withTokenizer(false));
+    const int64_t V = model->config().vocabSize, H = model->config().hiddenSize;
+    const int L = static_cast<int>(model->config().numLayers);
+    std::vector<int64_t> words;
+    for (int64_t id = kDemoFirstWordId; id < V; ++id) words.push_back(id);
+    Rng rng(o.seed);
+    // Per layer, the pairs (mlp_input, mlp_output) of rows of the demo's data, BOS left out: [rows * (seqLen - 1), hidden].
+    // (Copied out of inference mode: autograd saves the inputs of the products.)
+    auto pairs = [&](int rows) {
+        std::vector<std::pair<torch::Tensor, torch::Tensor>> inference;
+        {
+            c10::InferenceMode guard;
+            const TrainBatch b = makeBatch(rng, words, rows, o.seqLen, kGeneralMix);
+            std::vector<std::vector<int64_t>> ids;
+            for (int r = 0; r < rows; ++r) {
+                const torch::Tensor row = b.ids[r];
+                ids.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+            }
+            TraceOptions t;
+            for (int l = 0; l < L; ++l) t.save.insert(t.save.end(), {ValueKey{Value::MlpInput, l}, ValueKey{Value::MlpOutput, l}});
+            const TraceResult result = trace(*model, batchFromIds(ids), t);
+            auto noBos = [&](const ValueKey& key) {
+                return result.value(key).index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None)}).reshape({-1, H});
+            };
+            for (int l = 0; l < L; ++l) inference.emplace_back(noBos({Value::MlpInput, l}), noBos({Value::MlpOutput, l}));
+        }
+        std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+        for (const auto& [x, y] : inference) out.emplace_back(x.clone(), y.clone());
+        return out;
+    };
+
+    c10::InferenceMode noInference(false);
+    torch::AutoGradMode gradients(true);
+    torch::manual_seed(o.seed);
+    const auto first = pairs(o.rows);
+    // Training runs in standardised units (the blocks' scales differ by orders of magnitude: the demo's layer-1 MLP
+    // writes vectors of norm ~80, layer 0's ~0.3): x̃ = x / ρ (ρ the input's root mean square per channel), ỹ = (y - μ) / σ
+    // (μ the output's mean, σ its standard deviation per channel, both from the first batch). The scales are folded into
+    // the weights written at the end, so the features are the same.
+    struct Params { torch::Tensor wEnc, bEnc, wDec, bDec; double rho = 1, sigma = 1; torch::Tensor mu; };
+    std::vector<Params> params;
+    std::vector<torch::Tensor> all;
+    for (int l = 0; l < L; ++l) {
+        const auto& [x, y] = first[l];
+        Params p;
+        p.rho = x.pow(2).mean().sqrt().item<double>();
+        p.mu = y.mean(0);
+        p.sigma = (y - p.mu).pow(2).mean().sqrt().item<double>();
+        if (!(p.rho > 0) || !(p.sigma > 0))
+            throw Error("train-demo-transcoders: block " + std::to_string(l) + "'s MLP input or output is constant on the training rows.");
+        // Encoder rows random with unit-variance pre-activations, decoder rows at norm 0.1 (as in Anthropic's April 2024
+        // update), biases at zero.
+        p.wEnc = (torch::randn({o.width, H}) / std::sqrt(static_cast<double>(H))).requires_grad_(true);
+        p.wDec = torch::randn({o.width, H});
+        p.wDec = (p.wDec / p.wDec.norm(2, -1, true) * 0.1).requires_grad_(true);
+        p.bEnc = torch::zeros({o.width}).requires_grad_(true);
+        p.bDec = torch::zeros({H}).requires_grad_(true);
+        all.insert(all.end(), {p.wEnc, p.bEnc, p.wDec, p.bDec});
+        params.push_back(p);
+    }
+    torch::optim::Adam optimizer(all, torch::optim::AdamOptions(o.learningRate));
+    for (int step = 1; step <= o.steps; ++step) {
+        const auto batch = step == 1 ? first : pairs(o.rows);
+        // The penalty ramps up over the first 5% of steps so that features form before they are pushed to zero.
+        const double l1 = o.l1 * std::min(1.0, step / (0.05 * o.steps));
+        torch::Tensor loss = torch::zeros({});
+        for (int l = 0; l < L; ++l) {
+            const Params& p = params[l];
+            const torch::Tensor x = batch[l].first / p.rho, y = (batch[l].second - p.mu) / p.sigma;
+            const torch::Tensor f = torch::relu(torch::matmul(x, p.wEnc.t()) + p.bEnc);
+            const torch::Tensor yHat = torch::matmul(f, p.wDec) + p.bDec;
+            loss = loss + (yHat - y).pow(2).mean() + l1 * (f * p.wDec.norm(2, -1)).sum(-1).mean();
+        }
+        optimizer.zero_grad();
+        loss.backward();
+        optimizer.step();
+    }
+
+    DemoTranscoderResult r;
+    fs::create_directories(o.outDir);
+    {
+        torch::NoGradGuard noGrad;
+        const auto held = pairs(4 * o.rows);
+        for (int l = 0; l < L; ++l) {
+            const auto& [x, y] = held[l];
+            const Params& p = params[l];
+            // The weights in the model's units: W_enc / ρ, σ W_dec, σ b_dec + μ.
+            const torch::Tensor wEnc = p.wEnc.detach() / p.rho, wDec = p.wDec.detach() * p.sigma, bDec = p.bDec.detach() * p.sigma + p.mu;
+            const torch::Tensor f = torch::relu(torch::matmul(x, wEnc.t()) + p.bEnc);
+            const torch::Tensor err = torch::matmul(f, wDec) + bDec - y;
+            r.explainedVariance.push_back(1.0 - err.pow(2).sum().item<double>() / (y - y.mean(0)).pow(2).sum().item<double>());
+            r.meanL0.push_back((f > 0).sum(-1).to(torch::kFloat64).mean().item<double>());
+            r.deadFeatures.push_back(((f > 0).sum(0) == 0).sum().item<int64_t>());
+            writeSafetensors((fs::path(o.outDir) / ("layer_" + std::to_string(l) + ".safetensors")).string(),
+                             {{"W_enc", wEnc.contiguous()}, {"b_enc", p.bEnc.detach().contiguous()}, {"W_dec", wDec.contiguous()},
+                              {"b_dec", bDec.contiguous()}},
+                             {{"format", "pt"}});
+        }
+    }
+    std::ostringstream yaml;
+    yaml << "# A circuit-tracer transcoder set, trained by `nnscope train-demo-transcoders` (seed " << o.seed << ", " << o.steps
+         << " steps, width " << o.width << ", L1 " << o.l1 << ") on the demo model's own training data.\n"
+         << "model_name: nnscope demo model\n"
+         << "model_kind: transcoder_set\n"
+         << "feature_input_hook: mlp.hook_in\n"
+         << "feature_output_hook: mlp.hook_out\n"
+         << "scan: nnscope-demo-transcoders\n";
+    writeFileAtomically((fs::path(o.outDir) / "config.yaml").string(), yaml.str());
+    r.outDir = o.outDir;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+}
+
+}  // namespace nnscope

@@ -154,6 +154,44 @@ struct DemoDictionaryResult {
 /// a SAELens v6 folder (architecture topk, site blocks.<layer>.hook_resid_post) that nnscope and sae-lens both read.
 /// Reproducible for a seed and thread count. Throws nnscope::Error when the model cannot be read or the folder written.
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& options);
+/// How to train the demo's transcoders (trainDemoTranscoders).
+struct DemoTranscoderOptions {
+    std::string modelDir;  ///< the demo model's folder (read)
+    std::string outDir;    ///< the circuit-tracer transcoder set to write (config.yaml + layer_<i>.safetensors)
+    int64_t width = 256;   ///< features per layer
+    int steps = 2000;
+    int rows = 16;         ///< rows of the demo's training data per step (kGeneralMix), seqLen tokens each
+    int seqLen = 64;
+    double learningRate = 2e-3;
+    /// The sparsity penalty's weight. In standardised units (x̃ = x / rms(x), ỹ = (y - mean y) / std(y), per channel) the
+    /// loss is Σ_layers [ mean (ŷ - ỹ)² + l1 · mean_tokens Σ_f f · ‖W̃_dec,f‖ ].
+    double l1 = 0.03;
+    uint64_t seed = 42;
+    int threads = 1;       ///< as trainDemoModel: 1 makes the weights independent of the machine's core count
+};
+/// What trainDemoTranscoders measured on held-out rows, per layer (entry i = layer i).
+struct DemoTranscoderResult {
+    std::string outDir;
+    std::vector<double> explainedVariance;  ///< of mlp_output by the reconstruction: 1 - Σ‖ŷ - y‖² / Σ‖y - ȳ‖²
+    std::vector<double> meanL0;             ///< active features per token
+    std::vector<int64_t> deadFeatures;      ///< features that never fired on the held-out rows
+    double seconds = 0;
+};
+/// Trains one ReLU transcoder per block of the demo model (Dunefsky et al. 2024, "Transcoders find interpretable LLM
+/// feature circuits"; the per-layer transcoders of Ameisen et al. 2025): block l's features read mlp_input (the
+/// pre-MLP norm's output, TransformerLens' blocks.l.mlp.hook_in) and reconstruct mlp_output (blocks.l.mlp.hook_out):
+/// f = relu(x · W_encᵀ + b_enc), ŷ = f · W_dec + b_dec, trained in standardised units (DemoTranscoderOptions::l1) on the
+/// squared error plus an L1 penalty on f weighted by each decoder row's norm (Anthropic's "Towards Monosemanticity"
+/// recipe), Adam, over
+/// the demo's own training data (random word runs that repeat; BOS positions left out). Writes a circuit-tracer
+/// transcoder set (config.yaml with model_kind transcoder_set, feature_input_hook mlp.hook_in, feature_output_hook
+/// mlp.hook_out; layer_<i>.safetensors with W_enc [width, hidden], W_dec [width, hidden], b_enc [width], b_dec [hidden],
+/// float32) that nnscope (loadTranscoderSet) and circuit-tracer read. Reproducible for a seed and thread count. Throws
+/// nnscope::Error when the model cannot be read, the options are out of range or the folder cannot be written.
+DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& options);
+/// The folder name of the demo's transcoder set inside the demo model's folder (resources/demo-model/<name>).
+constexpr const char* kDemoTranscoderFolder = "transcoders";
+
 /// The folder name of the demo's sparse autoencoder inside the demo model's folder (resources/demo-model/<name>).
 constexpr const char* kDemoDictionaryFolder = "sae-layers.0";
 
