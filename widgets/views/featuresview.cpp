@@ -81,6 +81,15 @@ FeatureRunsPtr computeFeatureRuns(const SnapshotPtr& snapshot, const std::vector
             d.rows.clear();
             d.error = QString::fromStdString(e.what());
         }
+        // The view checks a dashboard beside the dictionary against the weights' sha256 (currentDashboard): hashing
+        // hundreds of megabytes there would freeze the window, so it is done here, in the job, and cached
+        // (core/io/filehash.h: by path, size and modification time).
+        if (d.error.isEmpty() && QFileInfo::exists(QString::fromStdString(defaultDashboardPath(a.dictionary->dir)))) {
+            try {
+                filesSha256(a.dictionary->weightFiles);
+            } catch (const Error&) {  // unreadable now: the view says so when it checks
+            }
+        }
         runs->dictionaries.push_back(std::move(d));
     }
     return runs;
