@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // An attribution graph on a larger random model (a program, not a test): a random Llama-shaped model built in memory
-// (default 8 blocks of width 512, 8 heads, MLP 1536, vocabulary 8192, float32) with random per-layer JumpReLU
-// transcoders (default 4096 features, about 1/40 active) at mlp_input → mlp_output, and prompts of 32 and 64 tokens.
+// (default 4 blocks of width 256, 8 heads, MLP 768, vocabulary 8192, float32) with random per-layer JumpReLU
+// transcoders (default 1024 features, about 1/40 active) at mlp_input → mlp_output, and prompts of 16 and 32 tokens.
 // For each it prints the estimate (estimateCircuit with the counted active features) beside the measured time, the
 // measured peak resident memory above what the process held before (/proc/self/status VmHWM after resetting it), the
 // active features, the edges and the backward passes.
@@ -40,7 +40,7 @@ std::pair<int64_t, int64_t> resident() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int64_t layers = 8, d = 512, features = 4096, batch = 512, maxNodes = 0;
+    int64_t layers = 4, d = 256, features = 1024, batch = 512, maxNodes = 0;
     std::vector<int64_t> tokens;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (tokens.empty()) tokens = {32, 64};
+    if (tokens.empty()) tokens = {16, 32};
     configureThreads(0);  // every core (libtorch starts with one here)
     const int64_t heads = 8, inter = 3 * d, vocab = 8192;
     torch::manual_seed(0);

@@ -14,10 +14,12 @@
 
 #include "testsuite.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -105,54 +107,13 @@ std::pair<std::shared_ptr<const Model>, CircuitTranscoders> randomModel() {
 class TestCircuit : public QObject {
     Q_OBJECT
 
-private slots:
-    /// The estimate is within a factor of 2 of the peak memory measured on a run (/proc/self/status VmHWM after
-    /// resetting it, minus the memory held before), on a random 3-block model with 24 tokens and about a thousand active
-    /// features. First in the suite, so no earlier test has left freed memory in the heap for the run to reuse.
-    void estimateMatchesMeasuredPeak() {
-        auto [model, transcoders] = randomModel();
-        std::vector<int64_t> ids{1};
-        for (int64_t i = 0; i < 23; ++i) ids.push_back(5 + (i * 37) % 400);
-        CircuitOptions o;
-        o.batchSize = 64;
-        CircuitStats stats;
-        {
-            std::ofstream reset("/proc/self/clear_refs");
-            reset << "5";  // resets VmHWM to the current resident size (Linux >= 4.0)
-        }
-        const int64_t before = residentMemory().first;
-        const AttributionGraph g = computeAttributionGraph(*model, transcoders, ids, o, {}, nullptr, &stats);
-        const int64_t peak = residentMemory().second - before;
-        CircuitOptions withCount = o;
-        withCount.activePerLayerPosition = static_cast<double>(stats.activeFeatures) / (3.0 * 23.0);
-        const CircuitEstimate e = estimateCircuit(*model, transcoders, 24, withCount);
-        QVERIFY2(stats.activeFeatures > 500, std::to_string(stats.activeFeatures).c_str());
-        QCOMPARE(e.activeFeatures, stats.activeFeatures);
-        const std::string what = "estimated " + std::to_string(e.peakBytes) + " bytes, measured " + std::to_string(peak) + " (" + e.text() + ")";
-        qInfo("%s", what.c_str());
-        QVERIFY2(e.peakBytes <= 2 * peak && peak <= 2 * e.peakBytes, what.c_str());
-        QVERIFY2(e.seconds > 0 && e.seconds < 60, what.c_str());
-        QVERIFY(g.edgeCount() > 0);
-    }
-
-    /// Every graph of tests/fixtures/circuits equals circuit-tracer's: the nodes in its order, the activations, the logit
-    /// targets and probabilities, every entry of the adjacency matrix. Tolerance: |ours - theirs| <= 1e-4 · (largest
-    /// |edge| of that target's row) + 1e-6. The two compute the same float32 arithmetic in a different order (TransformerLens'
-    /// per-head einsums and rotary against transformers' fused projections; their logits differ by ~2e-6, recorded in
-    /// each file's metadata), so an edge, a sum over the model's paths, carries a relative error of a few 1e-6 of its row's
-    /// scale; 1e-4 leaves a margin while any wrong path, freezing or vector moves an edge by far more.
-    void matchesCircuitTracer_data() {
-        QTest::addColumn<QString>("run");
-        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max"}) QTest::newRow(r) << QString(r);
-    }
-    void matchesCircuitTracer() {
-        QFETCH(QString, run);
-        const SafetensorsFile ref(circuitsDir() + "/" + run.toStdString() + ".safetensors");
+    /// Computes the graph of reference `ref` (a file of tests/fixtures/circuits) with `transcoders` and compares every
+    /// node and edge (matchesCircuitTracer says the tolerance).
+    static void checkAgainstReference(const SafetensorsFile& ref, const CircuitTranscoders& transcoders) {
+        const QString run = QString::fromStdString(ref.metadata().at("run"));
         const auto& meta = ref.metadata();
         const std::string modelDir = test::fixturesDir() + "/" + meta.at("model").substr(std::string("tests/fixtures/").size());
-        const std::string tcDir = test::fixturesDir() + "/" + meta.at("transcoders").substr(std::string("tests/fixtures/").size());
         auto model = Model::load(modelDir, test::float32());
-        const CircuitTranscoders transcoders = loadCircuitTranscoders(tcDir);
         const nlohmann::json opt = nlohmann::json::parse(meta.at("options"));
         CircuitOptions o;
         o.batchSize = opt["batch_size"].get<int>();
@@ -235,6 +196,86 @@ private slots:
         for (size_t t = 0; t + 1 < g.rowStart.size(); ++t)
             for (int64_t e = g.rowStart[t] + 1; e < g.rowStart[t + 1]; ++e) QVERIFY(g.source[static_cast<size_t>(e)] > g.source[static_cast<size_t>(e) - 1]);
         for (size_t t = selected.size(); t < selected.size() + static_cast<size_t>((L + 1) * n); ++t) QCOMPARE(g.rowStart[t + 1], g.rowStart[t]);
+    }
+
+private slots:
+    /// The estimate is within a factor of 2 of the peak memory measured on a run (/proc/self/status VmHWM after
+    /// resetting it, minus the memory held before), on a random 3-block model with 24 tokens and about a thousand active
+    /// features. First in the suite, so no earlier test has left freed memory in the heap for the run to reuse.
+    void estimateMatchesMeasuredPeak() {
+        auto [model, transcoders] = randomModel();
+        std::vector<int64_t> ids{1};
+        for (int64_t i = 0; i < 23; ++i) ids.push_back(5 + (i * 37) % 400);
+        CircuitOptions o;
+        o.batchSize = 64;
+        CircuitStats stats;
+        {
+            std::ofstream reset("/proc/self/clear_refs");
+            reset << "5";  // resets VmHWM to the current resident size (Linux >= 4.0)
+        }
+        const int64_t before = residentMemory().first;
+        const AttributionGraph g = computeAttributionGraph(*model, transcoders, ids, o, {}, nullptr, &stats);
+        const int64_t peak = residentMemory().second - before;
+        CircuitOptions withCount = o;
+        withCount.activePerLayerPosition = static_cast<double>(stats.activeFeatures) / (3.0 * 23.0);
+        const CircuitEstimate e = estimateCircuit(*model, transcoders, 24, withCount);
+        QVERIFY2(stats.activeFeatures > 500, std::to_string(stats.activeFeatures).c_str());
+        QCOMPARE(e.activeFeatures, stats.activeFeatures);
+        const std::string what = "estimated " + std::to_string(e.peakBytes) + " bytes, measured " + std::to_string(peak) + " (" + e.text() + ")";
+        qInfo("%s", what.c_str());
+        QVERIFY2(e.peakBytes <= 2 * peak && peak <= 2 * e.peakBytes, what.c_str());
+        QVERIFY2(e.seconds > 0 && e.seconds < 60, what.c_str());
+        QVERIFY(g.edgeCount() > 0);
+    }
+
+    /// Every graph of tests/fixtures/circuits equals circuit-tracer's: the nodes in its order, the activations, the logit
+    /// targets and probabilities, every entry of the adjacency matrix. Tolerance: |ours - theirs| <= 1e-4 · (largest
+    /// |edge| of that target's row) + 1e-6. The two compute the same float32 arithmetic in a different order (TransformerLens'
+    /// per-head einsums and rotary against transformers' fused projections; their logits differ by ~2e-6, recorded in
+    /// each file's metadata), so an edge, a sum over the model's paths, carries a relative error of a few 1e-6 of its row's
+    /// scale; 1e-4 leaves a margin while any wrong path, freezing or vector moves an edge by far more.
+    void matchesCircuitTracer_data() {
+        QTest::addColumn<QString>("run");
+        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max"}) QTest::newRow(r) << QString(r);
+    }
+    void matchesCircuitTracer() {
+        QFETCH(QString, run);
+        const SafetensorsFile ref(circuitsDir() + "/" + run.toStdString() + ".safetensors");
+        const std::string tcDir = test::fixturesDir() + "/" + ref.metadata().at("transcoders").substr(std::string("tests/fixtures/").size());
+        checkAgainstReference(ref, loadCircuitTranscoders(tcDir));
+    }
+
+    /// The per-layer transcoders of circuittracer-plt-llama written as SAELens jumprelu_skip_transcoder folders (one per
+    /// block, W_enc [d_in, d_sae], W_skip [d_out, d_in], metadata.hook_name / hook_name_out) and read back through
+    /// loadCircuitTranscoders' folder-of-dictionaries path give circuit-tracer's graph (every threshold is positive, so
+    /// SAELens' relu'd JumpReLU and circuit-tracer's signed one agree).
+    void saelensTranscodersMatchCircuitTracer() {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const std::string root = tmp.path().toStdString();
+        for (int l = 0; l < 2; ++l) {
+            const SafetensorsFile ct(dictionaryDir("circuittracer-plt-llama") + "/layer_" + std::to_string(l) + ".safetensors");
+            const std::string dir = root + "/blocks." + std::to_string(l) + ".mlp";
+            std::filesystem::create_directories(dir);
+            const nlohmann::json cfg = {{"architecture", "jumprelu_skip_transcoder"}, {"d_in", 64}, {"d_sae", 48}, {"d_out", 64},
+                                        {"dtype", "float32"}, {"normalize_activations", "none"},
+                                        {"metadata", {{"hook_name", "blocks." + std::to_string(l) + ".mlp.hook_in"},
+                                                      {"hook_name_out", "blocks." + std::to_string(l) + ".mlp.hook_out"},
+                                                      {"model_name", "tiny-llama"}}}};
+            std::ofstream(dir + "/cfg.json") << cfg.dump(2);
+            writeSafetensors(dir + "/sae_weights.safetensors",
+                             {{"W_enc", ct.tensor("W_enc").t().contiguous()}, {"W_dec", ct.tensor("W_dec").clone()},
+                              {"b_enc", ct.tensor("b_enc").clone()}, {"b_dec", ct.tensor("b_dec").clone()},
+                              {"threshold", ct.tensor("activation_function.threshold").clone()}, {"W_skip", ct.tensor("W_skip").clone()}},
+                             {{"format", "pt"}});
+        }
+        const CircuitTranscoders t = loadCircuitTranscoders(root);
+        QCOMPARE(static_cast<int>(t.perLayer.size()), 2);
+        QCOMPARE(QString::fromStdString(t.perLayer[0]->format), QString("saelens"));
+        QVERIFY(t.perLayer[1]->wSkip.defined());
+        checkAgainstReference(SafetensorsFile(circuitsDir() + "/plt-llama.safetensors"), t);
+        if (QTest::currentTestFailed()) return;
+        checkAgainstReference(SafetensorsFile(circuitsDir() + "/plt-llama-max.safetensors"), t);
     }
 
     /// With the rows forced into the temporary file (a row memory limit of one byte), the graph is the same, bit for bit.

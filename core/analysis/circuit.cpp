@@ -180,7 +180,10 @@ public:
             return;
         }
         if (v == Value::FinalNormOutput) {
+            // kept for the logit targets' injections; lm_head then runs on row 0 alone, outside autograd: the other rows'
+            // logits ([B, n, vocab]) are never needed
             finalNorm = t;
+            t = t.narrow(0, 0, 1).detach();
             return;
         }
         if (v == Value::Logits) {
@@ -407,29 +410,37 @@ CircuitEstimate estimateWith(const Model& model, const CircuitTranscoders& t, in
     e.rowBytes = static_cast<int64_t>(static_cast<double>(rowsTotal) * width * 4);
     const int64_t limit = o.rowMemoryLimit > 0 ? o.rowMemoryLimit : availableMemory() / 2;
     e.rowsOnDisk = e.rowBytes > limit;
-    // The batched pass kept for the backward passes, per row and block (float32): the stream and the tensors autograd
-    // saves (norm inputs, q/k/v, rotary, the frozen pattern's product, o_proj's input: about 14 stream widths), the
-    // attention's scores, pattern and mask products (4 × heads × n²), and the real MLP's transient activations (3 ×
-    // intermediate, freed per block); then the gradients of every block's output site, the embeddings and one
-    // block's injection (4 more stream widths per block), and the last position's logits.
+    // Memory (float32). The batched pass kept for the backward passes holds, per row: per block the frozen pattern
+    // (heads × n², what the gradient through the values needs), the input site, the output site and its real value
+    // (3 × n × d); the largest transient of one block (the real MLP's three [n, intermediate] products and the norms', or
+    // the scores, softmax and pattern, 3 × heads × n²); the embeddings. The backward passes: one injection tensor per
+    // target layer and one gradient per block ([n, d] each, 2 × (layers + 1)), autograd's own and the row contractions'
+    // temporaries (6 × n × d; measured on the benchmark's model, bench/circuit_bench.cpp).
     const double nd = static_cast<double>(n);
-    const double perRowBlock = nd * (14 * d + 2 * (H + 2 * kv) * hd) + 4 * H * nd * nd;
-    const double pass = B * (L * perRowBlock + nd * (3 * I + 4 * d) + L * 4 * nd * d + nd * V) * 4;
+    const double transient = std::max(nd * (3 * I + 6 * d), 3 * H * nd * nd);
+    const double pass = B * (L * (H * nd * nd + 3 * nd * d) + transient + nd * d) * 4;
+    const double backward = B * (2 * (L + 1) + 6) * nd * d * 4;
     // the real values per layer (inputs, outputs, errors, activations [n, d_sae]), the active features' vectors
     const double values = (L * nd * (4 * d + 2 * static_cast<double>(t.dTranscoder())) + static_cast<double>(active) * d * (t.crossLayer ? L / 2 + 2 : 3)) * 4;
-    // one batch's rows before they are stored, and the finished graph: an edge is 8 bytes (source, weight), at most
-    // half the rows' entries are non-zero in practice (causal masks), counted in full for safety
+    // one batch's rows before they are stored, and the finished graph: 8 bytes an edge (source, weight); about half of
+    // a row's entries are non-zero (a feature reaches only later layers and positions), counted at 0.6
     const double batchRows = B * width * 4;
     const double graph = static_cast<double>(rowsTotal) * width * 8 * 0.6;
-    e.peakBytes = static_cast<int64_t>(static_cast<double>(t.weightBytes()) + pass + values + batchRows + graph +
+    e.peakBytes = static_cast<int64_t>(static_cast<double>(t.weightBytes()) + pass + backward + values + batchRows + graph + nd * V * 8 +
                                        (e.rowsOnDisk ? std::min<double>(static_cast<double>(e.rowBytes), 64e6) : static_cast<double>(e.rowBytes)));
-    // FLOPs: the forward of B rows (2 per weight per position, attention 4·H·hd·n² per block), one backward per batch
-    // (about the forward again: only input gradients), the row contractions (2·B·width·d per batch).
-    const double params = L * (d * (H + 2 * kv) * hd + H * hd * d + 3 * d * I) + V * d;
-    const double forward = B * (2 * params * nd + L * 4 * H * hd * nd * nd);
+    // FLOPs: the forward of B rows (2 per weight per position; attention 4·heads·head_dim·n² per block; lm_head on one
+    // row), then per batch a backward through what the gradient crosses: v_proj and o_proj (the pattern and the MLP are
+    // frozen), the pattern times the values' gradient, a skip connection, and the row contractions (2·B·width·d).
+    const double attnParams = d * (H + 2 * kv) * hd + H * hd * d;
+    const double params = L * (attnParams + 3 * d * I);
+    const double forward = B * (2 * params * nd + L * 4 * H * hd * nd * nd) + 2 * nd * V * d;
+    const double skip = t.perLayer.empty() || !t.perLayer.front()->wSkip.defined() ? 0 : d * d;
+    const double backwardFlops = B * (2 * L * (kv * hd * d + H * hd * d + skip) * nd + L * 2 * H * hd * nd * nd);
     const double batches = std::ceil(static_cast<double>(rowsTotal) / B);
-    e.flops = forward + batches * (forward + 2 * B * width * d);
-    e.seconds = e.flops / measuredFlops();
+    e.flops = forward + batches * (backwardFlops + 2 * B * width * d);
+    // Most of these products are small or memory-bound: they run at about half the speed of a 512 × 512 matrix product
+    // (measured on the benchmark's model, bench/circuit_bench.cpp).
+    e.seconds = e.flops / (0.5 * measuredFlops());
     e.availableBytes = availableMemory();
     e.fits = e.availableBytes == 0 || e.peakBytes <= e.availableBytes;
     return e;

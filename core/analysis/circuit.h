@@ -25,6 +25,7 @@
 #include "core/analysis/circuitgraph.h"
 #include "core/io/dictionary.h"
 #include "core/io/transcoderset.h"
+#include "core/model/error.h"
 #include "core/model/model.h"
 
 #include <atomic>
