@@ -6,7 +6,8 @@
 // measured peak resident memory above what the process held before (/proc/self/status VmHWM after resetting it), the
 // active features, the edges and the backward passes.
 //
-//   nnscope_circuit_bench [--layers N] [--hidden D] [--features F] [--tokens T]... [--batch B] [--max-feature-nodes M]
+//   nnscope_circuit_bench [--layers N] [--hidden D] [--heads H] [--intermediate I] [--vocab V] [--features F] [--tokens T]... [--batch B]
+//                         [--max-feature-nodes M] [--estimate-only 1]
 #include "core/analysis/circuit.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
@@ -40,7 +41,7 @@ std::pair<int64_t, int64_t> resident() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    int64_t layers = 4, d = 256, features = 1024, batch = 512, maxNodes = 0;
+    int64_t layers = 4, d = 256, features = 1024, batch = 512, maxNodes = 0, estimateOnly = 0, vocab = 8192, inter = 0, heads = 8;
     std::vector<int64_t> tokens;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
         else if (a == "--tokens") tokens.push_back(v);
         else if (a == "--batch") batch = v;
         else if (a == "--max-feature-nodes") maxNodes = v;
+        else if (a == "--estimate-only") estimateOnly = v;  // 1: print estimateCircuit's figures for 1/40 active, run nothing
+        else if (a == "--vocab") vocab = v;
+        else if (a == "--heads") heads = v;
+        else if (a == "--intermediate") inter = v;
         else {
             std::cerr << "unknown option " << a << "\n";
             return 2;
@@ -58,7 +63,40 @@ int main(int argc, char** argv) {
     }
     if (tokens.empty()) tokens = {16, 32};
     configureThreads(0);  // every core (libtorch starts with one here)
-    const int64_t heads = 8, inter = 3 * d, vocab = 8192;
+    if (inter == 0) inter = 3 * d;
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", d},
+                                   {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
+                                   {"num_key_value_heads", heads}, {"vocab_size", vocab}, {"rms_norm_eps", 1e-5},
+                                   {"rope_theta", 10000.0}, {"max_position_embeddings", 4096}, {"hidden_act", "silu"},
+                                   {"tie_word_embeddings", false}};
+    if (estimateOnly) {  // sizes only: a model without weights, transcoders of broadcast (unallocated) tensors
+        auto sized = Model::withoutWeights(config, "random Llama (sizes only)");
+        CircuitTranscoders t;
+        for (int64_t l = 0; l < layers; ++l) {
+            auto dict = std::make_shared<Dictionary>();
+            dict->format = "circuit-tracer";
+            dict->transcoder = true;
+            dict->activation = Dictionary::Activation::JumpReLUSigned;
+            dict->dIn = dict->dOut = d;
+            dict->dSae = features;
+            dict->site = "blocks." + std::to_string(l) + ".mlp.hook_in";
+            dict->siteOut = "blocks." + std::to_string(l) + ".mlp.hook_out";
+            dict->dir = "random layer " + std::to_string(l);
+            dict->wEnc = torch::zeros({1}).expand({d, features});
+            dict->wDec = torch::zeros({1}).expand({features, d});
+            dict->bEnc = dict->threshold = torch::zeros({features});
+            dict->bDec = torch::zeros({d});
+            t.perLayer.push_back(dict);
+        }
+        for (int64_t n : tokens) {
+            CircuitOptions o;
+            o.batchSize = static_cast<int>(batch);
+            o.maxFeatureNodes = maxNodes;
+            o.activePerLayerPosition = static_cast<double>(features) / 40.0;
+            std::printf("%ld tokens: estimate %s\n", static_cast<long>(n), estimateCircuit(*sized, t, n, o).text().c_str());
+        }
+        return 0;
+    }
     torch::manual_seed(0);
     std::map<std::string, torch::Tensor> w;
     auto lin = [](int64_t out, int64_t in) { return torch::randn({out, in}) / std::sqrt(static_cast<double>(in)); };
@@ -91,11 +129,6 @@ int main(int argc, char** argv) {
         dict->bDec = torch::zeros({d});
         t.perLayer.push_back(dict);
     }
-    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", d},
-                                   {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
-                                   {"num_key_value_heads", heads}, {"vocab_size", vocab}, {"rms_norm_eps", 1e-5},
-                                   {"rope_theta", 10000.0}, {"max_position_embeddings", 4096}, {"hidden_act", "silu"},
-                                   {"tie_word_embeddings", false}};
     auto model = Model::fromTensors(config, w, LoadOptions().withDtype(torch::kFloat32), "random Llama");
     std::printf("random Llama: %ld blocks, width %ld, MLP %ld, vocabulary %ld; transcoders %ld features; %d threads\n",
                 static_cast<long>(layers), static_cast<long>(d), static_cast<long>(inter), static_cast<long>(vocab),

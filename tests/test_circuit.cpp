@@ -236,7 +236,7 @@ private slots:
     /// scale; 1e-4 leaves a margin while any wrong path, freezing or vector moves an edge by far more.
     void matchesCircuitTracer_data() {
         QTest::addColumn<QString>("run");
-        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max"}) QTest::newRow(r) << QString(r);
+        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max", "plt-qwen3"}) QTest::newRow(r) << QString(r);
     }
     void matchesCircuitTracer() {
         QFETCH(QString, run);
@@ -380,6 +380,16 @@ private slots:
         QVERIFY(huge.peakBytes > huge.availableBytes);
         QVERIFY(huge.seconds > small.seconds);
         QVERIFY(huge.text().find("200000 tokens") != std::string::npos);
+        // computeAttributionGraph refuses before running, with the estimate
+        o.memoryLimit = 100000;
+        try {
+            computeAttributionGraph(*model, t, test::goldenIds("tiny-llama"), o);
+            QFAIL("a run over the memory limit was not refused");
+        } catch (const CircuitTooLarge& e) {
+            QVERIFY(e.estimate.peakBytes > 100000);
+            QCOMPARE(e.estimate.availableBytes, static_cast<int64_t>(100000));
+            QVERIFY2(std::string(e.what()).find("of memory") != std::string::npos, e.what());
+        }
     }
 };
 

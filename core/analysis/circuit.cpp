@@ -441,7 +441,7 @@ CircuitEstimate estimateWith(const Model& model, const CircuitTranscoders& t, in
     // Most of these products are small or memory-bound: they run at about half the speed of a 512 × 512 matrix product
     // (measured on the benchmark's model, bench/circuit_bench.cpp).
     e.seconds = e.flops / (0.5 * measuredFlops());
-    e.availableBytes = availableMemory();
+    e.availableBytes = o.memoryLimit > 0 ? o.memoryLimit : availableMemory();
     e.fits = e.availableBytes == 0 || e.peakBytes <= e.availableBytes;
     return e;
 }

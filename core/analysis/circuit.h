@@ -81,6 +81,8 @@ struct CircuitOptions {
     double activePerLayerPosition = 0;
     /// Refuse (nnscope::CircuitTooLarge) when the estimate does not fit in the memory available. On by default.
     bool checkMemory = true;
+    /// The bytes the run may use; 0: the memory available now (/proc/meminfo MemAvailable).
+    int64_t memoryLimit = 0;
 };
 
 /// What the computation reports while it runs: its phase ("forward pass", "logit rows", "feature rows") and how
@@ -109,7 +111,7 @@ struct CircuitEstimate {
     bool rowsOnDisk = false;      ///< the rows exceed CircuitOptions::rowMemoryLimit and go to a temporary file
     double flops = 0;             ///< forward + every backward pass + the row contractions
     double seconds = 0;           ///< flops at this machine's measured matrix-multiply speed
-    int64_t availableBytes = 0;   ///< /proc/meminfo MemAvailable when estimated
+    int64_t availableBytes = 0;   ///< CircuitOptions::memoryLimit, or /proc/meminfo MemAvailable when estimated
     bool fits = true;             ///< peakBytes <= availableBytes
     /// "about 1.2 GB of memory (0.8 GB of rows), about 40 s, for 64 tokens and ~60k active features".
     std::string text() const;
