@@ -412,20 +412,22 @@ CircuitEstimate estimateWith(const Model& model, const CircuitTranscoders& t, in
     e.rowsOnDisk = e.rowBytes > limit;
     // Memory (float32). The batched pass kept for the backward passes holds, per row: per block the frozen pattern
     // (heads × n², what the gradient through the values needs), the input site, the output site and its real value
-    // (3 × n × d); the largest transient of one block (the real MLP's three [n, intermediate] products and the norms', or
+    // (3 × n × d); the largest transient of one block (the real MLP's [n, intermediate] products with the allocator's
+    // slack, 6 × n × intermediate, and the norms' float32 copies, 8 × n × d; or
     // the scores, softmax and pattern, 3 × heads × n²); the embeddings. The backward passes: one injection tensor per
     // target layer and one gradient per block ([n, d] each, 2 × (layers + 1)), autograd's own and the row contractions'
     // temporaries (6 × n × d; measured on the benchmark's model, bench/circuit_bench.cpp).
     const double nd = static_cast<double>(n);
-    const double transient = std::max(nd * (3 * I + 6 * d), 3 * H * nd * nd);
+    const double transient = std::max(nd * (6 * I + 8 * d), 3 * H * nd * nd);
     const double pass = B * (L * (H * nd * nd + 3 * nd * d) + transient + nd * d) * 4;
     const double backward = B * (2 * (L + 1) + 6) * nd * d * 4;
     // the real values per layer (inputs, outputs, errors, activations [n, d_sae]), the active features' vectors
     const double values = (L * nd * (4 * d + 2 * static_cast<double>(t.dTranscoder())) + static_cast<double>(active) * d * (t.crossLayer ? L / 2 + 2 : 3)) * 4;
-    // one batch's rows before they are stored, and the finished graph: 8 bytes an edge (source, weight); about half of
-    // a row's entries are non-zero (a feature reaches only later layers and positions), counted at 0.6
+    // one batch's rows before they are stored, and the finished graph: 8 bytes an edge (source, weight), its sources
+    // the features with rows, the errors and the tokens (the other features' columns are dropped); about half of a
+    // row's entries are non-zero (a feature reaches only later layers and positions), counted at 0.6
     const double batchRows = B * width * 4;
-    const double graph = static_cast<double>(rowsTotal) * width * 8 * 0.6;
+    const double graph = static_cast<double>(rowsTotal) * (static_cast<double>(e.featureRows) + (L + 1) * static_cast<double>(n)) * 8 * 0.6;
     e.peakBytes = static_cast<int64_t>(static_cast<double>(t.weightBytes()) + pass + backward + values + batchRows + graph + nd * V * 8 +
                                        (e.rowsOnDisk ? std::min<double>(static_cast<double>(e.rowBytes), 64e6) : static_cast<double>(e.rowBytes)));
     // FLOPs: the forward of B rows (2 per weight per position; attention 4·heads·head_dim·n² per block; lm_head on one
