@@ -7,6 +7,8 @@
 // max_window_layers on slide (config layer_types, transformers' Qwen2Config).
 #include "families/families.h"
 
+#include "core/model/error.h"
+
 namespace nnscope {
 
 Family qwen2Family() {
