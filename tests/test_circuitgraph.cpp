@@ -10,6 +10,7 @@
 #include "testsuite.h"
 
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -20,6 +21,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sys/resource.h>
 
 using namespace nnscope;
 using json = nlohmann::json;
@@ -63,7 +65,7 @@ AttributionGraph syntheticGraph(int layers, int positions, int featuresPerCell, 
     g.numLayers = layers;
     for (int l = 0; l < layers; ++l)
         for (int p = 1; p < positions; ++p)
-            for (int f = 0; f < featuresPerCell; ++f) g.nodes.push_back({GraphNode::Kind::Feature, l, p, f, 1.0f});
+            for (int f = 0; f < featuresPerCell; ++f) g.nodes.push_back({GraphNode::Kind::Feature, l, p, 1000 + f, 1.0f});
     const size_t features = g.nodes.size();
     for (int l = 0; l < layers; ++l)
         for (int p = 0; p < positions; ++p) g.nodes.push_back({GraphNode::Kind::Error, l, p});
@@ -347,6 +349,33 @@ private slots:
         QCOMPARE(b.prompt, a.prompt);
     }
 
+    /// circuit-tracer's ids collide where a layer-0 feature's index is a layer number: "0_1_2" is feature 1 of layer 0
+    /// at position 2 and layer 1's error at position 2. Both nodes are read; a link into the id goes to the feature.
+    void collidingIdsRead() {
+        AttributionGraph g;
+        g.numLayers = 2;
+        g.tokenStrings = {"a", "b", "c"};
+        g.nodes = {{GraphNode::Kind::Feature, 0, 2, 1, 2.0f}, {GraphNode::Kind::Error, 1, 2}, {GraphNode::Kind::Token, -1, 2, 7}};
+        GraphNode logit{GraphNode::Kind::Logit, 3, 2, 9};
+        logit.tokenProb = 0.7f;
+        logit.token = "z";
+        g.nodes.push_back(logit);
+        QCOMPARE(g.nodes[0].nodeId(), g.nodes[1].nodeId());
+        g.rowStart = {0, 1, 1, 1, 2};  // feature <- token; logit <- feature
+        g.source = {2, 0};
+        g.weight = {0.5f, 0.25f};
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + "/collide.json").toStdString();
+        writeGraphJson(g, path);
+        const AttributionGraph back = readGraphJson(path);
+        QCOMPARE(back.nodes.size(), size_t{4});
+        QCOMPARE(back.nodes[1].kind, GraphNode::Kind::Error);
+        QCOMPARE(back.rowStart, g.rowStart);
+        QCOMPARE(back.source, g.source);
+        QCOMPARE(back.weight, g.weight);
+        QCOMPARE(back.nodes[3].token, std::string("z"));
+    }
+
     /// Bad files are refused with an error naming the file and the problem.
     void badFilesRefused() {
         QTemporaryDir dir;
@@ -415,6 +444,34 @@ private slots:
         const AttributionGraph sub = prunedSubgraph(g, r, 0.8, 0.98);
         QVERIFY(timer.elapsed() < 1000);
         QCOMPARE(static_cast<int64_t>(sub.nodes.size()) <= r.keptNodes + 24 + 10, true);
+    }
+
+    /// A graph of a million edges (a JSON of about 100 MB) writes, and reads back whole and equal, parsed as a stream.
+    void millionEdgeJsonOpens() {
+        AttributionGraph g = syntheticGraph(16, 24, 20, 230, 10, 11);
+        g.prompt = "synthetic";
+        g.tokenStrings.assign(24, "tok");
+        QVERIFY(g.edgeCount() > 1'000'000);
+        QTemporaryDir dir;
+        const std::string path = (dir.path() + "/big.json").toStdString();
+        QElapsedTimer timer;
+        timer.start();
+        writeGraphJson(g, path);
+        const qint64 writeMs = timer.restart();
+        rusage before{};
+        getrusage(RUSAGE_SELF, &before);
+        const AttributionGraph back = readGraphJson(path);
+        const qint64 readMs = timer.elapsed();
+        rusage after{};
+        getrusage(RUSAGE_SELF, &after);
+        const qint64 bytes = QFileInfo(QString::fromStdString(path)).size();
+        qInfo("%lld edges: %.0f MB written in %lld ms, read in %lld ms (peak RSS %ld -> %ld MB)", static_cast<long long>(g.edgeCount()),
+              bytes / 1e6, writeMs, readMs, before.ru_maxrss / 1024, after.ru_maxrss / 1024);
+        QVERIFY(bytes > 90'000'000);
+        QCOMPARE(back.edgeCount(), g.edgeCount());
+        QCOMPARE(back.source, g.source);
+        QCOMPARE(back.weight, g.weight);
+        QCOMPARE(back.nodes.size(), g.nodes.size());
     }
 };
 

@@ -107,6 +107,9 @@ struct Reader {
     std::string file;
     AttributionGraph graph;
     std::unordered_map<std::string, int32_t> ids;
+    /// circuit-tracer's ids collide where a layer-0 feature's index is a layer number: feature "0_L_P" and the error of
+    /// layer L at P. The second node of such an id (of another kind) is kept here.
+    std::unordered_map<std::string, int32_t> collided;
     std::vector<std::tuple<int32_t, int32_t, float>> edges;  ///< (target, source, weight)
     std::vector<json> pendingLinks;  ///< links read before the nodes (a file whose "links" come first)
     bool sawMetadata = false, sawNodes = false, sawLinks = false;
@@ -246,7 +249,12 @@ struct Reader {
                 node.label.clear();
             }
         }
-        if (!ids.emplace(id, static_cast<int32_t>(graph.nodes.size())).second) fail(whereId + ": this node_id is given twice");
+        const auto [it, added] = ids.emplace(id, static_cast<int32_t>(graph.nodes.size()));
+        if (!added) {
+            if (graph.nodes[static_cast<size_t>(it->second)].kind == node.kind || collided.count(id))
+                fail(whereId + ": this node_id is given twice");
+            collided.emplace(id, static_cast<int32_t>(graph.nodes.size()));
+        }
         graph.nodes.push_back(std::move(node));
     }
 
@@ -258,7 +266,13 @@ struct Reader {
         const auto s = ids.find(from), t = ids.find(to);
         if (s == ids.end()) fail(where + " comes from an unknown node \"" + shortText(from, 60) + "\"");
         if (t == ids.end()) fail(where + " goes to an unknown node \"" + shortText(to, 60) + "\"");
-        edges.emplace_back(t->second, s->second, static_cast<float>(w.get<double>()));
+        int32_t target = t->second;
+        // a collided id as a target is the feature: error and token nodes have no incoming edges
+        if (const auto c = collided.find(to); c != collided.end()) {
+            const Kind first = graph.nodes[static_cast<size_t>(target)].kind;
+            if (first == Kind::Error || first == Kind::Token) target = c->second;
+        }
+        edges.emplace_back(target, s->second, static_cast<float>(w.get<double>()));
     }
 
     void finish() {

@@ -32,7 +32,10 @@ void writeGraphJson(const AttributionGraph& graph, const std::string& path);
 /// metadata.prompt_tokens. Edges are stored by target with the sources ascending. Parsed as a stream: the file's text
 /// is never held whole, and each node and link is dropped once read, so memory is the graph plus one element.
 /// Throws nnscope::Error naming the file: not JSON (with the parser's line and column), a missing or mistyped key
-/// (naming the node or link), a node id given twice, a link to an unknown node, an unknown feature_type.
+/// (naming the node or link), a node id given twice, a link to an unknown node, a feature whose node_id is not
+/// layer_feature_pos. circuit-tracer's ids can collide: a layer-0 feature whose index is a layer number L has the id
+/// "0_L_P" of layer L's error at P. Both nodes are kept; a link into that id goes to the feature (errors have no
+/// incoming edges), a link out of it comes from the node listed first (the file cannot tell them apart).
 AttributionGraph readGraphJson(const std::string& path);
 
 }  // namespace nnscope
