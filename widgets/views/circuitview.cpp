@@ -40,7 +40,9 @@ constexpr double kRow = 64;     ///< world units between two rows
 constexpr int kLeft = 64;       ///< screen pixels for the row names
 constexpr int kBottom = 44;     ///< screen pixels for the tokens under the bottom row
 constexpr int kTop = 64;        ///< screen pixels for the logits' tokens over the top row
-constexpr int kEdgeBudget = 20000;  ///< edges drawn when the whole graph is on screen
+/// Edges drawn when the whole graph is on screen (a third of it while dragging). The raster engine blends a long
+/// translucent line in about 25 µs: 5000 lines draw in about 0.13 s on this 2-core machine.
+constexpr int kEdgeBudget = 5000;
 
 QColor positiveColor() { return QColor(0x2b, 0x6c, 0xc4); }
 QColor negativeColor() { return QColor(0xd0, 0x3b, 0x3b); }
@@ -175,7 +177,7 @@ protected:
         // edges: those crossing the visible area, strongest first, up to the budget
         const QRectF visible = QRectF(rect()).adjusted(-2, -2, 2, 2);
         const double zoom = scaleX_ / std::max(fitScale_, 1e-9);
-        const int64_t budget = static_cast<int64_t>(std::min(400000.0, kEdgeBudget * std::max(1.0, zoom * zoom)));
+        const int64_t budget = static_cast<int64_t>(std::min(60000.0, kEdgeBudget * std::max(1.0, zoom * zoom)) / (dragging_ ? 3 : 1));
         constexpr int kBins = 6;
         std::vector<QLineF> bins[2][kBins];
         int64_t drawn = 0;
@@ -192,15 +194,20 @@ protected:
             ++drawn;
         }
         drawnEdges_ = drawn;
+        // thousands of antialiased translucent lines cost seconds in the raster engine: past a few thousand, plain ones
+        p.setRenderHint(QPainter::Antialiasing, drawn <= 3000);
         for (int sign = 0; sign < 2; ++sign)
             for (int bin = 0; bin < kBins; ++bin) {
                 if (bins[sign][bin].empty()) continue;
                 QColor c = sign ? negativeColor() : positiveColor();
                 const double s = (bin + 0.5) / kBins;
                 c.setAlphaF(selected_ >= 0 ? 0.06 + 0.2 * s : 0.12 + 0.7 * s);
-                p.setPen(QPen(c, 0.5 + 2.5 * s * std::min(1.5, std::max(0.6, zoom / 2))));
+                // past a few thousand edges, one-pixel lines (the raster engine's fast path) but for the strongest
+                const double width = 0.5 + 2.5 * s * std::min(1.5, std::max(0.6, zoom / 2));
+                p.setPen(QPen(c, drawn <= 3000 ? width : bin >= kBins - 2 ? 2.0 : 0.0));
                 p.drawLines(bins[sign][bin].data(), static_cast<int>(bins[sign][bin].size()));
             }
+        p.setRenderHint(QPainter::Antialiasing);
         // the selected node's edges over the rest
         if (selected_ >= 0) {
             for (size_t e = 0; e < order_.size(); ++e) {
@@ -322,7 +329,12 @@ protected:
             setToolTip({});
     }
     void mouseReleaseEvent(QMouseEvent* event) override {
-        if (dragging_ || event->button() != Qt::LeftButton) return;
+        if (dragging_) {
+            dragging_ = false;
+            update();  // every edge of the budget again
+            return;
+        }
+        if (event->button() != Qt::LeftButton) return;
         if (clicked) clicked(nodeAt(event->position().toPoint()), event->modifiers() & Qt::ControlModifier);
     }
     void mouseDoubleClickEvent(QMouseEvent* event) override {

@@ -9,7 +9,7 @@
 // pruned). Click a node for its card; Ctrl+click pins it (the subgraph); "Group" makes a named supernode of the pinned
 // nodes; the label field edits the node's clerp. Wheel zooms about the cursor, dragging pans, double-click fits.
 // Level of detail: only edges crossing the visible area are drawn, strongest first, at most a budget that grows as
-// the view zooms in (a million-edge graph draws its strongest 20000 when it is whole on screen).
+// the view zooms in (a million-edge graph draws its strongest 5000 when it is whole on screen).
 #include "core/analysis/circuitgraph.h"
 #include "core/analysis/circuitprune.h"
 
