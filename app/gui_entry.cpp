@@ -105,7 +105,8 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption site("site", QApplication::translate("gui", "Activation patching: layer_output (default), attention_output, mlp_output, head:H or heads (every head)."), "SITE", "layer_output");
     const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
     const QCommandLineOption scheme("color-scheme", QApplication::translate("gui", "The window's colours: dark or light (the Fusion style with a dark or light palette, unless -style names another style); without it, the desktop's."), "SCHEME");
-    p.addOptions({model, prompt, shot, dtype, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, scheme});
+    const QCommandLineOption openGraph("open-graph", QApplication::translate("gui", "An attribution graph JSON to show in the Circuit view (circuit-tracer's or Neuronpedia's; File > Open Graph); needs no model."), "FILE");
+    p.addOptions({model, prompt, shot, dtype, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, openGraph, scheme});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -131,8 +132,13 @@ int runGui(int& argc, char** argv) {
                               "--skip, --steer or patching options (--view, --pin and --screenshot apply).");
         options.openDefault = false;
     }
+    options.graphFile = p.value(openGraph);
+    if (p.isSet(openGraph) && !p.isSet(model)) {
+        options.openDefault = false;  // the graph alone: no demo model behind it
+        if (p.value(view).isEmpty()) options.view = "circuit";
+    }
     options.prompts = p.values(prompt);
-    options.view = p.value(view);
+    if (!p.value(view).isEmpty() || options.view.isEmpty()) options.view = p.value(view);
     options.pins = p.values(pin);
     options.dictionaries = p.values(dictionary);
     options.interventions = interventionLines(p.values(edit), p.values(skip), p.values(steer));
@@ -173,7 +179,7 @@ int runGui(int& argc, char** argv) {
         if (!screenshotPath.endsWith(".png", Qt::CaseInsensitive))
             return usageError(QString("--screenshot writes a PNG: the file name must end in .png (got '%1').").arg(screenshotPath));
         if (options.prompts.isEmpty() && !options.model.isEmpty() && !isDemoModelDir(options.model) && !patching &&
-            options.traceFile.isEmpty())
+            options.traceFile.isEmpty() && options.graphFile.isEmpty())
             return usageError("--screenshot needs --prompt TEXT: it shows the trace of that prompt (only the demo model has a prompt of its own).");
         options.useSettings = false;
         options.openDefault = false;
@@ -200,8 +206,9 @@ int runGui(int& argc, char** argv) {
         if (!qtStyle) QApplication::setStyle("Fusion");
         QApplication::setPalette(colorScheme == "dark" ? darkPalette() : QApplication::style()->standardPalette());
     }
-    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty()) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
-    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty())
+    const bool graphOnly = !options.graphFile.isEmpty() && options.model.isEmpty() && options.traceFile.isEmpty();
+    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty() && !graphOnly) options.model = demoModelDir();  // traced on demoPrompt() without --prompt
+    if (screenshot && options.model.isEmpty() && options.traceFile.isEmpty() && !graphOnly)
         return usageError("--screenshot needs --model DIR (and there is no demo model to fall back on).");
 
     MainWindow window(options);
@@ -223,7 +230,15 @@ int runGui(int& argc, char** argv) {
     if (screenshot) {
         QObject::connect(&window, &MainWindow::modelFailed, &window, [&](const QString&, const QString& message) { fail(message); });
         QObject::connect(&window, &MainWindow::startOptionRefused, &window, [&](const QString& message) { fail(message); });
-        if (!options.traceFile.isEmpty()) {  // a trace file: shoot when it is open
+        if (graphOnly) {  // a graph alone: it was read when the window was made
+            if (!window.errorText().isEmpty()) {
+                const QString error = window.errorText();
+                QTimer::singleShot(0, &window, [&, error] { fail(error); });
+            } else {
+                window.showView(options.view);
+                shoot();
+            }
+        } else if (!options.traceFile.isEmpty()) {  // a trace file: shoot when it is open
             QObject::connect(&window, &MainWindow::traceFileFailed, &window, [&](const QString&, const QString& message) { fail(message); });
             QObject::connect(&window, &MainWindow::traceFileOpened, &window, [&] {
                 window.showView(options.view);

@@ -26,6 +26,7 @@
 #include "widgets/views/patchingview.h"
 #include "widgets/views/familyview.h"
 #include "widgets/views/featuresview.h"
+#include "widgets/views/circuitview.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/panels/modelsummary.h"
 #include "widgets/views/neuronview.h"
@@ -148,6 +149,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
 
     if (!start_.prompts.isEmpty()) tracePanel_->setPrompts(start_.prompts);
     if (!start_.traceFile.isEmpty()) openTraceFile(start_.traceFile);
+    if (!start_.graphFile.isEmpty()) openGraphFile(start_.graphFile);
     QString first = start_.model;
     if (first.isEmpty() && start_.openDefault) {
         for (const QString& dir : recent_)
@@ -269,6 +271,15 @@ void MainWindow::createActions() {
     openTraceAct_->setStatusTip(tr("Browse a trace saved to .safetensors (nnscope trace --out, Export ▸ Trace, or nnterp) "
                                    "without the model's weights"));
     connect(openTraceAct_, &QAction::triggered, this, &MainWindow::openTraceDialog);
+
+    openGraphAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open &Graph…"), this);
+    openGraphAct_->setStatusTip(tr("Show an attribution graph JSON (circuit-tracer's create_graph_files, a Neuronpedia download, or "
+                                   "Export ▸ Save Graph) in the Circuit view, without a model"));
+    connect(openGraphAct_, &QAction::triggered, this, &MainWindow::openGraphDialog);
+    saveGraphAct_ = new QAction(QIcon::fromTheme("document-save-as", QIcon(":/icons/export.svg")), tr("Save &Graph…"), this);
+    saveGraphAct_->setStatusTip(tr("Write the Circuit view's graph, pruned at its thresholds, as circuit-tracer / Neuronpedia JSON with "
+                                   "its labels, pins and supernodes"));
+    connect(saveGraphAct_, &QAction::triggered, this, &MainWindow::saveGraphDialog);
 
     openDictionaryAct_ = new QAction(QIcon::fromTheme("document-open"), tr("Open &Dictionary…"), this);
     openDictionaryAct_->setStatusTip(tr("Attach a sparse dictionary (an SAE or transcoder folder: SAELens, Gemma Scope, sparsify, "
@@ -394,12 +405,13 @@ void MainWindow::createCentral() {
     heads_ = new HeadsView(this);
     text_ = new TextView(this);
     features_ = new FeaturesView(this);
+    circuit_ = new CircuitView(this);
     // the tabs, in the registry's order (viewregistry.h): each name's widget
     const std::map<QString, QWidget*> widgets = {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
         {"family", family_},     {"compare", compare_},         {"patching", patching_}, {"attribution", attribution_},
         {"generate", generate_}, {"flow", flow_},               {"heads", heads_},       {"text", text_},
-        {"features", features_}};
+        {"features", features_}, {"circuit", circuit_}};
     views_ = new QTabWidget(this);
     views_->setDocumentMode(true);
     views_->setTabsClosable(true);
@@ -666,6 +678,7 @@ void MainWindow::createMenus() {
     edit->addAction(redoAct);
     file->addAction(openAct_);
     file->addAction(openTraceAct_);
+    file->addAction(openGraphAct_);
     file->addAction(openDictionaryAct_);
     file->addAction(openDashboardAct_);
     file->addAction(makeDashboardAct_);
@@ -700,6 +713,8 @@ void MainWindow::createMenus() {
     exp->addAction(exportValueAct_);
     exp->addAction(exportTraceAct_);
     exp->addAction(exportDictionaryValuesAct_);
+    exp->addSeparator();
+    exp->addAction(saveGraphAct_);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(docsAct_);
@@ -2293,6 +2308,42 @@ void MainWindow::openTraceDialog() {
     const QString start = !traceFile_.isEmpty() ? QFileInfo(traceFile_).absolutePath() : lastExportDir_;
     const QString path = QFileDialog::getOpenFileName(this, tr("Open trace file"), start, tr("Trace files (*.safetensors);;All files (*)"));
     if (!path.isEmpty()) openTraceFile(path);
+}
+
+void MainWindow::openGraphDialog() {
+    const QString start = !circuit_->fileName().isEmpty() ? QFileInfo(circuit_->fileName()).absolutePath() : lastExportDir_;
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open attribution graph"), start, tr("Graph JSON (*.json);;All files (*)"));
+    if (!path.isEmpty()) openGraphFile(path);
+}
+
+QString MainWindow::openGraphFile(const QString& path) {
+    clearError();
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    const QString error = circuit_->openGraph(path);
+    QApplication::restoreOverrideCursor();
+    if (!error.isEmpty()) {
+        showError(error);
+        return error;
+    }
+    centralStack_->setCurrentWidget(views_);  // the Circuit view needs no model
+    showView("circuit");
+    statusBar()->showMessage(tr("Opened the graph %1").arg(path), 5000);
+    return {};
+}
+
+void MainWindow::saveGraphDialog() {
+    if (!circuit_->hasGraph()) {
+        showError(tr("There is no attribution graph to save: File ▸ Open Graph… first."));
+        return;
+    }
+    const QString name = !circuit_->fileName().isEmpty() ? QFileInfo(circuit_->fileName()).completeBaseName() + "-edited.json"
+                                                         : QStringLiteral("graph.json");
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save attribution graph"), lastExportDir_ + "/" + name, tr("Graph JSON (*.json)"));
+    if (path.isEmpty()) return;
+    lastExportDir_ = QFileInfo(path).absolutePath();
+    const QString error = circuit_->saveGraph(path);
+    if (error.isEmpty()) statusBar()->showMessage(tr("Wrote %1 (File ▸ Open Graph reads it back; so does Neuronpedia)").arg(path), 5000);
+    else showError(error);
 }
 
 void MainWindow::exportTraceDialog() {

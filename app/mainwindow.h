@@ -48,6 +48,7 @@ class TextView;
 struct GenerateRequest;
 class FamilyView;
 class FeaturesView;
+class CircuitView;
 class LogitLensView;
 class NeuronView;
 class PinnedCardsPanel;
@@ -60,6 +61,7 @@ class TraceView;
 struct StartOptions {
     QString model;           ///< --model DIR
     QString traceFile;       ///< --open-trace FILE: browse a trace file instead of opening a checkpoint
+    QString graphFile;       ///< --open-graph FILE: an attribution graph JSON shown in the Circuit view
     QStringList prompts;     ///< --prompt TEXT (traced as soon as the model is open)
     QStringList interventions;  ///< --edit / --skip N / --steer SPEC, as Interventions lines (added once the model is open)
     std::optional<PatchRequest> patch;  ///< --clean, --corrupted, --answer, --wrong, --site: run once the model is open
@@ -173,6 +175,10 @@ public:
     HeadsView* headsView() const { return heads_; }
     TextView* textView() const { return text_; }
     FeaturesView* featuresView() const { return features_; }
+    CircuitView* circuitView() const { return circuit_; }
+    /// Reads an attribution graph JSON (circuit-tracer's or Neuronpedia's, core/io/graphjson.h) into the Circuit view
+    /// and shows it; no model is needed. Returns "" or the error (also shown in the window).
+    QString openGraphFile(const QString& path);
     /// The watcher of the attached dictionaries' run on the last trace (computeFeatureRuns, in the worker).
     JobWatcher* featuresJob() const { return featuresJob_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
@@ -328,6 +334,8 @@ private:
     bool canRun() const { return model_ && traceFile_.isEmpty(); }
     void openDialog();
     void openTraceDialog();
+    void openGraphDialog();
+    void saveGraphDialog();
     void exportTraceDialog();
     void exportPlotDialog();
     void exportValueDialog(const ValueKey& key);
@@ -406,6 +414,7 @@ private:
     HeadsView* heads_;
     TextView* text_;
     FeaturesView* features_;
+    CircuitView* circuit_;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;
@@ -428,6 +437,8 @@ private:
     QMenu* viewMenu_;
     QAction* openAct_;
     QAction* openTraceAct_;
+    QAction* openGraphAct_;
+    QAction* saveGraphAct_;
     QAction* openDictionaryAct_;
     QAction* openDashboardAct_;
     QAction* makeDashboardAct_;

@@ -34,6 +34,8 @@ const std::vector<ViewSpec>& viewSpecs() {
          V::ShowsTrace | V::FollowsBlock},
         {"features", QT_TRANSLATE_NOOP("nnscope::MainWindow", "F&eatures"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Features"),
          QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), Qt::Key_F, kTraceView},
+        {"circuit", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Circuit"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Circuit"),
+         QT_TRANSLATE_NOOP("gui", "an attribution graph: File > Open Graph, or --open-graph"), Qt::Key_G, 0},
     };
     return specs;
 }
