@@ -8,6 +8,9 @@
 #include "core/analysis/attribution.h"
 #include "core/analysis/valuestats.h"
 #include "core/analysis/contribution.h"
+#include "core/analysis/circuit.h"
+#include "core/analysis/circuitprune.h"
+#include "core/io/graphjson.h"
 #include "core/io/export.h"
 #include "core/run/generate.h"
 #include "core/analysis/headscores.h"
@@ -38,13 +41,14 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/resource.h>  // getrusage
 #include <unistd.h>  // isatty
 
 namespace nnscope {
 namespace {
 
 const QStringList kCommands = {"trace", "generate", "tokenize", "support", "print", "train-demo", "family", "patch", "attribute", "heads", "graph",
-                               "features", "train-demo-sae", "train-demo-transcoders"};
+                               "features", "circuit", "train-demo-sae", "train-demo-transcoders"};
 
 std::string s(const QString& q) { return q.toStdString(); }
 
@@ -65,6 +69,9 @@ void printUsage() {
               << "                per-head scores: previous_token, induction, first_token, diagonal\n"
               << "  nnscope graph --model DIR --prompt TEXT [--position P] [--threshold T] [--heads K] [--json]\n"
               << "                information flow routes: which tokens, through which blocks, a position is made of\n"
+              << "  nnscope circuit --model DIR --transcoders DIR --prompt TEXT --out GRAPH.json [--no-prune] [--node-threshold X]\n"
+              << "                  [--edge-threshold Y] [--max-feature-nodes N] [--estimate] [--json]\n"
+              << "                an attribution graph through transcoders, circuit-tracer's (docs/CIRCUITS.md)\n"
               << "  nnscope features --model DIR --dictionary DIR --prompt TEXT [--prompt TEXT]... [--top-k K] [--json] [--out FILE]\n"
               << "                a sparse dictionary's features on each prompt (SAELens, Gemma Scope 2, sparsify, Llama Scope)\n"
               << "  nnscope features --model DIR --dictionary DIR --dataset FILE.txt --out DASH [--context-size N] [--batch B]\n"
@@ -739,6 +746,162 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     return 0;
 }
 
+/// `nnscope circuit`: an attribution graph of the prompt's next-token prediction through transcoders (docs/CIRCUITS.md).
+int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) {
+    const CircuitOptions defaults;
+    QCommandLineOption transcoders("transcoders", "The transcoders: a circuit-tracer folder (config.yaml), or a folder of one SAELens / "
+                                                  "Gemma Scope transcoder per block.", "DIR");
+    QCommandLineOption prompt("prompt", "The prompt (its last position's prediction is explained).", "TEXT");
+    QCommandLineOption out("out", "The graph file to write (circuit-tracer / Neuronpedia JSON).", "GRAPH.json");
+    QCommandLineOption noPrune("no-prune", "Keep every node and every non-zero edge (no pruning).");
+    QCommandLineOption nodeThreshold("node-threshold", "Keep the nodes holding this share of the influence on the logits (default 0.8).", "X",
+                                     "0.8");
+    QCommandLineOption edgeThreshold("edge-threshold", "Keep the edges holding this share of the edge influence (default 0.98).", "Y", "0.98");
+    QCommandLineOption maxFeatureNodes("max-feature-nodes", "Compute edges into at most N features, the most influential first "
+                                                            "(default: every active feature).", "N", "0");
+    QCommandLineOption maxLogits("max-logits", QString("At most this many logit targets (default %1).").arg(defaults.maxNLogits), "N",
+                                 QString::number(defaults.maxNLogits));
+    QCommandLineOption logitProb("logit-probability", QString("Logit targets until their cumulative probability reaches P (default %1).")
+                                                          .arg(defaults.desiredLogitProb), "P", QString::number(defaults.desiredLogitProb));
+    QCommandLineOption batchSize("batch-size", QString("Targets per backward pass (default %1).").arg(defaults.batchSize), "N",
+                                 QString::number(defaults.batchSize));
+    QCommandLineOption estimateOnly("estimate", "Print the memory and time estimate and stop.");
+    QCommandLineOption slug("slug", "The graph's name in the file (default: the output file's name).", "NAME");
+    p.addOptions({c.model, c.json, c.threads, transcoders, prompt, out, noPrune, nodeThreshold, edgeThreshold, maxFeatureNodes, maxLogits, logitProb,
+                  batchSize, estimateOnly, slug});
+    parseCommandLine(p, args);
+    rejectStray(p);
+    if (!p.isSet(c.model) || !p.isSet(transcoders) || !p.isSet(prompt))
+        throw UsageError("circuit needs --model DIR, --transcoders DIR and --prompt TEXT (and --out GRAPH.json to write the graph).");
+    if (!p.isSet(out) && !p.isSet(estimateOnly)) throw UsageError("circuit needs --out GRAPH.json (or --estimate to stop after the estimate).");
+    bool ok = false;
+    auto fraction = [&](const QCommandLineOption& option) {
+        const double v = p.value(option).toDouble(&ok);
+        if (!ok || !(v >= 0 && v <= 1))
+            throw UsageError("--" + s(option.names().front()) + " must be a number between 0 and 1, not '" + s(p.value(option)) + "'.");
+        return v;
+    };
+    auto integer = [&](const QCommandLineOption& option, long long minimum) {
+        const long long v = p.value(option).toLongLong(&ok);
+        if (!ok || v < minimum)
+            throw UsageError("--" + s(option.names().front()) + " must be an integer of at least " + std::to_string(minimum) + ", not '" +
+                             s(p.value(option)) + "'.");
+        return v;
+    };
+    const double nodeT = fraction(nodeThreshold), edgeT = fraction(edgeThreshold);
+    CircuitOptions o;
+    o.maxFeatureNodes = integer(maxFeatureNodes, 0);
+    o.maxNLogits = static_cast<int>(integer(maxLogits, 1));
+    o.desiredLogitProb = fraction(logitProb);
+    o.batchSize = static_cast<int>(integer(batchSize, 1));
+    const int threads = static_cast<int>(integer(c.threads, 0));
+    configureThreads(threads);
+    // Attribution graphs are computed in float32, as circuit-tracer computes them.
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(torch::kFloat32));
+    printLoadWarnings(*model);
+    const CircuitTranscoders set = loadCircuitTranscoders(s(p.value(transcoders)));
+    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const std::vector<int64_t>& ids = batch.ids[0];
+    const CircuitEstimate estimate = estimateCircuit(*model, set, static_cast<int64_t>(ids.size()), o);
+    const bool json = p.isSet(c.json);
+    std::fprintf(json ? stderr : stdout, "estimate: %s\n", estimate.text().c_str());
+    std::fflush(json ? stderr : stdout);  // before the progress lines on stderr
+    if (p.isSet(estimateOnly)) {
+        if (json)
+            std::cout << nlohmann::json{{"tokens", estimate.tokens}, {"active_features_assumed", estimate.activeFeatures},
+                                        {"feature_rows", estimate.featureRows}, {"peak_bytes", estimate.peakBytes},
+                                        {"row_bytes", estimate.rowBytes}, {"rows_on_disk", estimate.rowsOnDisk},
+                                        {"seconds", estimate.seconds}, {"available_bytes", estimate.availableBytes},
+                                        {"fits", estimate.fits}}
+                             .dump(2)
+                      << std::endl;
+        return estimate.fits ? 0 : 1;
+    }
+    if (!estimate.fits)
+        throw CircuitTooLarge("the graph will not fit in the memory available: " + estimate.text() +
+                                  ". Pass a shorter prompt or --max-feature-nodes N.", estimate);
+    const auto started = std::chrono::steady_clock::now();
+    auto lastShown = started - std::chrono::seconds(2);
+    const bool terminal = isatty(fileno(stderr));
+    const CircuitProgress progress = [&](const std::string& phase, int64_t done, int64_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - lastShown < std::chrono::seconds(1)) return;
+        lastShown = now;
+        char text[160];
+        std::snprintf(text, sizeof text, "%s: %lld of %lld (%.1f s)", phase.c_str(), static_cast<long long>(done), static_cast<long long>(total),
+                      std::chrono::duration<double>(now - started).count());
+        if (terminal)
+            std::fprintf(stderr, "\r%-60s%s", text, done == total ? "\n" : "");
+        else
+            std::fprintf(stderr, "%s\n", text);
+        std::fflush(stderr);
+    };
+    CircuitStats stats;
+    AttributionGraph graph = computeAttributionGraph(*model, set, ids, o, progress, nullptr, &stats);
+    graph.prompt = s(p.value(prompt));
+    if (graph.tokenStrings.empty()) {
+        const nlohmann::json labels = tokensJson(*model, ids);
+        for (const auto& t : labels) graph.tokenStrings.push_back(t.get<std::string>());
+    }
+    graph.modelDir = s(p.value(c.model));
+    graph.transcoderDir = s(p.value(transcoders));
+    graph.slug = p.isSet(slug) ? s(p.value(slug)) : std::filesystem::path(s(p.value(out))).stem().string();
+    if (graph.scan.empty()) graph.scan = std::filesystem::path(graph.transcoderDir).filename().string();
+    const PruneResult pruned = pruneGraph(graph, nodeT, edgeT);
+    const GraphScores scores = graphScores(graph);
+    AttributionGraph written;
+    if (p.isSet(noPrune)) {
+        written = graph;
+        for (size_t i = 0; i < written.nodes.size(); ++i) written.nodes[i].influence = pruned.cumulativeScores[i];
+        written.nodeThreshold = nodeT;
+        written.edgeThreshold = edgeT;
+    } else {
+        written = prunedSubgraph(graph, pruned, nodeT, edgeT);
+    }
+    writeGraphJson(written, s(p.value(out)));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    int64_t byKind[4] = {0, 0, 0, 0};
+    for (const GraphNode& n : written.nodes) ++byKind[static_cast<int>(n.kind)];
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    const double peakMiB = usage.ru_maxrss / 1024.0;  // kilobytes on Linux
+    if (json) {
+        nlohmann::json logits = nlohmann::json::array();
+        for (const GraphNode& n : written.nodes)
+            if (n.kind == GraphNode::Kind::Logit) logits.push_back({{"token", n.token}, {"id", n.index}, {"probability", n.tokenProb}});
+        std::cout << nlohmann::json{{"out", s(p.value(out))},
+                                    {"pruned", !p.isSet(noPrune)},
+                                    {"node_threshold", nodeT},
+                                    {"edge_threshold", edgeT},
+                                    {"tokens", tokensJson(*model, ids)},
+                                    {"nodes", {{"feature", byKind[0]}, {"error", byKind[1]}, {"token", byKind[2]}, {"logit", byKind[3]}}},
+                                    {"edges", written.edgeCount()},
+                                    {"unpruned", {{"nodes", graph.nodes.size()}, {"edges", graph.edgeCount()}}},
+                                    {"active_features", stats.activeFeatures},
+                                    {"selected_features", stats.selectedFeatures},
+                                    {"logits", logits},
+                                    {"replacement_score", scores.replacement},
+                                    {"completeness_score", scores.completeness},
+                                    {"seconds", seconds},
+                                    {"peak_memory_bytes", static_cast<int64_t>(usage.ru_maxrss) * 1024},
+                                    {"rows_on_disk", stats.rowsOnDisk}}
+                         .dump(2)
+                  << std::endl;
+        return 0;
+    }
+    std::printf("attribution graph of %zu tokens: %lld active features, %lld with edges computed, %lld edges in all (%.1f s, peak %.0f MiB)\n",
+                ids.size(), static_cast<long long>(stats.activeFeatures), static_cast<long long>(stats.selectedFeatures),
+                static_cast<long long>(graph.edgeCount()), seconds, peakMiB);
+    for (const GraphNode& n : written.nodes)
+        if (n.kind == GraphNode::Kind::Logit) std::printf("  logit \"%s\" p=%.4f%s\n", n.token.c_str(), n.tokenProb, n.targetLogit ? " (target)" : "");
+    std::printf("replacement score %.3f, completeness score %.3f\n", scores.replacement, scores.completeness);
+    std::printf("wrote %s: %lld features, %lld errors, %lld tokens, %lld logits, %lld edges%s\n", s(p.value(out)).c_str(),
+                static_cast<long long>(byKind[0]), static_cast<long long>(byKind[1]), static_cast<long long>(byKind[2]),
+                static_cast<long long>(byKind[3]), static_cast<long long>(written.edgeCount()),
+                p.isSet(noPrune) ? " (unpruned)" : (" (pruned at node " + std::to_string(nodeT).substr(0, 4) + ", edge " + std::to_string(edgeT).substr(0, 4) + ")").c_str());
+    return 0;
+}
+
 /// One dictionary's (or one layer's) part of `nnscope features`: its JSON document (docs/FEATURES.md) and its text.
 struct FeaturesReport {
     nlohmann::json doc;
@@ -1120,6 +1283,7 @@ int runCli(const QStringList& arguments) {
         if (command == "attribute") return cmdAttribute(p, c, args);
         if (command == "heads") return cmdHeads(p, c, args);
         if (command == "graph") return cmdGraph(p, c, args);
+        if (command == "circuit") return cmdCircuit(p, c, args);
         if (command == "features") return cmdFeatures(p, c, args);
     } catch (const UsageError& e) {
         return fail(e.what(), 2);

@@ -10,10 +10,18 @@
 #include "core/run/trace.h"
 #include "core/run/train_demo.h"
 #include "core/io/transcoderset.h"
+#include "core/io/graphjson.h"
+#include "core/analysis/circuitgraph.h"
 
 #include <QDir>
+#include <QProcess>
 #include <QFile>
 #include <QTemporaryDir>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <tuple>
 #include "testsuite.h"
 
 #include <QtTest>
@@ -268,6 +276,67 @@ private slots:
         QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
         QVERIFY(a != c);
         QCOMPARE(nnscope::loadTranscoderSet(QDir(tmp.path()).filePath("a").toStdString()).at(1)->dSae, int64_t(256));
+    }
+
+    // `nnscope circuit` on the demo with its transcoders: the repeated sentence's next word "a" (p > 0.95) is explained by
+    // the induction route — the largest edge into its logit comes from the token "a" at its first occurrence (position
+    // 9), through layer 1's frozen attention — and the graph file reads back with the summary's counts; --no-prune keeps
+    // every node; --estimate stops after the estimate; bad thresholds and a one-token prompt are refused.
+    void demoCircuitCommand() {
+        QTemporaryDir tmp;
+        const QString transcoders = QString(NNSCOPE_DEMO_MODEL_DIR) + "/" + nnscope::kDemoTranscoderFolder;
+        const QString prompt = "tom and lily went to the park with a red ball . tom and lily went to the park with";
+        auto run = [&](const QStringList& extra) {
+            QProcess p;
+            p.start(NNSCOPE_BINARY, QStringList{"circuit", "--model", NNSCOPE_DEMO_MODEL_DIR, "--transcoders", transcoders} + extra);
+            p.waitForFinished(120000);
+            return std::make_tuple(p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError());
+        };
+        const QString pruned = tmp.filePath("pruned.json"), full = tmp.filePath("full.json");
+        auto [code, out, err] = run({"--prompt", prompt, "--out", pruned, "--json"});
+        QVERIFY2(code == 0, err.constData());
+        const auto j = nlohmann::json::parse(out.toStdString());
+        QCOMPARE(j["logits"][0]["token"].get<std::string>(), std::string("a"));
+        QVERIFY(j["logits"][0]["probability"].get<double>() > 0.95);
+        QCOMPARE(j["tokens"].size(), size_t(21));
+        const nnscope::AttributionGraph g = nnscope::readGraphJson(pruned.toStdString());
+        QCOMPARE(int64_t(g.nodes.size()), j["nodes"]["feature"].get<int64_t>() + j["nodes"]["error"].get<int64_t>() +
+                                              j["nodes"]["token"].get<int64_t>() + j["nodes"]["logit"].get<int64_t>());
+        QCOMPARE(g.edgeCount(), j["edges"].get<int64_t>());
+        const int64_t logit = g.findNode("3_5_20");  // layer num_layers + 1, "a" (id 5), the last position
+        QVERIFY(logit >= 0 && g.nodes[logit].targetLogit);
+        int64_t strongest = -1;
+        for (int64_t e = g.rowStart[logit]; e < g.rowStart[logit + 1]; ++e)
+            if (strongest < 0 || std::abs(g.weight[e]) > std::abs(g.weight[strongest])) strongest = e;
+        QVERIFY(strongest >= 0);
+        QCOMPARE(g.nodes[g.source[strongest]].nodeId(), std::string("E_5_9"));
+        QVERIFY(g.weight[strongest] > 5);  // logit units
+
+        std::tie(code, out, err) = run({"--prompt", prompt, "--out", full, "--no-prune", "--json"});
+        QVERIFY2(code == 0, err.constData());
+        const auto u = nlohmann::json::parse(out.toStdString());
+        const nnscope::AttributionGraph whole = nnscope::readGraphJson(full.toStdString());
+        QCOMPARE(int64_t(whole.nodes.size()), u["unpruned"]["nodes"].get<int64_t>());
+        QCOMPARE(whole.edgeCount(), u["unpruned"]["edges"].get<int64_t>());
+        QCOMPARE(u["nodes"]["feature"].get<int64_t>(), u["active_features"].get<int64_t>());
+        QCOMPARE(u["nodes"]["error"].get<int64_t>(), int64_t(2 * 21));
+        QVERIFY(whole.edgeCount() > g.edgeCount());
+
+        std::tie(code, out, err) = run({"--prompt", prompt, "--estimate", "--json"});
+        QVERIFY2(code == 0, err.constData());
+        const auto e = nlohmann::json::parse(out.toStdString());
+        QCOMPARE(e["tokens"].get<int64_t>(), int64_t(21));
+        QVERIFY(e["fits"].get<bool>() && e["peak_bytes"].get<int64_t>() > 0);
+
+        for (const char* bad : {"1.5", "-0.1", "abc"}) {
+            std::tie(code, out, err) = run({"--prompt", prompt, "--out", tmp.filePath("x.json"), "--node-threshold", bad});
+            QCOMPARE(code, 2);
+            QVERIFY2(err.contains("node-threshold"), err.constData());
+        }
+        std::tie(code, out, err) = run({"--prompt", "", "--out", tmp.filePath("y.json")});
+        QVERIFY(code != 0);
+        QVERIFY2(err.contains("token"), err.constData());
+        QVERIFY(!QFile::exists(tmp.filePath("x.json")) && !QFile::exists(tmp.filePath("y.json")));
     }
 
     void refusesForeignFolder() {
