@@ -49,7 +49,8 @@ const char* kUsage =
     "  --threads N        libtorch intra-op threads, 0 = every core (default: 0)\n"
     "  --generate N       greedy generation: a 32-token prompt then N new tokens; 0 skips it (default: 32)\n"
     "  --bf16-dot KERNEL  one-token bfloat16 products: native (AVX512-BF16's VDPBF16PS, where the CPU has it) or\n"
-    "                     widening (bfloat16 widened to float32, any x86-64) (default: native where available)\n"
+    "                     widening (bfloat16 widened to float32, any x86-64), or libtorch (torch::linear: oneDNN,\n"
+    "                     what they replace) (default: native where available)\n"
     "  --json             print one JSON document instead of the tables\n"
     "  -h, --help         print this and exit\n";
 
@@ -192,9 +193,12 @@ int main(int argc, char** argv) {
         } else if (a == "--repeats") {
             repeats = static_cast<int>(parseCount(a, v, 1));
         } else if (a == "--bf16-dot") {
-            if (v != "native" && v != "widening") usageError("--bf16-dot takes native or widening, not '" + v + "'");
+            if (v != "native" && v != "widening" && v != "libtorch")
+                usageError("--bf16-dot takes native, widening or libtorch, not '" + v + "'");
             try {
-                setBf16DotKernel(v == "native" ? Bf16DotKernel::Avx512Bf16 : Bf16DotKernel::Widening);
+                setBf16DotKernel(v == "native"     ? Bf16DotKernel::Avx512Bf16
+                                 : v == "widening" ? Bf16DotKernel::Widening
+                                                   : Bf16DotKernel::Libtorch);
             } catch (const Error& e) {
                 usageError(std::string("--bf16-dot: ") + e.what());
             }

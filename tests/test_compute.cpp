@@ -430,6 +430,12 @@ private slots:
         const auto w = torch::randn({8, 4});
         QVERIFY(!singleRowLinearApplies(torch::randn({2, 4}), w, {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w, {}));  // mixed dtypes
+        {
+            const KernelChoice libtorch(Bf16DotKernel::Libtorch);  // the benchmarks' baseline: bfloat16 to torch::linear
+            QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
+            QVERIFY(singleRowLinearApplies(torch::randn({1, 4}), w, {}));
+        }
+        QVERIFY(singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({8}).to(torch::kBFloat16)));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 8}), w.t(), {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({7})));

@@ -157,13 +157,19 @@ void setBf16DotKernel(Bf16DotKernel kernel) {
 }
 
 const char* bf16DotKernelName(Bf16DotKernel kernel) {
-    return kernel == Bf16DotKernel::Avx512Bf16 ? "avx512_bf16 (VDPBF16PS)" : "widening to float32";
+    switch (kernel) {
+        case Bf16DotKernel::Avx512Bf16: return "avx512_bf16 (VDPBF16PS)";
+        case Bf16DotKernel::Widening: return "widening to float32";
+        case Bf16DotKernel::Libtorch: break;
+    }
+    return "libtorch (torch::linear)";
 }
 
 bool singleRowLinearApplies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     if (!x.defined() || !w.defined()) return false;
     const torch::ScalarType dt = x.scalar_type();
     if ((dt != torch::kFloat32 && dt != torch::kBFloat16) || w.scalar_type() != dt) return false;
+    if (dt == torch::kBFloat16 && bf16DotKernel() == Bf16DotKernel::Libtorch) return false;
     if (w.dim() != 2 || !w.is_contiguous() || x.dim() < 1 || x.size(-1) != w.size(1) || x.numel() != w.size(1)) return false;
     if (!x.device().is_cpu() || !w.device().is_cpu()) return false;
     if (b.defined() && (b.scalar_type() != dt || b.dim() != 1 || b.size(0) != w.size(0) || !b.is_contiguous()))

@@ -17,6 +17,8 @@ namespace nnscope {
 enum class Bf16DotKernel {
     Avx512Bf16,  ///< VDPBF16PS: 32 bfloat16 pairs multiplied (exactly) and summed into 16 float32 lanes per instruction
     Widening,    ///< each weight widened to float32 in registers (exact), multiplied and summed in float32 (any x86-64)
+    Libtorch,    ///< none: singleRowLinearApplies is false for bfloat16 and the engine calls torch::linear (libtorch 1.13
+                 ///< hands it to oneDNN); only for benchmarks that time what singleRowLinear replaces
 };
 
 /// Whether this CPU and this build run the Avx512Bf16 kernel: AVX-512 F/BW/VL and AVX512-BF16 (lscpu's avx512_bf16),
@@ -30,10 +32,10 @@ Bf16DotKernel bf16DotKernel();
 /// nnscope::Error when Avx512Bf16 is asked for where cpuHasAvx512Bf16Dot() is false.
 void setBf16DotKernel(Bf16DotKernel kernel);
 
-/// "avx512_bf16 (VDPBF16PS)" or "widening to float32", for benchmarks and reports.
+/// "avx512_bf16 (VDPBF16PS)", "widening to float32" or "libtorch (torch::linear)", for benchmarks and reports.
 const char* bf16DotKernelName(Bf16DotKernel kernel);
 
-/// Whether singleRowLinear computes linear(x, w, b): x float32 or bfloat16 with one row (numel == in, last axis in), w
+/// Whether singleRowLinear computes linear(x, w, b): x float32 or bfloat16 (bfloat16 unless bf16DotKernel() is Libtorch) with one row (numel == in, last axis in), w
 /// of the same dtype [out, in] contiguous, b undefined or [out] contiguous of the same dtype, and no gradient asked for
 /// (autograd needs torch::linear).
 bool singleRowLinearApplies(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
