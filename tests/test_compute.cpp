@@ -336,6 +336,11 @@ private slots:
         QCOMPARE(cpuHasAvx512Bf16Dot(), listed);
 #endif
         QCOMPARE(bf16DotKernel(), cpuHasAvx512Bf16Dot() ? Bf16DotKernel::Avx512Bf16 : Bf16DotKernel::Widening);
+        QProcess version;  // and `nnscope --version` names it
+        version.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(version.waitForFinished(30000));
+        const QString out = QString::fromUtf8(version.readAllStandardOutput());
+        QVERIFY2(out.contains(QString("One-token bfloat16 products: ") + bf16DotKernelName(bf16DotKernel())), qPrintable(out));
         if (!cpuHasAvx512Bf16Dot()) {
             try {
                 setBf16DotKernel(Bf16DotKernel::Avx512Bf16);
