@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "core/model/error.h"
+#include "core/model/gemv.h"
 #include "core/run/edit.h"
 #include "core/run/dashboard.h"
 #include "core/run/features.h"
@@ -1260,6 +1261,8 @@ int runCli(const QStringList& arguments) {
         std::cout << "Demo model: " << (demo.isEmpty() ? std::string("none found") : s(demo)) << std::endl;
         std::cout << "BLAS: " << blasSummary() << std::endl;
         if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
+        // a one-token pass's (every generation step's) bfloat16 products: core/model/gemv.h
+        std::cout << "One-token bfloat16 products: " << bf16DotKernelName(bf16DotKernel()) << std::endl;
         return 0;
     }
     const QString command = arguments[1];

@@ -7,6 +7,7 @@
 // docs/PERFORMANCE.md (bench/compare_transformers.py runs it beside transformers).
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
+#include "core/model/gemv.h"
 #include "core/model/model.h"
 #include "core/run/openblas.h"
 #include "core/io/safetensors.h"
@@ -47,6 +48,9 @@ const char* kUsage =
     "  --repeats R        timed runs per figure, the best is kept (default: 3)\n"
     "  --threads N        libtorch intra-op threads, 0 = every core (default: 0)\n"
     "  --generate N       greedy generation: a 32-token prompt then N new tokens; 0 skips it (default: 32)\n"
+    "  --bf16-dot KERNEL  one-token bfloat16 products: native (AVX512-BF16's VDPBF16PS, where the CPU has it) or\n"
+    "                     widening (bfloat16 widened to float32, any x86-64), or libtorch (torch::linear: oneDNN,\n"
+    "                     what they replace) (default: native where available)\n"
     "  --json             print one JSON document instead of the tables\n"
     "  -h, --help         print this and exit\n";
 
@@ -176,7 +180,8 @@ int main(int argc, char** argv) {
             json = true;
             continue;
         }
-        if (a != "--dir" && a != "--dtypes" && a != "--lengths" && a != "--repeats" && a != "--threads" && a != "--generate")
+        if (a != "--dir" && a != "--dtypes" && a != "--lengths" && a != "--repeats" && a != "--threads" && a != "--generate" &&
+            a != "--bf16-dot")
             usageError("unknown option '" + a + "'");
         if (i + 1 >= argc) usageError(a + " needs a value");
         const std::string v = argv[++i];
@@ -187,6 +192,16 @@ int main(int argc, char** argv) {
             threads = static_cast<int>(parseCount(a, v, 0));
         } else if (a == "--repeats") {
             repeats = static_cast<int>(parseCount(a, v, 1));
+        } else if (a == "--bf16-dot") {
+            if (v != "native" && v != "widening" && v != "libtorch")
+                usageError("--bf16-dot takes native, widening or libtorch, not '" + v + "'");
+            try {
+                setBf16DotKernel(v == "native"     ? Bf16DotKernel::Avx512Bf16
+                                 : v == "widening" ? Bf16DotKernel::Widening
+                                                   : Bf16DotKernel::Libtorch);
+            } catch (const Error& e) {
+                usageError(std::string("--bf16-dot: ") + e.what());
+            }
         } else if (a == "--generate") {
             generate = static_cast<int>(parseCount(a, v, 0));
         } else if (a == "--lengths") {
@@ -223,6 +238,9 @@ int main(int argc, char** argv) {
     say("OpenBLAS core: %s%s\n", openBlasCoreName()[0] ? openBlasCoreName() : "(not OpenBLAS)",
         std::getenv("OPENBLAS_CORETYPE") ? " (OPENBLAS_CORETYPE set)" : "");
     out["openblas_core"] = openBlasCoreName();
+    out["blas"] = blasSummary();
+    out["bf16_dot"] = bf16DotKernelName(bf16DotKernel());
+    say("BLAS: %s\none-token bfloat16 products: %s\n", blasSummary().c_str(), bf16DotKernelName(bf16DotKernel()));
     const double copy = memcpyRate();
     out["memcpy_gb_s"] = copy / 1e9;
     say("memory copy (memcpy, 1 GiB or more): %.1f GB/s copied (%.1f GB/s of reads and writes)\n", copy / 1e9, 2 * copy / 1e9);

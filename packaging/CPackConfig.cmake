@@ -52,10 +52,13 @@ set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # nnscope_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Without OpenBLAS, Debian's libtorch multiplies float32 matrices with the reference BLAS, ~28 times slower. The OpenMP
-# build shares libgomp's thread pool with libtorch; the pthreads one runs its own beside it and the two fight over the
-# cores (docs/PERFORMANCE.md). Where both are installed Debian prefers the pthreads one: `nnscope --version` says which
-# runs, and packaging/install-deps.sh shows the update-alternatives lines that choose the OpenMP one.
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS libopenblas0-openmp)
+# The BLAS libtorch1.13 loads as libblas.so.3 and libopenblas.so.0 (its own Depends accepts any libblas.so.3, the
+# reference BLAS included, which multiplies float32 matrices about 28 times slower). nnscope needs OpenBLAS's OpenMP
+# build, which shares libgomp's thread pool with libtorch; the pthreads build (libopenblas0-pthread) runs a pool of its
+# own beside it and the two fight over the cores (docs/PERFORMANCE.md). A Depends, so apt installs the OpenMP build
+# (alone, it is the alternative Debian chooses); where the pthreads one is installed too Debian prefers it, and
+# `nnscope --version` says so and names packaging/install-deps.sh, which points both alternatives at the OpenMP build.
+# dpkg-shlibdeps computes the rest of Depends; CPack joins the two.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS libopenblas0-openmp)
 set(CPACK_SOURCE_GENERATOR "")
 include(CPack)

@@ -6,7 +6,7 @@
 #   - its file list (dpkg-deb -c): the program, every file of resources/demo-model, the menu entry, the icon and the
 #     man page, one program in usr/bin and nothing outside usr/;
 #   - Depends: every library the program links (readelf NEEDED) belongs to a Debian package that Depends names, and
-#     no -dev package is named;
+#     no -dev package is named; libopenblas0-openmp is named and libopenblas0-pthread is not;
 #   - the menu entry is valid (desktop-file-validate, where installed) and the man page is made from --help;
 #   - the program unpacked from the package (dpkg-deb -x) finds the demo model unpacked beside it: `nnscope --version`
 #     must name <root>/usr/share/nnscope/demo-model, not the source tree's copy (which a program run from a build tree
@@ -68,6 +68,10 @@ program="$root/usr/bin/nnscope"
   fail "the packaged program says '$("$program" --version | head -n1)', the package's version is $version"
 
 case ", $depends," in *-dev[\ ,]* | *-dev\)*) fail "Depends names a -dev package: $depends" ;; esac
+# One thread pool: OpenBLAS's OpenMP build (libgomp's pool, libtorch's), never the pthreads build beside it (#29).
+case ", $depends," in *", libopenblas0-openmp,"* | *", libopenblas0-openmp "*) ;;
+  *) fail "Depends does not name libopenblas0-openmp (OpenBLAS on libtorch's OpenMP thread pool): $depends" ;; esac
+case "$depends" in *libopenblas0-pthread*) fail "Depends names libopenblas0-pthread (a second thread pool): $depends" ;; esac
 ldd "$program" >"$tmp/ldd" || fail "ldd $program failed"
 for soname in $(readelf -d "$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
   # ldd's line for it: "libfoo.so.1 => /lib/x86_64-linux-gnu/libfoo.so.1 (0x...)", or "/lib64/ld-linux-x86-64.so.2 (0x...)".

@@ -2,6 +2,7 @@
 // How a pass computes, not what: the compute dtype chosen for the CPU (issue 12: bfloat16 only where the CPU has it,
 // float32 elsewhere and said so, never a float32 copy that does not fit), and the single-row float32 linear that
 // one-token passes use (core/model/gemv.h) against libtorch's.
+#include "core/io/safetensors.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -11,6 +12,8 @@
 #include "testutil.h"
 
 #include "testsuite.h"
+
+#include <dlfcn.h>
 
 #include <QProcess>
 #include <QRegularExpression>
@@ -33,6 +36,25 @@ DtypeRequest request(std::optional<torch::ScalarType> stored, std::optional<torc
     r.checkpoint = "/models/big";
     return r;
 }
+
+/// The bfloat16 kernels this CPU runs: the widening one everywhere, AVX512-BF16's where the CPU has it.
+std::vector<Bf16DotKernel> bf16Kernels() {
+    std::vector<Bf16DotKernel> kernels{Bf16DotKernel::Widening};
+    if (cpuHasAvx512Bf16Dot()) kernels.push_back(Bf16DotKernel::Avx512Bf16);
+    return kernels;
+}
+
+/// Chooses singleRowLinear's bfloat16 kernel for a scope and puts the previous one back.
+class KernelChoice {
+public:
+    explicit KernelChoice(Bf16DotKernel kernel) : previous_(bf16DotKernel()) { setBf16DotKernel(kernel); }
+    ~KernelChoice() { setBf16DotKernel(previous_); }
+    KernelChoice(const KernelChoice&) = delete;
+    KernelChoice& operator=(const KernelChoice&) = delete;
+
+private:
+    Bf16DotKernel previous_;
+};
 
 /// linear(x, w, b) in float64, the reference both float32 paths round from.
 torch::Tensor exactLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -70,25 +92,33 @@ private slots:
     }
 
     /// OpenBLAS and libtorch share one thread pool: every OpenBLAS this process loaded (Debian's libtorch loads it as
-    /// libblas.so.3 and as libopenblas.so.0, each a Debian alternative of its own) is the OpenMP build, never the
-    /// pthreads one whose pool fights libtorch's over the cores (#29; packaging/install-deps.sh installs
-    /// libopenblas0-openmp in place of libopenblas0-pthread). `nnscope --version` says which it runs.
+    /// libblas.so.3 and as libopenblas.so.0, each a Debian alternative of its own) is the OpenMP build
+    /// (openblas_get_parallel() == 2), never the pthreads one whose pool fights libtorch's over the cores, nor a
+    /// sequential one that leaves every core but one idle in float32 products (#29; packaging/install-deps.sh installs
+    /// libopenblas0-openmp and points both alternatives at it). `nnscope --version` says which it runs.
     void blasSharesLibtorchsThreadPool() {
         torch::mm(torch::ones({64, 64}), torch::ones({64, 64}));  // the BLAS is loaded and has started its threads
         const std::vector<BlasLibrary> libs = loadedBlasLibraries();
-        bool openBlas = false;
+        int openBlas = 0;
         for (const auto& lib : libs) {
-            QVERIFY2(lib.threading != "pthreads",
-                     qPrintable(QString::fromStdString(lib.path) + " is the pthreads build of OpenBLAS: its own thread pool "
-                                "beside libtorch's (install libopenblas0-openmp, remove libopenblas0-pthread)"));
-            openBlas = openBlas || lib.threading == "OpenMP" || lib.threading == "sequential";
+            if (lib.threading == "unknown") continue;  // not OpenBLAS (the reference BLAS has no openblas_get_parallel)
+            QVERIFY2(lib.threading == "OpenMP",
+                     qPrintable(QString::fromStdString(lib.path) + " is the " + QString::fromStdString(lib.threading) +
+                                " build of OpenBLAS, not the OpenMP one that shares libtorch's thread pool (run "
+                                "packaging/install-deps.sh: libopenblas0-openmp for libblas.so.3 and libopenblas.so.0)"));
+            ++openBlas;
         }
-        if (!openBlas) QSKIP("this build's BLAS is not OpenBLAS");
+        // the symbol libtorch's own calls resolve to, whichever file exports it first
+        using GetParallel = int (*)();
+        if (auto* parallel = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel")))
+            QCOMPARE(parallel(), 2);
+        if (openBlas == 0) QSKIP("this build's BLAS is not OpenBLAS");
         QProcess p;
         p.start(NNSCOPE_BINARY, {"--version"});
         QVERIFY(p.waitForFinished(30000));
         const QString out = QString::fromUtf8(p.readAllStandardOutput());
-        QVERIFY2(out.contains(QRegularExpression("BLAS: OpenBLAS .*\\((OpenMP: one thread pool with libtorch|threading:)")), qPrintable(out));
+        QVERIFY2(out.contains(QRegularExpression("BLAS: OpenBLAS .*USE_OPENMP.*\\(OpenMP: one thread pool with libtorch\\)")),
+                 qPrintable(out));
     }
 
     /// Every branch of resolveComputeDtype, on any CPU: the CPU's answer and the memory are inputs.
@@ -259,6 +289,8 @@ private slots:
     /// bfloat16: singleRowLinear widens the weights to float32 as it reads them, sums in float32 and rounds once, so it
     /// is the float64 product rounded to bfloat16 within the float32 sum's error, and no further from it than libtorch's
     /// own bfloat16 linear (oneDNN) is.
+    /// Both bfloat16 kernels (AVX512-BF16's VDPBF16PS where this CPU has it, and the widening one that runs everywhere)
+    /// are checked on every CPU that can run them, each on one thread and on several.
     void singleRowLinearBf16Matches_data() { singleRowLinearMatches_data(); }
     void singleRowLinearBf16Matches() {
         QFETCH(int, out);
@@ -269,17 +301,132 @@ private slots:
         const auto x = torch::randn({1, 1, in}).to(torch::kBFloat16), w = (torch::randn({out, in}) * 0.05).to(torch::kBFloat16);
         const auto b = bias ? torch::randn({out}).to(torch::kBFloat16) : torch::Tensor();
         QVERIFY(singleRowLinearApplies(x, w, b));
-        const auto y = singleRowLinear(x, w, b);
-        QCOMPARE(y.scalar_type(), torch::kBFloat16);
-        QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{1, 1, out}));
         const auto exact = exactLinear(x, w, b);
         const auto lib = b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
         const auto scale = torch::matmul(x.abs().to(torch::kFloat64), w.abs().to(torch::kFloat64).t()) + exact.abs() + 1e-30;
-        const double ours = ((y.to(torch::kFloat64) - exact).abs() / scale).max().item<double>();
         const double theirs = ((lib.to(torch::kFloat64) - exact).abs() / scale).max().item<double>();
-        // one bfloat16 rounding (2^-9 of the value) plus the float32 sum's error
-        QVERIFY2(ours <= std::pow(2.0, -9) * 1.001 + 4 * in * 6e-8, qPrintable(QString("relative error %1 (libtorch: %2)").arg(ours).arg(theirs)));
-        QVERIFY2(ours <= theirs * 1.001 + 1e-6, qPrintable(QString("relative error %1 above libtorch's %2").arg(ours).arg(theirs)));
+        const int threads = at::get_num_threads();
+        for (const Bf16DotKernel kernel : bf16Kernels()) {
+            const KernelChoice choice(kernel);
+            for (int n : {1, 2}) {
+                at::set_num_threads(n);
+                const auto y = singleRowLinear(x, w, b);
+                QCOMPARE(y.scalar_type(), torch::kBFloat16);
+                QCOMPARE(y.sizes().vec(), (std::vector<int64_t>{1, 1, out}));
+                const double ours = ((y.to(torch::kFloat64) - exact).abs() / scale).max().item<double>();
+                const QString what = QString("%1, %2 threads: relative error %3 (libtorch: %4)")
+                                         .arg(bf16DotKernelName(kernel)).arg(n).arg(ours).arg(theirs);
+                // one bfloat16 rounding (2^-9 of the value) plus the float32 sum's error
+                QVERIFY2(ours <= std::pow(2.0, -9) * 1.001 + 4 * in * 6e-8, qPrintable(what));
+                QVERIFY2(ours <= theirs * 1.001 + 1e-6, qPrintable(what + " above libtorch's"));
+            }
+        }
+        at::set_num_threads(threads);
+    }
+
+    /// The bfloat16 kernel follows the CPU: VDPBF16PS exactly where lscpu would list avx512_bf16 (here: what the CPU
+    /// says through cpuid, which is what /proc/cpuinfo's flags show); asking for it elsewhere is an error, not a crash.
+    void bf16KernelFollowsCpu() {
+        QFile cpuinfo("/proc/cpuinfo");
+        if (!cpuinfo.open(QIODevice::ReadOnly)) QSKIP("no /proc/cpuinfo");
+        const QString flags = QString::fromUtf8(cpuinfo.readAll());
+        const bool listed = flags.contains(QRegularExpression("^flags\\s*:.*\\bavx512_bf16\\b", QRegularExpression::MultilineOption)) &&
+                            flags.contains(QRegularExpression("^flags\\s*:.*\\bavx512vl\\b", QRegularExpression::MultilineOption));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+        QCOMPARE(cpuHasAvx512Bf16Dot(), listed);
+#endif
+        QCOMPARE(bf16DotKernel(), cpuHasAvx512Bf16Dot() ? Bf16DotKernel::Avx512Bf16 : Bf16DotKernel::Widening);
+        QProcess version;  // and `nnscope --version` names it
+        version.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(version.waitForFinished(30000));
+        const QString out = QString::fromUtf8(version.readAllStandardOutput());
+        QVERIFY2(out.contains(QString("One-token bfloat16 products: ") + bf16DotKernelName(bf16DotKernel())), qPrintable(out));
+        if (!cpuHasAvx512Bf16Dot()) {
+            try {
+                setBf16DotKernel(Bf16DotKernel::Avx512Bf16);
+                QFAIL("the AVX512-BF16 kernel was accepted on a CPU without it");
+            } catch (const Error& e) {
+                QVERIFY2(QString(e.what()).contains("avx512_bf16"), e.what());
+            }
+        }
+    }
+
+    /// On real weights and activations: the bfloat16 projections of two fixtures (tiny-llama; tiny-persimmon, every
+    /// projection biased, q/k/v fused), fed the inputs transformers computed for them (golden_bfloat16.safetensors, the
+    /// 9-token prompt, one position at a time). Each output is within one bfloat16 rounding of the float64 product,
+    /// within one bfloat16 step of libtorch 1.13's own bfloat16 linear on the same row, and, where transformers saved
+    /// the product (the attention's out-projection: attention_output; the MLP's: mlp_output; lm_head_output: torch
+    /// 2.15's bfloat16 linear over all 9 rows), within one bfloat16 step of transformers' value.
+    void singleRowLinearBf16OnFixture_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QStringList>("attentionIn");  // the projections of attention_norm_output
+        QTest::addColumn<QString>("attentionOut");     // of attention_premix (the heads side by side)
+        QTest::addColumn<QStringList>("mlpIn");        // of mlp_norm_output
+        QTest::addColumn<QString>("mlpOut");           // of mlp_neurons
+        QTest::newRow("tiny-llama") << "tiny-llama" << QStringList{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}
+                                    << "self_attn.o_proj" << QStringList{"mlp.gate_proj", "mlp.up_proj"} << "mlp.down_proj";
+        QTest::newRow("tiny-persimmon (biases)") << "tiny-persimmon" << QStringList{"self_attn.query_key_value"}
+                                                 << "self_attn.dense" << QStringList{"mlp.dense_h_to_4h"} << "mlp.dense_4h_to_h";
+    }
+    void singleRowLinearBf16OnFixture() {
+        QFETCH(QString, fixture);
+        QFETCH(QStringList, attentionIn);
+        QFETCH(QString, attentionOut);
+        QFETCH(QStringList, mlpIn);
+        QFETCH(QString, mlpOut);
+        c10::InferenceMode guard;
+        const std::string dir = test::fixture(fixture.toStdString());
+        SafetensorsFile weights(dir + "/model.safetensors");
+        SafetensorsFile golden(dir + "/golden_bfloat16.safetensors");
+        const auto bias = [&](const std::string& name) { return weights.contains(name) ? weights.tensor(name) : torch::Tensor(); };
+        struct Product {
+            std::string weight, input, output;  // output: "" where transformers saved no product of this weight alone
+        };
+        std::vector<Product> products;
+        for (int layer = 0; layer < 2; ++layer) {
+            const std::string l = "model.layers." + std::to_string(layer) + ".", g = "single.layers." + std::to_string(layer) + ".";
+            for (const QString& p : attentionIn) products.push_back({l + p.toStdString(), g + "attention_norm_output", ""});
+            products.push_back({l + attentionOut.toStdString(), g + "self_attn.attention_premix", g + "self_attn.attention_output"});
+            for (const QString& p : mlpIn) products.push_back({l + p.toStdString(), g + "mlp_norm_output", ""});
+            products.push_back({l + mlpOut.toStdString(), g + "mlp.mlp_neurons", g + "mlp.mlp_output"});
+        }
+        products.push_back({weights.contains("lm_head.weight") ? "lm_head" : "model.embed_tokens", "single.final_norm_output",
+                            "single.lm_head_output"});
+        int compared = 0, withTransformers = 0;
+        for (const Product& p : products) {
+            const torch::Tensor w = weights.tensor(p.weight + ".weight"), b = bias(p.weight + ".bias");
+            QCOMPARE(w.scalar_type(), torch::kBFloat16);
+            const torch::Tensor inputs = golden.tensor(p.input).flatten(2);  // [1, seq, in]: the heads side by side
+            const torch::Tensor outputs = p.output.empty() ? torch::Tensor() : golden.tensor(p.output);
+            for (int64_t pos = 0; pos < inputs.size(1); ++pos) {
+                const torch::Tensor x = inputs.index({0, pos}).reshape({1, 1, -1});
+                const auto exact = exactLinear(x, w, b);
+                const auto scale = torch::matmul(x.abs().to(torch::kFloat64), w.abs().to(torch::kFloat64).t()) + exact.abs() + 1e-30;
+                const double bound = std::pow(2.0, -9) * 1.001 + 4 * w.size(1) * 6e-8;  // one rounding + the float32 sum's
+                const auto lib = b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+                for (const Bf16DotKernel kernel : bf16Kernels()) {
+                    const KernelChoice choice(kernel);
+                    QVERIFY(singleRowLinearApplies(x, w, b));
+                    const auto y = singleRowLinear(x, w, b).to(torch::kFloat64);
+                    const QString where = QString("%1 at position %2, %3").arg(QString::fromStdString(p.weight)).arg(pos)
+                                              .arg(bf16DotKernelName(kernel));
+                    const double ours = ((y - exact).abs() / scale).max().item<double>();
+                    QVERIFY2(ours <= bound, qPrintable(where + QString(": relative error %1").arg(ours)));
+                    const double fromLib = ((y - lib.to(torch::kFloat64)).abs() / scale).max().item<double>();
+                    QVERIFY2(fromLib <= 2 * bound, qPrintable(where + QString(": %1 from libtorch's").arg(fromLib)));
+                    if (outputs.defined()) {
+                        const auto want = outputs.index({0, pos}).to(torch::kFloat64).reshape({1, 1, -1});
+                        const double fromHf = ((y - want).abs() / scale).max().item<double>();
+                        QVERIFY2(fromHf <= 2 * bound, qPrintable(where + QString(": %1 from transformers'").arg(fromHf)));
+                        ++withTransformers;
+                    }
+                    ++compared;
+                }
+            }
+        }
+        const int kernels = static_cast<int>(bf16Kernels().size());
+        QCOMPARE(compared, static_cast<int>(products.size()) * 9 * kernels);
+        QCOMPARE(withTransformers, 5 * 9 * kernels);
     }
 
     /// Where it does not apply (several rows, mixed dtypes, a transposed weight, autograd), the engine keeps torch::linear
@@ -288,6 +435,12 @@ private slots:
         const auto w = torch::randn({8, 4});
         QVERIFY(!singleRowLinearApplies(torch::randn({2, 4}), w, {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w, {}));  // mixed dtypes
+        {
+            const KernelChoice libtorch(Bf16DotKernel::Libtorch);  // the benchmarks' baseline: bfloat16 to torch::linear
+            QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
+            QVERIFY(singleRowLinearApplies(torch::randn({1, 4}), w, {}));
+        }
+        QVERIFY(singleRowLinearApplies(torch::randn({1, 4}).to(torch::kBFloat16), w.to(torch::kBFloat16), {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({8}).to(torch::kBFloat16)));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 8}), w.t(), {}));
         QVERIFY(!singleRowLinearApplies(torch::randn({1, 4}), w, torch::randn({7})));

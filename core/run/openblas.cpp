@@ -79,8 +79,9 @@ std::string blasSummary() {
     }
     if (allOpenMp) line += " (OpenMP: one thread pool with libtorch)";
     else if (!pthreads.empty()) {
-        line += " (pthreads: its own thread pool beside libtorch's OpenMP one, which fight over the cores; install "
-                "libopenblas0-openmp and remove libopenblas0-pthread, see docs/PERFORMANCE.md):";
+        line += " (pthreads: its own thread pool beside libtorch's OpenMP one, which fight over the cores; "
+                "packaging/install-deps.sh installs libopenblas0-openmp and points libblas.so.3 and libopenblas.so.0 at "
+                "it, see docs/PERFORMANCE.md):";
         for (const auto& p : pthreads) line += " " + p;
     } else {
         line += " (threading:";
