@@ -224,6 +224,12 @@ public:
             return;
         }
         const fs::path dir = tempDir.empty() ? fs::temp_directory_path() : fs::path(tempDir);
+        std::error_code ec;
+        const fs::space_info space = fs::space(dir, ec);
+        if (!ec && static_cast<int64_t>(space.available) < bytes)
+            throw Error(dir.string() + ": the graph's rows need a " + gb(static_cast<double>(bytes)) + " temporary file there, and only " +
+                        gb(static_cast<double>(space.available)) + " is free (set another folder for temporary files, or fewer feature "
+                        "nodes).");
         std::string pattern = (dir / "nnscope-circuit-rows.XXXXXX").string();
         std::vector<char> name(pattern.begin(), pattern.end());
         name.push_back('\0');
@@ -421,8 +427,9 @@ CircuitEstimate estimateWith(const Model& model, const CircuitTranscoders& t, in
     const double transient = std::max(nd * (6 * I + 8 * d), 3 * H * nd * nd);
     const double pass = B * (L * (H * nd * nd + 3 * nd * d) + transient + nd * d) * 4;
     const double backward = B * (2 * (L + 1) + 6) * nd * d * 4;
-    // the real values per layer (inputs, outputs, errors, activations [n, d_sae]), the active features' vectors
-    const double values = (L * nd * (4 * d + 2 * static_cast<double>(t.dTranscoder())) + static_cast<double>(active) * d * (t.crossLayer ? L / 2 + 2 : 3)) * 4;
+    // the real values per layer (inputs, outputs, errors, activations [n, d_sae]), one batch's encoder vectors and one
+    // group's decoder rows at a time
+    const double values = (L * nd * (4 * d + 2 * static_cast<double>(t.dTranscoder())) + 2 * B * d) * 4;
     // one batch's rows before they are stored, and the finished graph: 8 bytes an edge (source, weight), its sources
     // the features with rows, the errors and the tokens (the other features' columns are dropped); about half of a
     // row's entries are non-zero (a feature reaches only later layers and positions), counted at 0.6
@@ -563,8 +570,8 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
         logitVectors = wU.index_select(0, logitIds) - wU.mean(0, /*keepdim=*/true);  // demeaned unembedding rows
     }
 
-    // Source vectors: per (layer, position) group of active features, their encoder vectors (as targets) and their
-    // decoder vectors times the activation (as sources, one per output layer).
+    // The active features by (layer, position) group: as sources, a group's decoder rows times its activations are
+    // contracted with the gradient at its position.
     const torch::Tensor tokenVectors = taps.embeddings[0].detach().to(torch::kFloat32);  // [n, d]
     struct Group {
         int layer;
@@ -576,22 +583,17 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
             groups.push_back({static_cast<int>(featLayer[j]), featPos[j], j, 0});
         ++groups.back().count;
     }
-    torch::Tensor encoderVecs = torch::empty({nActive, c.hiddenSize});
-    // decoder vectors by output layer: decoders[l] is [n_groups_writing_to_l ...]: kept per group and output layer
-    std::vector<std::vector<torch::Tensor>> groupDecoders(groups.size());
-    {
+    // The vectors are gathered from the transcoders' (mapped) weights when a batch needs them, not held for every
+    // active feature: a target's encoder vector, a group's decoder rows times the activations.
+    const torch::Tensor featIdxT = torch::tensor(featIdx, torch::kInt64);
+    const torch::Tensor actT = torch::tensor(featAct, torch::kFloat32);
+    auto encoderVectors = [&](const std::vector<int64_t>& features) {
         torch::NoGradGuard noGrad;
-        const torch::Tensor featIdxT = torch::tensor(featIdx, torch::kInt64);
-        const torch::Tensor actT = torch::tensor(featAct, torch::kFloat32);
-        for (size_t g = 0; g < groups.size(); ++g) {
-            const Group& G = groups[g];
-            const torch::Tensor feats = featIdxT.narrow(0, G.first, G.count);
-            encoderVecs.narrow(0, G.first, G.count).copy_(enc.encoderVectors(G.layer, feats));
-            const torch::Tensor a = actT.narrow(0, G.first, G.count).unsqueeze(-1);
-            for (int l = G.layer; l <= enc.lastOutput(G.layer); ++l)
-                groupDecoders[g].push_back((enc.decoderRows(G.layer, l, feats) * a).contiguous());
-        }
-    }
+        std::vector<torch::Tensor> rows;
+        for (int64_t j : features)
+            rows.push_back(enc.encoderVectors(static_cast<int>(featLayer[static_cast<size_t>(j)]), featIdxT.narrow(0, j, 1)));
+        return torch::cat(rows);
+    };
 
     // The rows: logits first, then features in the order they are visited.
     const int64_t width = nActive + (L + 1) * n;  // sources: features, errors, tokens (logit columns are all zero)
@@ -631,10 +633,13 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
         for (size_t gi = 0; gi < groups.size(); ++gi) {
             const Group& G = groups[gi];
             torch::Tensor acc;
+            const torch::Tensor feats = featIdxT.narrow(0, G.first, G.count);
+            const torch::Tensor a = actT.narrow(0, G.first, G.count).unsqueeze(-1);
             for (int l = G.layer; l <= enc.lastOutput(G.layer) && l < outLayers; ++l) {
                 const torch::Tensor& gl = g[static_cast<size_t>(l)];
                 if (!gl.defined()) continue;
-                const torch::Tensor part = torch::matmul(gl.select(1, G.pos).to(torch::kFloat32), groupDecoders[gi][static_cast<size_t>(l - G.layer)].t());
+                const torch::Tensor decoders = enc.decoderRows(G.layer, l, feats) * a;  // a_s · W_dec rows, [count, d]
+                const torch::Tensor part = torch::matmul(gl.select(1, G.pos).to(torch::kFloat32), decoders.t());
                 acc = acc.defined() ? acc + part : part;
             }
             if (acc.defined()) rows.narrow(1, G.first, G.count).copy_(acc);
@@ -699,8 +704,7 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
                     tp.push_back(featPos[static_cast<size_t>(j)]);
                     nodes.push_back(j);
                 }
-                const torch::Tensor sel = torch::tensor(nodes, torch::kInt64);
-                storeRows(computeRows(tl, tp, encoderVecs.index_select(0, sel)), nodes);
+                storeRows(computeRows(tl, tp, encoderVectors(nodes)), nodes);
                 for (int64_t j : nodes) visited[static_cast<size_t>(j)] = 1;
             }
             nVisited += static_cast<int64_t>(qEnd - q);

@@ -110,7 +110,7 @@ struct CircuitEstimate {
     int64_t rowBytes = 0;         ///< of which the rows (the largest part on long prompts)
     bool rowsOnDisk = false;      ///< the rows exceed CircuitOptions::rowMemoryLimit and go to a temporary file
     double flops = 0;             ///< forward + every backward pass + the row contractions
-    double seconds = 0;           ///< flops at this machine's measured matrix-multiply speed
+    double seconds = 0;           ///< flops at half the speed of a 512 × 512 float32 product measured here (calibrated on the bench)
     int64_t availableBytes = 0;   ///< CircuitOptions::memoryLimit, or /proc/meminfo MemAvailable when estimated
     bool fits = true;             ///< peakBytes <= availableBytes
     /// "about 1.2 GB of memory (0.8 GB of rows), about 40 s, for 64 tokens and ~60k active features".
