@@ -238,7 +238,8 @@ private slots:
     void roundTrip() {
         AttributionGraph g = readGraphJson(circuitFile("graph-b-full.json"));
         g.nodes[3].label = "says \"capital\" — ünïcode";
-        g.nodes.back().label = "the answer";  // a labelled logit keeps its label
+        g.nodes.back().label = "the answer";  // a labelled logit keeps its label and its token
+        QVERIFY(!g.nodes.back().token.empty());
         g.pinnedIds = {g.nodes[0].nodeId(), g.nodes[5].nodeId()};
         g.supernodes = {{"group one", {g.nodes[0].nodeId(), g.nodes[5].nodeId()}}, {"second", {g.nodes[7].nodeId()}}};
         g.nodeThreshold = 0.65;
@@ -256,7 +257,7 @@ private slots:
             QCOMPARE(b.tokenProb, a.tokenProb);
             QCOMPARE(b.targetLogit, a.targetLogit);
             if (a.kind != GraphNode::Kind::Logit) QCOMPARE(b.influence, a.influence);
-            if (a.kind == GraphNode::Kind::Token) QCOMPARE(b.token, a.token);
+            if (a.kind == GraphNode::Kind::Token || a.kind == GraphNode::Kind::Logit) QCOMPARE(b.token, a.token);
         }
         QCOMPARE(back.rowStart, g.rowStart);
         QCOMPARE(back.source, g.source);

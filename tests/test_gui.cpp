@@ -3693,6 +3693,24 @@ void TestGui::circuitView() {
     QVERIFY2(error.contains(bad) && error.contains("not valid JSON"), qPrintable(error));
     QVERIFY(w.errorText().contains(bad));
     QCOMPARE(cv->visibleNodeCount(), prunedNodes);  // the graph shown stays
+
+    // `gui --open-graph FILE --screenshot PNG` needs no model; a broken graph ends it with the file's error
+    auto run = [](const QStringList& args, QString* err) {
+        QProcess p;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        p.setProcessEnvironment(env);
+        p.start(kBinary, args);
+        if (!p.waitForFinished(60000)) return -1;
+        *err = QString::fromUtf8(p.readAllStandardError());
+        return p.exitCode();
+    };
+    QString err;
+    const QString shot = tmp_.filePath("circuit-shot.png");
+    QCOMPARE(run({"gui", "--open-graph", circuits + "/graph-b-pruned.json", "--screenshot", shot}, &err), 0);
+    QVERIFY2(!QImage(shot).isNull(), qPrintable(err));
+    QCOMPARE(run({"gui", "--open-graph", bad, "--screenshot", shot}, &err), 1);
+    QVERIFY2(err.contains(bad) && err.contains("not valid JSON"), qPrintable(err));
 }
 
 void TestGui::circuitViewMillionEdges() {

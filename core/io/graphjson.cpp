@@ -52,6 +52,9 @@ const char* featureType(Kind kind) {
     return "";
 }
 
+/// What separates a logit's circuit-tracer clerp from the researcher's label in the file.
+constexpr const char* kLabelSeparator = " — ";
+
 /// circuit-tracer's clerp of a logit node: Output "tok" (p=0.123).
 std::string logitClerp(const GraphNode& node) {
     char p[32];
@@ -68,7 +71,10 @@ void writeNode(std::ostream& out, const GraphNode& node) {
         case Kind::Token: feature = node.position; layer = "E"; break;
         case Kind::Logit: feature = node.index; break;
     }
-    const std::string clerp = node.kind == Kind::Logit && node.label.empty() ? logitClerp(node) : node.label;
+    // a logit's clerp names its token (circuit-tracer's); a label of the researcher's follows it after " — "
+    const std::string clerp = node.kind != Kind::Logit ? node.label
+                              : node.label.empty()     ? logitClerp(node)
+                                                       : logitClerp(node) + kLabelSeparator + node.label;
     // circuit-tracer gives logits no influence and only features an activation
     const std::string influence = node.kind == Kind::Logit ? "null" : number(node.influence);
     const std::string activation = node.kind == Kind::Feature ? number(node.activation) : "null";
@@ -242,11 +248,17 @@ struct Reader {
         }
         if (node.kind == Kind::Logit) {
             // circuit-tracer's clerp names the token: Output "tok" (p=0.123); it is no label of the researcher's
+            // (and a label of the researcher's may follow: Output "tok" (p=0.123) — label)
             const std::string& label = node.label;
-            const size_t open = label.find("Output \""), close = label.rfind("\" (p=");
-            if (open == 0 && close != std::string::npos && close >= 8 && label.back() == ')') {
-                node.token = label.substr(8, close - 8);
-                node.label.clear();
+            const size_t close = label.rfind("\" (p=");
+            const size_t end = close == std::string::npos ? close : label.find(')', close);
+            if (label.rfind("Output \"", 0) == 0 && close != std::string::npos && close >= 8 && end != std::string::npos) {
+                const std::string rest = label.substr(end + 1);
+                const std::string separator = kLabelSeparator;
+                if (rest.empty() || rest.rfind(separator, 0) == 0) {
+                    node.token = label.substr(8, close - 8);
+                    node.label = rest.empty() ? std::string() : rest.substr(separator.size());
+                }
             }
         }
         const auto [it, added] = ids.emplace(id, static_cast<int32_t>(graph.nodes.size()));

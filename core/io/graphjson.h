@@ -21,14 +21,15 @@ namespace nnscope {
 
 /// Writes `graph` (every node and edge it holds: prune it first with prunedSubgraph for circuit-tracer's pruned file)
 /// to `path` in circuit-tracer's layout, indented by 2 as create_graph_files writes it; labels are the nodes' clerp,
-/// pins and supernodes go to qParams. A logit node without a label gets circuit-tracer's 'Output "tok" (p=0.123)'.
+/// pins and supernodes go to qParams. A logit node's clerp is circuit-tracer's 'Output "tok" (p=0.123)', followed by
+/// " — " and its label where it has one (so that the token survives a label).
 /// Streamed: memory does not grow with the number of edges. Written to a temporary file and renamed, so a failure
 /// leaves nothing half-written. Throws nnscope::Error naming the file.
 void writeGraphJson(const AttributionGraph& graph, const std::string& path);
 
 /// Reads a graph JSON written by circuit-tracer, downloaded from Neuronpedia, or written by writeGraphJson. Nodes keep
 /// the file's order (any order is fine); keys the reader does not know are ignored; a logit's token comes from its
-/// clerp when that is circuit-tracer's 'Output "tok" (p=...)' (the label is then left empty), a token's from
+/// clerp when that is circuit-tracer's 'Output "tok" (p=...)' (the label is what follows " — ", or empty), a token's from
 /// metadata.prompt_tokens. Edges are stored by target with the sources ascending. Parsed as a stream: the file's text
 /// is never held whole, and each node and link is dropped once read, so memory is the graph plus one element.
 /// Throws nnscope::Error naming the file: not JSON (with the parser's line and column), a missing or mistyped key

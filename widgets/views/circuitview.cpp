@@ -282,8 +282,14 @@ protected:
                 p.drawText(QPointF(0, 0), p.fontMetrics().elidedText(label, Qt::ElideRight, 110));
                 p.restore();
             } else if (!n.label.empty() && (r >= 5 || i == selected_)) {
+                // on a veil of the base colour, readable over the edges and the next nodes
+                const QString label = p.fontMetrics().elidedText(QString::fromStdString(n.label), Qt::ElideRight, 140);
+                const QRectF box(c.x() + r + 3, c.y() - 8, p.fontMetrics().horizontalAdvance(label) + 4, 16);
+                QColor veil = base;
+                veil.setAlphaF(0.85);
+                p.fillRect(box, veil);
                 p.setPen(text);
-                p.drawText(QPointF(c.x() + r + 3, c.y() + 4), p.fontMetrics().elidedText(QString::fromStdString(n.label), Qt::ElideRight, 140));
+                p.drawText(box, Qt::AlignCenter, label);
             }
         }
         // the sign legend
@@ -410,7 +416,10 @@ private:
                     const size_t i = static_cast<size_t>(cell[k]);
                     pos_[i] = QPointF(start + static_cast<double>(places[k]) * kCell, rowY(r));
                     const float influence = nodes[i].influence;
-                    radius_[i] = std::isnan(influence) ? 4.5 : 3.0 + 5.5 * std::clamp(1.0 - static_cast<double>(influence), 0.0, 1.0);
+                    // tokens and logits as large marks (circuit-tracer gives logits no influence); features and errors by influence
+                    radius_[i] = nodes[i].kind == Kind::Token || nodes[i].kind == Kind::Logit ? 6.5
+                                 : std::isnan(influence)                                     ? 4.5
+                                          : 3.0 + 5.5 * std::clamp(1.0 - static_cast<double>(influence), 0.0, 1.0);
                 }
             }
             x += width;
