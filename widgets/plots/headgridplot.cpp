@@ -31,6 +31,7 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     scroll_ = scroll;
     scroll->setWidget(plot_);
     scroll->setWidgetResizable(true);
+    scroll->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
@@ -65,6 +66,7 @@ void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& t
     scale_->axis()->setLabel(tr("attention probability"));
     scale_->setBarWidth(12);
     plot_->plotLayout()->addElement(0, 1, scale_);
+    plot_->plotLayout()->setColumnStretchFactor(1, 0.01);  // the tiles take the width, the scale its bar and labels
     const float* data = pattern_.data_ptr<float>();
     for (int h = 0; h < heads; ++h) {
         auto* rect = new QCPAxisRect(plot_);
@@ -129,8 +131,7 @@ void HeadGridPlot::fit() {
     const QSize room = scroll_->maximumViewportSize();
     const int tile = std::max(kMinTile, std::min((room.width() - kScaleWidth) / std::max(1, columns_), room.height() / std::max(1, rows_)));
     tile_ = tile;
-    plot_->setMinimumSize(columns_ * tile + kScaleWidth, rows_ * tile);
-    plot_->setMaximumSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX);
+    plot_->setFixedSize(columns_ * tile + kScaleWidth, rows_ * tile);  // square tiles, the scale beside them
     scroll_->horizontalScrollBar()->setValue(0);
     scroll_->verticalScrollBar()->setValue(0);
     plot_->replot();
