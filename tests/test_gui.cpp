@@ -4353,8 +4353,16 @@ void TestGui::attributionShowsEveryHead() {
     AttributionView* av = w->attributionView();
     QVERIFY(av->attribution());
     QTest::qWait(50);
-    const QString why = showsWholeGrid(av->headHeatmap());
+    QString why = showsWholeGrid(av->headHeatmap());
     QVERIFY2(why.isEmpty(), qPrintable(why));
+    // narrower than the heads at their old minimum cell (26 px each): still every head
+    av->headHeatmap()->setFixedWidth(220);
+    QTest::qWait(50);
+    why = showsWholeGrid(av->headHeatmap());
+    QVERIFY2(why.isEmpty(), qPrintable("at 220 px: " + why));
+    av->headHeatmap()->setMinimumWidth(0);
+    av->headHeatmap()->setMaximumWidth(QWIDGETSIZE_MAX);
+    QTest::qWait(50);
     const QFontMetrics title(av->headHeatmap()->titleFont());
     QVERIFY(title.horizontalAdvance(av->headHeatmap()->title()) < av->headHeatmap()->plot()->width());
     // the legend is outside the bars' axis rect
