@@ -81,6 +81,8 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QFrame>
+#include <QTimer>
 #include <QTableView>
 #include <QTextBrowser>
 #include <QTextDocument>
@@ -105,6 +107,8 @@ constexpr int kMaxRecent = 8;
 /// Up to this many tokens the logit lens of the prompt shown is computed whole; a longer prompt's lens is computed for
 /// the positions in view (LogitLensView::wantedPositions), more as the view is scrolled.
 constexpr int kLensWholePrompt = 256;
+/// A long prompt's lens is computed at most this many positions per job (the positions nearest the end first).
+constexpr int kLensPositionsPerJob = 128;
 
 QString plainText(const QString& html) {
     QTextDocument d;
@@ -509,11 +513,34 @@ void MainWindow::createCentral() {
     captionLayout->addWidget(gotIt, 0, Qt::AlignVCenter);
     demoCaption_->hide();
 
+    // #28: after an intervention is added the views still show the trace without it: said here, with Run
+    staleBar_ = new QFrame(this);
+    staleBar_->setObjectName("staleBar");
+    staleBar_->setStyleSheet("QFrame#staleBar { background: #fff4d6; border: 1px solid #e0b252; border-radius: 4px; }"
+                             "QLabel { border: none; color: #5c3c00; }");
+    staleLabel_ = new QLabel(staleBar_);
+    staleLabel_->setWordWrap(true);
+    staleRun_ = new QPushButton(tr("Run"), staleBar_);
+    staleRun_->setToolTip(tr("Trace the prompts again with the interventions as they are now (Ctrl+Return)"));
+    connect(staleRun_, &QPushButton::clicked, this, &MainWindow::runTrace);
+    auto* staleLayout = new QHBoxLayout(staleBar_);
+    staleLayout->setContentsMargins(8, 4, 4, 4);
+    staleLayout->addWidget(staleLabel_, 1);
+    staleLayout->addWidget(staleRun_, 0, Qt::AlignVCenter);
+    staleBar_->hide();
+    rerunTimer_ = new QTimer(this);
+    rerunTimer_->setSingleShot(true);
+    rerunTimer_->setInterval(300);  // after the last of several quick edits
+    connect(rerunTimer_, &QTimer::timeout, this, [this] {
+        if (staleInterventionsNote_ && !tracePanel_->isRunning()) runTrace();
+    });
+
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addWidget(messageBar_);
     layout->addWidget(nonFiniteBanner_);
+    layout->addWidget(staleBar_);
     layout->addWidget(demoCaption_);
     layout->addWidget(centralStack_, 1);
     setCentralWidget(central);
@@ -763,6 +790,16 @@ void MainWindow::readSettings() {
     if (numeric) views_->setCurrentIndex(std::clamp(openIndex, 0, fixedViews() - 1));
     else if (!showView(openView)) showView("attention");
     attention_->setLogScale(settings.value("views/attention/logScale", false).toBool());  // #28: it was forgotten
+    // each view's other choices (the lens' and neurons' log scale, the neurons' ranking, the Flow view's threshold
+    // and fit, the Heads view's log scale and marking): views/<name>/<key>
+    for (const View& v : viewList_)
+        if (auto* view = qobject_cast<TraceView*>(v.widget)) {
+            QVariantMap saved;
+            settings.beginGroup(QStringLiteral("views/%1").arg(QString::fromLatin1(v.spec->name)));
+            for (const QString& key : settings.childKeys()) saved[key] = settings.value(key);
+            settings.endGroup();
+            if (!saved.isEmpty()) view->restoreChoices(saved);
+        }
     worker_->setThreads(threads_);
     updateRecentMenu();
 }
@@ -781,6 +818,12 @@ void MainWindow::writeSettings() {
     settings.setValue("export/dictionaryValues", exportDictionaryValuesAct_->isChecked());
     settings.setValue("trace/prompts", tracePanel_->prompts());
     settings.setValue("views/attention/logScale", attention_->logScale());
+    for (const View& v : viewList_)
+        if (const auto* view = qobject_cast<const TraceView*>(v.widget)) {
+            const QVariantMap choices = view->choices();
+            for (auto it = choices.begin(); it != choices.end(); ++it)
+                settings.setValue(QStringLiteral("views/%1/%2").arg(QString::fromLatin1(v.spec->name), it.key()), it.value());
+        }
     const int current = views_->currentIndex();
     settings.setValue("view/current", QString::fromLatin1(current >= 0 && current < fixedViews() ? viewList_[static_cast<size_t>(current)].spec->name : "attention"));
 }
@@ -902,7 +945,8 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     centralStack_->setCurrentWidget(views_);
     tracePanel_->setModelReady(true);
     // #28: the line and the bar kept the previous model's outcome and token count
-    staleInterventionsNote_ = false;
+    clearStaleInterventions();
+    lastTraceMs_ = -1;
     tracePanel_->reset(tr("Opened %1 (%2). Run (Ctrl+Return) traces the prompts above.")
                            .arg(QFileInfo(dir).fileName(), QString::fromStdString(model_->family().title)));
     addRecent(dir);
@@ -1091,7 +1135,7 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     readMissingPins();
     int tokens = 0;
     for (const QStringList& row : snapshot_->tokens) tokens += static_cast<int>(row.size());
-    staleInterventionsNote_ = false;
+    clearStaleInterventions();
     tracePanel_->reset(tr("The trace file %1 is open: %n prompt(s), %2 tokens, read from the file; open its checkpoint to run.",
                           nullptr, snapshot_->numPrompts())
                            .arg(name)
@@ -1403,7 +1447,10 @@ void MainWindow::ensureLens() {
             need.push_back({snapshot_, row, false});
         } else if (!snapshot_->lens(row)) {  // a long prompt: the positions in view, a chunk at a time
             const auto [from, to] = lens_->wantedPositions();
-            const auto [first, end] = snapshot_->missingLensPositions(row, from, to);
+            auto [first, end] = snapshot_->missingLensPositions(row, from, to);
+            // A fitted view wants every position: the last ones first (the next-token column), a chunk per job, so
+            // the grid fills from the right while the window stays usable; each job's end asks for the next.
+            first = std::max(first, end - kLensPositionsPerJob);
             if (first < end) need.push_back({snapshot_, row, false, first, end - first});
         }
     } else if (views_->currentWidget() == compare_ && snapshot_->baseline) {
@@ -1576,24 +1623,40 @@ void MainWindow::onLensStopped(JobState state, const QString& message) {
 
 void MainWindow::interventionsChanged() {
     // #28: an ablation from a right-click menu added a line and nothing said the views still showed the trace without
-    // it: the trace line now says so and how to apply them (nothing re-runs by itself: a trace may take minutes, and a
-    // list is often edited in several steps).
+    // it. Now the trace line and a bar above the views say so, the bar with a Run button; when the last trace took
+    // under quickRerunMs_ (the demo, a small model) it runs again by itself, a moment after the last change (a list is
+    // often edited in several steps).
     if (!snapshot_ || !model_ || tracePanel_->isRunning() || !snapshot_->sourceFile.isEmpty()) return;
     if (interventions_->active() == snapshot_->interventions) {
         if (staleInterventionsNote_) tracePanel_->setOutcomeNote({});
-        staleInterventionsNote_ = false;
+        clearStaleInterventions();
         return;
     }
     staleInterventionsNote_ = true;
-    tracePanel_->setOutcomeNote(
-        tr("The views show the last trace, run %1: press Run (Ctrl+Return) to apply the interventions as they are now.")
-            .arg(snapshot_->interventions.isEmpty() ? tr("without interventions") : tr("with other interventions")),
-        /*warning=*/true);
+    const QString shown = tr("The views show the last trace, run %1")
+                              .arg(snapshot_->interventions.isEmpty() ? tr("without interventions") : tr("with other interventions"));
+    tracePanel_->setOutcomeNote(shown + tr(": press Run (Ctrl+Return) to apply the interventions as they are now."), /*warning=*/true);
+    QStringList traced;
+    for (const std::string& p : snapshot_->result.batch.prompts) traced << QString::fromStdString(p);
+    const bool quick = lastTraceMs_ >= 0 && lastTraceMs_ < quickRerunMs_ && traced == tracePanel_->prompts();
+    staleLabel_->setText(quick ? shown + tr(". Running it again with the interventions as they are now (the last trace took %1 ms)…").arg(lastTraceMs_)
+                               : shown + tr(". Run applies the interventions as they are now."));
+    staleBar_->show();
+    if (quick) rerunTimer_->start();
+}
+
+QString MainWindow::staleInterventionsText() const { return staleBar_->isVisibleTo(this) ? staleLabel_->text() : QString(); }
+
+void MainWindow::clearStaleInterventions() {
+    staleInterventionsNote_ = false;
+    rerunTimer_->stop();
+    staleBar_->hide();
 }
 
 void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
-    staleInterventionsNote_ = false;  // a new trace clears the trace line's notes
+    lastTraceMs_ = QDateTime::currentMSecsSinceEpoch() - traceStartedMs_;
+    clearStaleInterventions();  // a new trace clears the trace line's notes
     pinned_->setUnreadText({});
     for (ViewJob& job : viewJobs_) job.waiting = false;  // the views ask again for the new snapshot's
     // the most probable next token, or none where the output is not finite (topK names no token there)
@@ -1627,6 +1690,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     emit traceDone();
     emit traceEnded();
     readMissingPins();  // values pinned while the trace ran
+    interventionsChanged();  // the list may have changed while the trace ran
 }
 
 // Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).

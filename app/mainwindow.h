@@ -22,6 +22,9 @@
 #include <optional>
 
 class QAction;
+class QFrame;
+class QPushButton;
+class QTimer;
 class QDockWidget;
 class QLabel;
 class QUndoStack;
@@ -138,6 +141,13 @@ public:
     /// The banner over the views that says where the shown trace's values first hold a NaN or an infinity
     /// (TraceSnapshot::nonFinite); hidden when they are all finite.
     QLabel* nonFiniteBanner() const { return nonFiniteBanner_; }
+    /// The bar above the views saying the trace shown was run without the interventions as they are now, its text and
+    /// its Run button.
+    QFrame* staleInterventionsBar() const { return staleBar_; }
+    QString staleInterventionsText() const;
+    QPushButton* staleInterventionsRun() const { return staleRun_; }
+    /// Below this many milliseconds per trace, a change of the interventions runs the trace again by itself (0: never).
+    void setQuickRerunMs(qint64 ms) { quickRerunMs_ = ms; }
     TraceWorker* worker() const { return worker_; }
     DiagramPanel* diagramPanel() const { return diagram_; }
     PinnedCardsPanel* pinnedPanel() const { return pinned_; }
@@ -256,6 +266,8 @@ private:
     void onLoadFailed(const QString& dir, const QString& message);
     /// The Interventions list changed: the trace line says whether the trace shown was run with the list as it is now.
     void interventionsChanged();
+    /// The views show the interventions' trace again (or another model): no note, no bar, no re-run waiting.
+    void clearStaleInterventions();
     void onTraceFinished(SnapshotPtr snapshot);
     void onTraceCancelled();
     void onTraceFailed(const QString& message);
@@ -431,6 +443,12 @@ private:
     bool demoCaptionWanted_ = false;
     /// The demo's first-run caption: what the stripe is and where to click next (until "Got it").
     QFrame* demoCaption_;
+    QFrame* staleBar_;        ///< "the views show the last trace, run without ...", with Run
+    QLabel* staleLabel_;
+    QPushButton* staleRun_;
+    QTimer* rerunTimer_;      ///< a quick model's re-run after the interventions changed
+    qint64 lastTraceMs_ = -1;  ///< how long the last trace took (-1: none on this model)
+    qint64 quickRerunMs_ = 1000;
     QLabel* modelLabel_;
 
     QMenu* recentMenu_;

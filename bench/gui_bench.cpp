@@ -155,7 +155,13 @@ bool runTrace(MainWindow& w, const QString& prompt, double* seconds = nullptr) {
     return true;
 }
 
-bool lensDone(MainWindow& w) { return !w.lensRunning() || (waitFor(&w, SIGNAL(lensEnded()), 600000) && !w.lensRunning()); }
+/// Waits until no lens job runs: the fitted view of a long prompt asks for its positions a chunk of 128 per job (the
+/// last ones first), each job's end starting the next.
+bool lensDone(MainWindow& w) {
+    while (w.lensRunning())
+        if (!waitFor(&w, SIGNAL(lensEnded()), 600000)) return false;
+    return true;
+}
 
 /// Waits for everything the shown views asked the worker to compute (the lens, the Flow graph, ...).
 bool viewJobsDone(MainWindow& w) {

@@ -8,6 +8,7 @@
 
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -17,8 +18,8 @@
 namespace nnscope {
 
 namespace {
-constexpr int kMinTile = 170;     // pixels: a tile is never smaller; the grid scrolls instead
-constexpr int kCellPixels = 5;    // a long prompt's tiles grow so that each cell keeps a few pixels
+constexpr int kMinTile = 110;    // pixels: a tile is never smaller; the grid scrolls instead
+constexpr int kScaleWidth = 90;  // pixels: the colour scale beside the tiles, with its labels
 }
 
 HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
@@ -27,8 +28,10 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
     plot_->setMouseTracking(true);
     plot_->setAttribute(Qt::WA_NoMousePropagation, false);  // a right-click reaches the view's menu (see HeatmapPlot)
     auto* scroll = new QScrollArea(this);
+    scroll_ = scroll;
     scroll->setWidget(plot_);
     scroll->setWidgetResizable(true);
+    scroll->setAlignment(Qt::AlignLeft | Qt::AlignTop);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
@@ -45,25 +48,29 @@ HeadGridPlot::HeadGridPlot(QWidget* parent) : QWidget(parent) {
 void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& tokens) {
     pattern_ = pattern.to(torch::kFloat32).contiguous();
     tokens_ = tokens;
+    // Everything of the last pattern goes: its maps, axis rects, margin group and colour scale (a model with other
+    // head counts or lengths starts from an empty plot).
     plot_->clearPlottables();
     plot_->plotLayout()->clear();
+    for (QCPMarginGroup* g : plot_->findChildren<QCPMarginGroup*>()) delete g;
     maps_.clear();
     rects_.clear();
     const int heads = static_cast<int>(pattern_.size(0)), n = static_cast<int>(pattern_.size(1));
-    const int columns = std::max(1, static_cast<int>(std::ceil(std::sqrt(heads * 1.5)))), rows = (heads + columns - 1) / columns;
+    columns_ = std::max(1, static_cast<int>(std::ceil(std::sqrt(heads * 1.5))));
+    rows_ = (heads + columns_ - 1) / columns_;
     auto* group = new QCPMarginGroup(plot_);
     auto* grid = new QCPLayoutGrid;
     plot_->plotLayout()->addElement(0, 0, grid);
-    auto* scale = new QCPColorScale(plot_);
-    scale->setDataRange(QCPRange(0, 1));
-    scale->setGradient(probabilityGradient());
-    scale->axis()->setLabel(tr("attention probability"));
-    scale->setBarWidth(12);
-    plot_->plotLayout()->addElement(0, 1, scale);
+    scale_ = new QCPColorScale(plot_);
+    scale_->setGradient(probabilityGradient());
+    scale_->axis()->setLabel(tr("attention probability"));
+    scale_->setBarWidth(12);
+    plot_->plotLayout()->addElement(0, 1, scale_);
+    plot_->plotLayout()->setColumnStretchFactor(1, 0.01);  // the tiles take the width, the scale its bar and labels
     const float* data = pattern_.data_ptr<float>();
     for (int h = 0; h < heads; ++h) {
         auto* rect = new QCPAxisRect(plot_);
-        grid->addElement(h / columns, h % columns, rect);
+        grid->addElement(h / columns_, h % columns_, rect);
         rect->setMarginGroup(QCP::msLeft | QCP::msBottom, group);
         QCPAxis* x = rect->axis(QCPAxis::atBottom);
         QCPAxis* y = rect->axis(QCPAxis::atLeft);
@@ -75,25 +82,64 @@ void HeadGridPlot::setPattern(const torch::Tensor& pattern, const QStringList& t
         }
         y->setRangeReversed(true);
         x->setLabel(tr("head %1").arg(h));
-        auto* map = new MatrixImage(x, y);  // drawn as one image, pooled when a cell is smaller than a pixel
+        // Drawn as one image from the pattern itself, pooled when a cell is smaller than a pixel; the colour map's own
+        // data is not used.
+        auto* map = new MatrixImage(x, y);
         map->setMatrix(data + static_cast<size_t>(h) * n * n, n, n);
-        // A one-token prompt gives a one-cell map, which QCPColorMap draws with no width: duplicate it.
-        const int size = n == 1 ? 2 : n;
-        map->data()->setSize(size, size);
-        map->data()->setRange(n == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, n - 1), n == 1 ? QCPRange(-0.25, 0.25) : QCPRange(0, n - 1));
-        for (int q = 0; q < size; ++q)
-            for (int k = 0; k < size; ++k)
-                map->data()->setCell(k, q, data[(static_cast<size_t>(h) * n + std::min(q, n - 1)) * n + std::min(k, n - 1)]);
         map->setGradient(probabilityGradient());
-        map->setDataRange(QCPRange(0, 1));
         maps_.push_back(map);
         rects_.push_back(rect);
     }
-    const int tile = std::clamp(n * kCellPixels, kMinTile, 900);
-    plot_->setMinimumHeight(rows * tile);
-    plot_->setMinimumWidth(tile > kMinTile ? columns * tile : 2 * kMinTile);
+    applyScale();
     followPalette(plot_);  // the new axes and titles
+    fit();
+}
+
+void HeadGridPlot::setLogScale(bool on, double floor) {
+    log_ = on;
+    logFloor_ = floor;
+    applyScale();
     plot_->replot();
+}
+
+void HeadGridPlot::applyScale() {
+    const QCPRange range = log_ ? QCPRange(logFloor_, 1) : QCPRange(0, 1);
+    for (MatrixImage* map : maps_) {
+        // the scale type first: a logarithmic one refuses a range that reaches 0
+        map->setDataScaleType(log_ ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+        map->setDataRange(range);
+    }
+    if (!scale_) return;
+    scale_->setDataScaleType(log_ ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    scale_->setDataRange(range);
+    if (log_) {
+        QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
+        ticker->setSubTickCount(0);
+        scale_->axis()->setTicker(ticker);
+        scale_->axis()->setNumberFormat("eb");
+        scale_->axis()->setNumberPrecision(0);
+    } else {
+        scale_->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        scale_->axis()->setNumberFormat("gb");
+        scale_->axis()->setNumberPrecision(6);
+    }
+}
+
+void HeadGridPlot::fit() {
+    // Tiles as large as the room allows with every head in view (not larger: one tile filling the view at a long
+    // prompt hid the others); below kMinTile the grid scrolls instead.
+    const QSize room = scroll_->maximumViewportSize();
+    const int tile = std::max(kMinTile, std::min((room.width() - kScaleWidth) / std::max(1, columns_), room.height() / std::max(1, rows_)));
+    tile_ = tile;
+    plot_->setFixedSize(columns_ * tile + kScaleWidth, rows_ * tile);  // square tiles, the scale beside them
+    scroll_->horizontalScrollBar()->setValue(0);
+    scroll_->verticalScrollBar()->setValue(0);
+    plot_->replot();
+}
+
+void HeadGridPlot::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    if (!maps_.empty()) QTimer::singleShot(0, this, &HeadGridPlot::fit);  // after the scroll area's own resize
 }
 
 bool HeadGridPlot::cellAt(const QPoint& pos, int* head, int* query, int* key) const {

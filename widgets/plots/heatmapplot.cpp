@@ -7,6 +7,7 @@
 #include <QKeyEvent>
 #include <QScrollBar>
 #include <QTimer>
+#include <QToolButton>
 #include <QToolTip>
 
 #include <algorithm>
@@ -168,6 +169,9 @@ void MatrixImage::buildImage(QRect cells, QSize size) {
                 }
             }
         }
+        if (symLog_ > 0)
+            for (double& v : line)
+                if (!std::isnan(v)) v = symLog(v, symLog_);
         if (imageLog_)  // zeros and anything below the floor take the lowest colour (a logarithm of 0 has none)
             for (double& v : line)
                 if (!std::isnan(v) && v < imageRange_.lower) v = imageRange_.lower;
@@ -317,6 +321,27 @@ void HeatmapPlot::setLogScale(bool on, double floor) {
 }
 
 void HeatmapPlot::updateColorRange() {
+    map_->setSymLogThreshold(0);
+    if (log_ && symmetric_ && !hasFixedRange_) {
+        // Symmetric log: the colours run over symLog of the values, the scale's ticks name the values themselves.
+        map_->setDataScaleType(QCPAxis::stLinear);
+        const double a = std::max({std::fabs(dataLo_), std::fabs(dataHi_), 1e-12});
+        const double threshold = a * logFloor_;
+        map_->setSymLogThreshold(threshold);
+        const double top = MatrixImage::symLog(a, threshold);
+        map_->setDataRange(QCPRange(-top, top));
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        ticker->addTick(0, "0");
+        for (int e = static_cast<int>(std::floor(std::log10(a))); e >= std::floor(std::log10(threshold)); --e) {
+            const double v = std::pow(10.0, e);
+            if (v > a * 1.0001) continue;
+            const QString label = QString::number(v, 'g', 3);
+            ticker->addTick(MatrixImage::symLog(v, threshold), label);
+            ticker->addTick(-MatrixImage::symLog(v, threshold), QString::fromUtf8("\u2212") + label);
+        }
+        scale_->axis()->setTicker(ticker);
+        return;
+    }
     if (log_) {
         // The scale type first: a logarithmic colour scale refuses a range that reaches 0.
         map_->setDataScaleType(QCPAxis::stLogarithmic);
@@ -551,20 +576,33 @@ bool HeatmapPlot::isZoomed() const {
 void HeatmapPlot::updateCellTexts() {
     for (QCPItemText* t : texts_) plot_->removeItem(t);
     texts_.clear();
+    cellTextWidth_ = 0;
     if (!model_ || !model_->matrix().cellText) return;
     const QRect cells = visibleCells();
     if (cells.width() * cells.height() > kMaxCellTexts) return;
-    const QCPRange range = map_->dataRange();
     QFont small = font();
     small.setPointSizeF(font().pointSizeF() * 0.85);
+    const QFontMetrics metrics(small);
+    // The room a cell gives its text: its width less a little padding. A cell narrower than two characters or shorter
+    // than a line shows no text (its colour and its tooltip say it); longer text is elided to the cell ("…"), so
+    // byte pieces and runs of backslashes never run into the neighbouring cells.
+    const double cellWidth = std::fabs(plot_->xAxis->coordToPixel(1) - plot_->xAxis->coordToPixel(0));
+    const double cellHeight = std::fabs(plot_->yAxis->coordToPixel(1) - plot_->yAxis->coordToPixel(0));
+    const int room = static_cast<int>(cellWidth) - 4;
+    if (room < 2 * metrics.averageCharWidth() || cellHeight < metrics.height()) return;
+    cellTextWidth_ = room;
+    const QCPRange range = map_->dataRange();
+    const bool log = map_->dataScaleType() == QCPAxis::stLogarithmic;
     for (int r = cells.top(); r <= cells.bottom(); ++r)
         for (int c = cells.left(); c <= cells.right(); ++c) {
             auto* t = new QCPItemText(plot_);
             t->position->setType(QCPItemPosition::ptPlotCoords);
             t->position->setCoords(c, r);
-            t->setText(model_->matrix().cellText(r, c));
+            t->setText(metrics.elidedText(model_->matrix().cellText(r, c), Qt::ElideRight, room));
             t->setFont(small);
-            const double level = (model_->value(r, c) - range.lower) / std::max(range.size(), 1e-12);
+            const double v = model_->value(r, c);
+            const double level = log ? (std::log10(std::max(v, range.lower)) - std::log10(range.lower)) / std::max(std::log10(range.upper / range.lower), 1e-12)
+                                     : (v - range.lower) / std::max(range.size(), 1e-12);
             t->setColor(level > 0.55 ? Qt::white : Qt::black);  // stays readable on dark and light cells
             t->setClipToAxisRect(true);
             texts_ << t;
@@ -603,7 +641,44 @@ QPoint HeatmapPlot::cellCenter(int row, int column) {
 }
 
 void HeatmapPlot::setFullView(bool full) {
+    if (full == fullView_) return;
     fullView_ = full;
+    // An export's cells are at least minCell_: its axis labels, titles and colour scale grow with them (up to 2.5 times
+    // the screen's font, while a line of the tick labels still fits a cell, so every label that had room keeps it),
+    // so a large image is not labelled in a screen-size font; the screen's fonts come back after.
+    if (full) {
+        const QFontMetricsF metrics(plot_->xAxis->tickLabelFont());
+        // 0.8: a line of labels keeps a fifth of a cell spare (the larger titles take a little of the cells' room)
+        exportFontScale_ = std::clamp(0.8 * std::min(minCell_.width(), minCell_.height()) / (metrics.height() + 2), 1.0, 2.5);
+        savedFonts_.clear();
+        for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, scale_->axis()})
+            savedFonts_ << axis->tickLabelFont() << axis->labelFont();
+        savedFonts_ << title_->font();
+        auto scaled = [this](QFont f) {
+            f.setPointSizeF(f.pointSizeF() * exportFontScale_);
+            return f;
+        };
+        for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, scale_->axis()}) {
+            axis->setTickLabelFont(scaled(axis->tickLabelFont()));
+            axis->setLabelFont(scaled(axis->labelFont()));
+        }
+        title_->setFont(scaled(title_->font()));
+        scale_->setBarWidth(static_cast<int>(std::lround(14 * exportFontScale_)));
+    } else if (savedFonts_.size() == 7) {
+        int i = 0;
+        for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis, scale_->axis()}) {
+            axis->setTickLabelFont(savedFonts_[i++]);
+            axis->setLabelFont(savedFonts_[i++]);
+        }
+        title_->setFont(savedFonts_[i]);
+        scale_->setBarWidth(14);
+        exportFontScale_ = 1;
+    }
+    if (xTicks_) xTicks_->setLabels(model_ ? model_->matrix().columnLabels : QStringList());  // the widest label again
+    if (yTicks_) yTicks_->setLabels(model_ ? model_->matrix().rowLabels : QStringList());
+    // An export leaves the plot laid out at its size, and QCustomPlot makes the ticks before it lays out again: one
+    // pass at the screen's size first, so that the labels are thinned for the screen again.
+    if (!full) plot_->replot(QCustomPlot::rpImmediateRefresh);
     updateWindow();
 }
 
@@ -729,6 +804,17 @@ bool HeatmapPlot::eventFilter(QObject* watched, QEvent* event) {
         }
     }
     return QWidget::eventFilter(watched, event);
+}
+
+QToolButton* makeFitButton(HeatmapPlot* plot, QWidget* parent) {
+    auto* fit = new QToolButton(parent);
+    fit->setText(HeatmapPlot::tr("Fit"));
+    fit->setToolTip(HeatmapPlot::tr("Show the whole grid (double-click the plot, or Home). Wheel: zoom · drag: pan · "
+                                    "Shift+drag: zoom to a rectangle"));
+    fit->setEnabled(plot->isZoomed());
+    QObject::connect(fit, &QToolButton::clicked, plot, &HeatmapPlot::resetView);
+    QObject::connect(plot, &HeatmapPlot::viewChanged, fit, [fit, plot] { fit->setEnabled(plot->isZoomed()); });
+    return fit;
 }
 
 }  // namespace nnscope

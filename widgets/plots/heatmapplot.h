@@ -15,7 +15,10 @@
 
 #include <QWidget>
 
+#include <cmath>
+
 class QScrollBar;
+class QToolButton;
 
 namespace nnscope {
 
@@ -56,8 +59,21 @@ public:
     MatrixImage(QCPAxis* keyAxis, QCPAxis* valueAxis);
     /// The cells (row-major, rows × columns), owned by the caller and alive while drawn.
     void setMatrix(const float* data, int rows, int columns);
+    /// The cell at (row, column) as drawn (from the caller's cells); rows()/columns() give the matrix's size.
+    float cell(int row, int column) const { return data_[static_cast<size_t>(row) * columns_ + column]; }
+    int rows() const { return rows_; }
+    int columns() const { return columns_; }
     /// Pooling by largest magnitude (signed data) instead of the largest value.
     void setSignedPooling(bool on) { signedPooling_ = on; }
+    /// A symmetric logarithmic colour scale for signed data: a cell's value v is coloured at symLog(v, threshold) on the
+    /// linear data range (which the caller sets in the same units); 0 turns it off.
+    void setSymLogThreshold(double threshold) {
+        symLog_ = threshold;
+        imageValid_ = false;
+    }
+    /// sign(v) · log10(1 + |v| / threshold): linear near 0, logarithmic in |v| beyond the threshold (the "symlog" of
+    /// matplotlib's SymLogNorm, base 10), so both small and large activations of either sign keep a distinct colour.
+    static double symLog(double v, double threshold) { return std::copysign(std::log10(1 + std::fabs(v) / threshold), v); }
     /// The image drawn last, and the cells it covers (x = first column, y = first row). Row 0 of the image is the
     /// first row of the cells, column 0 the first column, whatever the axes' directions.
     const QImage& lastImage() const { return image_; }
@@ -72,6 +88,7 @@ private:
     const float* data_ = nullptr;
     int rows_ = 0, columns_ = 0;
     bool signedPooling_ = false;
+    double symLog_ = 0;
     QImage image_;
     QRect imageCells_;
     // what image_ was built for: a new matrix, view, size, colour range, scale or gradient builds it again
@@ -97,7 +114,8 @@ public:
     /// Colour range symmetric around zero (signed data such as neuron activations).
     void setSymmetricRange(bool symmetric);
     /// Logarithmic colour scale from `floor` (smaller values, zeros included, take the lowest colour) to the top of
-    /// the range; linear when off.
+    /// the range; linear when off. On a symmetric range (signed data) it is a symmetric log scale instead
+    /// (MatrixImage::symLog): linear within ±(floor × the largest magnitude), logarithmic beyond, in both signs.
     void setLogScale(bool on, double floor = 1e-5);
     bool logScale() const { return log_; }
     /// The smallest a cell may be drawn when scrolling, in pixels (and the cell size of a full-view export).
@@ -114,6 +132,10 @@ public:
 
     QCustomPlot* plot() const { return plot_; }
     MatrixImage* colorMap() const { return map_; }
+    /// The texts drawn in the cells in view, and the width in pixels each was elided to (0: the cells are too small
+    /// for text, none drawn).
+    const QList<QCPItemText*>& cellTexts() const { return texts_; }
+    int cellTextWidth() const { return cellTextWidth_; }
     /// The cells on screen: x = first column, y = first row, width/height = how many.
     QRect visibleCells() const;
     /// Scrolls (or pans) so that the cell is on screen.
@@ -139,8 +161,10 @@ public:
     /// Whether the view shows less than the whole matrix.
     bool isZoomed() const;
 
-    /// Shows every cell at once (for an export) and the size that keeps every cell at its minimum size.
+    /// Shows every cell at once (for an export) and the size that keeps every cell at its minimum size; the fonts of
+    /// the axes, the title and the colour scale grow with the export's cells (exportFontScale()) until it ends.
     void setFullView(bool full);
+    double exportFontScale() const { return exportFontScale_; }
     QSize fullViewSize() const;
 
 signals:
@@ -181,6 +205,7 @@ private:
     QScrollBar* hbar_;
     QScrollBar* vbar_;
     QList<QCPItemText*> texts_;
+    int cellTextWidth_ = 0;  // pixels: the room each cell's text was elided to (0: no cell text drawn)
     QSharedPointer<TokenTicker> xTicks_, yTicks_;
     QSize minCell_{18, 18};
     int visibleColumns_ = 0, visibleRows_ = 0;  // scrolling: how many cells fit
@@ -194,11 +219,16 @@ private:
     bool hasFixedRange_ = false, symmetric_ = false, fullView_ = false, windowPending_ = false, zoomable_ = false;
     bool log_ = false;
     double logFloor_ = 1e-5;
+    double exportFontScale_ = 1;
+    QList<QFont> savedFonts_;  // the screen's fonts while a full view is exported
     // a drag in progress: panning from pressPos_ with the view it started from
     bool pressed_ = false, panning_ = false;
     QPoint pressPos_;
     QCPRange pressColumns_, pressRows_;
     QString hoverText_;
 };
+
+/// A "Fit" button for a zoomable heatmap: shows the whole matrix again, enabled while the view is zoomed or panned.
+QToolButton* makeFitButton(HeatmapPlot* plot, QWidget* parent);
 
 }  // namespace nnscope

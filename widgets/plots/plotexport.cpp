@@ -9,15 +9,25 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QPageSize>
+#include <QPicture>
 #include <QPdfWriter>
 #include <QSaveFile>
 #include <QSvgGenerator>
+
+#include <algorithm>
+#include <cmath>
 
 namespace nnscope {
 
 namespace {
 
 constexpr int kCaptionHeight = 22;
+constexpr int kScreenWidth = 1600;  // pixels: an export this wide or narrower keeps the screen's caption font
+
+/// How much larger the caption's font is in an export `width` pixels wide: with the image, up to 3 times (#28: a
+/// 5674 px PNG had a screen-size caption).
+double captionScale(int width) { return std::clamp(width / static_cast<double>(kScreenWidth), 1.0, 3.0); }
+int captionHeight(int width) { return static_cast<int>(std::lround(kCaptionHeight * captionScale(width))); }
 
 QByteArray metadataJson(const std::map<std::string, std::string>& metadata) {
     QJsonObject o;
@@ -28,6 +38,14 @@ QByteArray metadataJson(const std::map<std::string, std::string>& metadata) {
 // Renders the plot (or the widget) at the top of `painter`'s device and the caption under it.
 void render(const PlotSource& source, QCPPainter& painter, QSize size, const QString& caption) {
     if (source.plot) {
+        // QCustomPlot makes an axis' ticks (TokenTicker thins the labels to the room) before it lays the plot out at
+        // the new size, so a single pass thinned them for the screen's size (#28: every 10th token in a 5674 px PNG).
+        // A first pass into a picture lays it out at the export's size; the second draws with ticks made for it.
+        QPicture layout;
+        {
+            QCPPainter first(&layout);
+            source.plot->toPainter(&first, size.width(), size.height());
+        }
         source.plot->toPainter(&painter, size.width(), size.height());
     } else {
         painter.fillRect(QRect(QPoint(0, 0), size), source.widget->palette().color(source.widget->backgroundRole()));
@@ -35,9 +53,9 @@ void render(const PlotSource& source, QCPPainter& painter, QSize size, const QSt
     }
     painter.setPen(QColor(0x50, 0x50, 0x50));
     QFont f = source.plot ? source.plot->font() : source.widget->font();
-    f.setPointSizeF(f.pointSizeF() * 0.85);
+    f.setPointSizeF(f.pointSizeF() * 0.85 * captionScale(size.width()));
     painter.setFont(f);
-    const QRect captionRect(6, size.height(), size.width() - 12, kCaptionHeight);
+    const QRect captionRect(6, size.height(), size.width() - 12, captionHeight(size.width()));
     painter.drawText(captionRect, Qt::AlignLeft | Qt::AlignVCenter,
                      QFontMetrics(f).elidedText(caption, Qt::ElideRight, captionRect.width()));
 }
@@ -74,7 +92,7 @@ QString exportPlot(const PlotSource& source, const QString& path, const std::map
         return QObject::tr("Cannot export the plot to %1: the file name must end in .png, .svg or .pdf.").arg(path);
     if (source.fullView) source.fullView(true);
     const QSize size = !source.size.isEmpty() ? source.size : source.plot ? source.plot->size() : source.widget->size();
-    const QSize page(size.width(), size.height() + kCaptionHeight);
+    const QSize page(size.width(), size.height() + captionHeight(size.width()));
     const QString caption = metadataCaption(metadata);
     const QByteArray json = metadataJson(metadata);
 

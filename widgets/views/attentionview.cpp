@@ -69,9 +69,15 @@ AttentionView::AttentionView(QWidget* parent) : TraceView(parent) {
         emit blockChanged(block);
     });
     connect(grid_, &HeadGridPlot::headClicked, this, &AttentionView::setHead);
-    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) { heatmap_->setLogScale(on, kLogFloor); });
-    connect(fitButton_, &QToolButton::clicked, heatmap_, &HeatmapPlot::resetView);
-    connect(heatmap_, &HeatmapPlot::viewChanged, this, [this] { fitButton_->setEnabled(heatmap_->isZoomed()); });
+    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) {
+        heatmap_->setLogScale(on, kLogFloor);
+        grid_->setLogScale(on, kLogFloor);  // the grid of every head too (#28: it stayed linear)
+    });
+    connect(fitButton_, &QToolButton::clicked, this, [this] {
+        if (plots_->currentWidget() == grid_) grid_->fit();
+        else heatmap_->resetView();
+    });
+    connect(heatmap_, &HeatmapPlot::viewChanged, this, [this] { fitButton_->setEnabled(heatmap_->isZoomed() || head() < 0); });
 }
 
 void AttentionView::setLogScale(bool on) { logCheck_->setChecked(on); }
@@ -124,6 +130,7 @@ void AttentionView::refresh() {
     if (head() < 0) {
         grid_->setPattern(pattern, tokens);
         plots_->setCurrentWidget(grid_);
+        fitButton_->setEnabled(true);  // fits the tiles to the room again
         return;
     }
     Matrix m;
@@ -135,6 +142,7 @@ void AttentionView::refresh() {
     model_->setMatrix(std::move(m));
     heatmap_->setTitle(title + tr(" · head %1").arg(head()));
     plots_->setCurrentWidget(heatmap_);
+    fitButton_->setEnabled(heatmap_->isZoomed());
 }
 
 PlotSource AttentionView::plotSource() const {

@@ -8,12 +8,14 @@
 #include <torch/types.h>
 
 #include <QComboBox>
+#include <QHeaderView>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTextBrowser>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -58,8 +60,15 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     blockBars_ = bars(kAttentionColor, tr("attention"));
     mlpBars_ = bars(kMlpColor, tr("MLP"));
     otherBars_ = bars(kEmbedColor, tr("embeddings, biases"));
+    // The legend in a row of its own under the title, never over the bars (#28: it covered the first ones).
     blockPlot_->legend->setVisible(true);
-    blockPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    blockPlot_->axisRect()->insetLayout()->take(blockPlot_->legend);
+    blockPlot_->plotLayout()->insertRow(1);
+    blockPlot_->plotLayout()->addElement(1, 0, blockPlot_->legend);
+    blockPlot_->plotLayout()->setRowStretchFactor(1, 0.001);
+    blockPlot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    blockPlot_->legend->setBorderPen(Qt::NoPen);
+    blockPlot_->axisRect()->insetLayout()->simplify();
     blockPlot_->xAxis->grid()->setVisible(false);
     blockPlot_->xAxis->setTickLabelRotation(60);
     blockPlot_->xAxis->setSubTicks(false);
@@ -71,10 +80,23 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     heads_ = new HeatmapPlot(content);
     heads_->setGradient(signedGradient());
     heads_->setSymmetricRange(true);
-    heads_->setMinCellSize(QSize(26, 20));
+    heads_->setMinCellSize(QSize(26, 20));  // an export's cells
+    heads_->setZoomable(true);              // every head of every block in view (#28: 7 of 16 heads showed)
     heads_->setModel(headModel_);
+    heads_->setToolTip(tr("Click a head for the tokens it promotes and suppresses"));
+    top_ = new QTreeWidget(content);
+    top_->setColumnCount(2);
+    top_->setHeaderLabels({tr("component"), tr("share")});
+    top_->setRootIsDecorated(false);
+    top_->setUniformRowHeights(true);
+    top_->setToolTip(tr("The components with the largest share of the logit, by magnitude: heads, MLPs, the embeddings "
+                        "and biases, and the top neurons (parts of their block's MLP). Click one for the tokens it promotes."));
+    top_->header()->setStretchLastSection(false);
+    top_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+    top_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    top_->setMinimumWidth(200);
     details_ = new QTextBrowser(content);
-    details_->setMinimumWidth(260);
+    details_->setMinimumWidth(240);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(promptCombo_);
@@ -82,10 +104,15 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(target_, 1);
     controls->addWidget(wrong_, 1);
     auto* lower = new QSplitter(Qt::Horizontal, content);
+    // the head map beside the sorted list of the top components, the selected one's details under the list
+    auto* side = new QSplitter(Qt::Vertical, content);
+    side->addWidget(top_);
+    side->addWidget(details_);
     lower->addWidget(heads_);
-    lower->addWidget(details_);
+    lower->addWidget(side);
     lower->setStretchFactor(0, 3);
     lower->setStretchFactor(1, 2);
+    lower->setSizes({600, 400});  // in proportion: the head map takes three fifths
     auto* vertical = new QSplitter(Qt::Vertical, content);
     vertical->addWidget(blockPlot_);
     vertical->addWidget(lower);
@@ -113,6 +140,9 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
         if (!plottable->interface1D() || index < 0 || index >= plottable->interface1D()->dataCount()) return;
         const int x = static_cast<int>(std::lround(plottable->interface1D()->dataMainKey(index)));
         if (x >= 0 && x < barComponents_.size()) selectComponent(barComponents_[x]);
+    });
+    connect(top_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
+        if (item && item->data(0, Qt::UserRole).toInt() >= 0) selectComponent(item->data(0, Qt::UserRole).toInt());
     });
     connect(heads_, &HeatmapPlot::cellClicked, this, [this](int row, int column) {
         if (!attribution_) return;
@@ -207,6 +237,7 @@ void AttributionView::attributionEnded(JobState state, const QVariant& result, c
         for (QCPBars* b : {blockBars_, mlpBars_, otherBars_}) b->data()->clear();
         blockPlot_->replot();
         headModel_->setMatrix({});
+        top_->clear();
         details_->clear();
         if (state == JobState::Cancelled) refreshOnNextShow([this] { refresh(); });
         return;
@@ -270,9 +301,36 @@ void AttributionView::attributionEnded(JobState state, const QVariant& result, c
         return QObject::tr("layers.%1.self_attn.head.%2\nshare %3 (through its o_proj columns)").arg(r).arg(c).arg(heads[r][c].item<double>(), 0, 'g', 5);
     };
     headModel_->setMatrix(std::move(hm));
-    heads_->setTitle(tr("each head's share · click a head for the tokens it promotes"));
+    heads_->setTitle(tr("each head's share"));
+    fillTopComponents();
     selected_ = best;
     showDetails();
+}
+
+void AttributionView::fillTopComponents() {
+    const QSignalBlocker block(top_);
+    top_->clear();
+    if (!attribution_) return;
+    using K = AttributionComponent::Kind;
+    // every component but a block's whole attention (its heads are listed), and the top neurons (index -1: not in
+    // components, no details)
+    std::vector<std::pair<const AttributionComponent*, int>> all;
+    for (size_t i = 0; i < attribution_->components.size(); ++i)
+        if (attribution_->components[i].kind != K::Attention) all.emplace_back(&attribution_->components[i], static_cast<int>(i));
+    for (const auto& n : attribution_->topNeurons) all.emplace_back(&n, -1);
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return std::abs(a.first->value) > std::abs(b.first->value); });
+    for (size_t i = 0; i < all.size() && i < static_cast<size_t>(kTopComponents); ++i) {
+        auto* item = new QTreeWidgetItem(top_, {QString::fromStdString(all[i].first->name), QString::number(all[i].first->value, 'g', 4)});
+        item->setData(0, Qt::UserRole, all[i].second);
+        item->setTextAlignment(1, Qt::AlignRight | Qt::AlignVCenter);
+        item->setForeground(1, all[i].first->value < 0 ? QColor(0x21, 0x66, 0xac) : QColor(0xb2, 0x18, 0x2b));
+    }
+}
+
+QStringList AttributionView::topComponents() const {
+    QStringList names;
+    for (int i = 0; i < top_->topLevelItemCount(); ++i) names << top_->topLevelItem(i)->text(0);
+    return names;
 }
 
 void AttributionView::selectComponent(int index) {

@@ -15,6 +15,7 @@
 
 class QCPBars;
 class QCustomPlot;
+class QTreeWidget;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -53,6 +54,10 @@ public:
     MatrixModel* headModel() const { return headModel_; }
     QLabel* statusLabel() const { return status_; }
     QTextBrowser* details() const { return details_; }
+    /// The sorted list of the largest components beside the head map, and the names it lists, largest |share| first.
+    QTreeWidget* topList() const { return top_; }
+    QStringList topComponents() const;
+    static constexpr int kTopComponents = 20;
     /// Indices into attribution()->components of the bars, left to right.
     const QVector<int>& barComponents() const { return barComponents_; }
 
@@ -62,6 +67,7 @@ private:
     /// Shows the attribution computed, or why there is none.
     void attributionEnded(JobState state, const QVariant& result, const QString& message);
     void showDetails();
+    void fillTopComponents();  ///< the sorted list of the largest components
 
     QLineEdit* target_;
     QLineEdit* wrong_;
@@ -74,6 +80,7 @@ private:
     HeatmapPlot* heads_;
     MatrixModel* headModel_;
     QTextBrowser* details_;
+    QTreeWidget* top_;
     std::optional<LogitAttribution> attribution_;
     QVector<int> barComponents_;
     int selected_ = -1;  ///< the component whose promoted tokens are listed

@@ -3,7 +3,9 @@
 
 #include <torch/types.h>
 
+#include <QCheckBox>
 #include <QDoubleSpinBox>
+#include <QScrollBar>
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
@@ -32,8 +34,34 @@ public:
         graph_ = graph;
         tokens_ = std::move(tokens);
         layers_ = layers;
+        updateSize();
+    }
+
+    /// Fit: the whole graph in the canvas's size (the scroll area's view); otherwise each token kColumn pixels wide and
+    /// each level kLevel tall, scrolling, with the row labels pinned at the left edge.
+    void setFit(bool fit) {
+        fit_ = fit;
+        updateSize();
+    }
+    bool fit() const { return fit_; }
+    /// The pixels between two tokens' columns, and between two levels, as drawn now.
+    double columnWidth() const {
         const int columns = std::max(1, static_cast<int>(tokens_.size()));
-        setMinimumSize(kLeft + columns * kColumn + 20, kTop + (2 * layers_ + 1) * kLevel + kBottom);
+        return fit_ ? std::max(1.0, (width() - kLeft - kRight) / static_cast<double>(columns)) : kColumn;
+    }
+    double levelHeight() const {
+        return fit_ ? std::max(4.0, (height() - kTop - kBottom) / static_cast<double>(std::max(1, 2 * layers_))) : kLevel;
+    }
+    /// Every how many tokens a label is drawn (1, 2, 5, 10, ...: what leaves a line of text between labels).
+    int labelStep() const {
+        const double pitch = fontMetrics().height() * 1.5;  // labels at 45 degrees
+        for (int decade = 1;; decade *= 10)
+            for (int m : {1, 2, 5})
+                if (m * decade * columnWidth() >= pitch || m * decade >= tokens_.size()) return m * decade;
+    }
+    /// The left edge the row labels are drawn at: the view's left edge when scrolled.
+    void setLabelsAt(int x) {
+        labelsAt_ = x;
         update();
     }
 
@@ -44,26 +72,40 @@ protected:
         p.fillRect(rect(), palette().base());
         const QColor text = palette().text().color();
         p.setPen(text);
-        for (int level = 0; level <= 2 * layers_; ++level) {
-            const QString name = level == 0 ? tr("embeddings")
-                                 : level % 2 ? tr("block %1 attention").arg((level - 1) / 2) : tr("block %1 MLP").arg((level - 1) / 2);
-            p.drawText(QRect(2, y(level) - 8, kLeft - 8, 16), Qt::AlignRight | Qt::AlignVCenter, name);
-        }
-        for (int i = 0; i < tokens_.size(); ++i) {
+        const int step = labelStep();
+        for (int i = 0; i < tokens_.size(); i += step) {
             p.save();
             p.translate(x(i) + 4, y(0) + 14);
             p.rotate(45);
-            p.drawText(0, 0, tokens_[i]);
+            p.drawText(0, 0, fontMetrics().elidedText(step > 1 ? QString("%1 %2").arg(i).arg(tokens_[i]) : tokens_[i], Qt::ElideRight, kBottom + 20));
             p.restore();
         }
-        if (!graph_) return;
-        // nodes reached, then the edges over them
+        if (graph_) paintGraph(p);
+        // The row labels last, over a band of the background at the view's left edge: they stay in sight when the
+        // graph is scrolled sideways. A level too short for a line of text labels every other one (the MLP rows go).
+        p.setPen(Qt::NoPen);
+        p.setBrush(palette().base());
+        p.drawRect(QRect(labelsAt_, 0, kLeft - 6, height()));
+        p.setPen(text);
+        const bool every = levelHeight() >= fontMetrics().height();
+        for (int level = 0; level <= 2 * layers_; ++level) {
+            if (!every && level % 2 == 0 && level > 0) continue;
+            const QString name = level == 0 ? tr("embeddings")
+                                 : level % 2 ? tr("block %1 attention").arg((level - 1) / 2) : tr("block %1 MLP").arg((level - 1) / 2);
+            p.drawText(QRect(labelsAt_ + 2, static_cast<int>(y(level)) - 8, kLeft - 10, 16), Qt::AlignRight | Qt::AlignVCenter, name);
+        }
+    }
+
+    void paintGraph(QPainter& p) {
+        // nodes reached, then the edges over them (thinner where the columns are narrow)
+        const double scale = std::min(1.0, columnWidth() / kColumn * 4);
+        const double offset = std::min(6.0, columnWidth() / 4);
         p.setPen(Qt::NoPen);
         for (const auto& e : graph_->edges) {
             const auto [fromLevel, toLevel] = levels(e);
             for (const auto& [level, pos] : {std::pair{fromLevel, e.from}, std::pair{toLevel, e.to}}) {
                 p.setBrush(palette().mid());
-                p.drawEllipse(QPointF(x(static_cast<int>(pos)), y(level)), 3, 3);
+                p.drawEllipse(QPointF(x(static_cast<int>(pos)), y(level)), 3 * scale, 3 * scale);
             }
         }
         for (const auto& e : graph_->edges) {
@@ -72,9 +114,9 @@ protected:
                        : e.kind == ContributionEdge::Kind::Mlp     ? QColor(0xe6, 0x86, 0x2b)
                                                                     : QColor(0x90, 0x90, 0x90);
             c.setAlphaF(0.25 + 0.75 * e.weight);
-            p.setPen(QPen(c, 0.5 + 6.0 * e.weight, Qt::SolidLine, Qt::RoundCap));
+            p.setPen(QPen(c, 0.5 + 6.0 * e.weight * scale, Qt::SolidLine, Qt::RoundCap));
             QPointF a(x(static_cast<int>(e.from)), y(fromLevel)), b(x(static_cast<int>(e.to)), y(toLevel));
-            if (e.kind == ContributionEdge::Kind::Mlp) a.rx() += 6, b.rx() += 6;  // beside the residual's line
+            if (e.kind == ContributionEdge::Kind::Mlp) a.rx() += offset, b.rx() += offset;  // beside the residual's line
             p.drawLine(a, b);
         }
     }
@@ -119,9 +161,17 @@ protected:
     }
 
 private:
-    static constexpr int kLeft = 130, kColumn = 56, kTop = 16, kLevel = 46, kBottom = 70;
-    double x(int position) const { return kLeft + kColumn * (position + 0.5); }
-    int y(int level) const { return kTop + (2 * layers_ - level) * kLevel; }
+    static constexpr int kLeft = 130, kRight = 20, kColumn = 56, kTop = 16, kLevel = 46, kBottom = 70;
+    double x(int position) const { return kLeft + columnWidth() * (position + 0.5); }
+    double y(int level) const { return kTop + (2 * layers_ - level) * levelHeight(); }
+    void updateSize() {
+        const int columns = std::max(1, static_cast<int>(tokens_.size()));
+        if (fit_)
+            setMinimumSize(kLeft + kRight + 40, kTop + kBottom + 2 * layers_ * 4);
+        else
+            setMinimumSize(kLeft + columns * kColumn + kRight, kTop + 2 * layers_ * kLevel + kBottom);
+        update();
+    }
     static std::pair<int, int> levels(const ContributionEdge& e) {
         switch (e.kind) {
             case ContributionEdge::Kind::Attention:
@@ -135,6 +185,8 @@ private:
     const ContributionGraph* graph_ = nullptr;
     QStringList tokens_;
     int layers_ = 0;
+    bool fit_ = true;
+    int labelsAt_ = 0;
 };
 
 FlowView::FlowView(QWidget* parent) : TraceView(parent) {
@@ -155,10 +207,21 @@ FlowView::FlowView(QWidget* parent) : TraceView(parent) {
     scroll_ = new QScrollArea(content);
     scroll_->setWidget(canvas_);
     scroll_->setWidgetResizable(true);
+    // the row labels stay at the view's left edge while the graph scrolls sideways
+    connect(scroll_->horizontalScrollBar(), &QScrollBar::valueChanged, canvas_, &FlowCanvas::setLabelsAt);
+    fit_ = new QCheckBox(tr("Fit"), content);
+    fit_->setChecked(true);
+    fit_->setToolTip(tr("The whole graph in view (every token and block); unticked, each token gets room for its label "
+                        "and the graph scrolls, the row labels pinned at the left"));
+    connect(fit_, &QCheckBox::toggled, this, [this](bool on) {
+        canvas_->setFit(on);
+        if (!on && graph_) revealPosition();
+    });
     auto* controls = new QHBoxLayout;
     controls->addWidget(promptCombo_);
     controls->addWidget(position_);
     controls->addWidget(threshold_);
+    controls->addWidget(fit_);
     controls->addStretch(1);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -291,12 +354,30 @@ void FlowView::graphEnded(JobState state, const QVariant& result, const QString&
                          .arg(graph_->position)
                          .arg(QString::fromStdString(contributions_->note)));
     canvas_->setGraph(&*graph_, snapshot_->tokens.at(static_cast<size_t>(row)), snapshot_->numLayers());
-    // the graph starts at the position's column: keep it in view (on a long prompt it is the far right), at the right
-    // edge, so that as many of the earlier tokens it reads from (and, on a short prompt, the row labels) stay in view
-    const int x = canvas_->columnX(static_cast<int>(graph_->position));
-    const int margin = graph_->position > 0 ? x - canvas_->columnX(static_cast<int>(graph_->position) - 1) : 60;
-    QTimer::singleShot(0, this, [this, x, margin] { scroll_->ensureVisible(x, 0, margin, 0); });
+    revealPosition();
 }
+
+void FlowView::revealPosition() {
+    // Fitted, everything is in view. Otherwise the graph starts at the position's column: keep it in view (on a long
+    // prompt it is the far right), at the right edge, so that as many of the earlier tokens it reads from stay in view.
+    if (!graph_ || canvas_->fit()) return;
+    QTimer::singleShot(0, this, [this] {
+        if (!graph_) return;
+        const int x = canvas_->columnX(static_cast<int>(graph_->position));
+        scroll_->ensureVisible(x, 0, 60, 0);
+    });
+}
+
+QVariantMap FlowView::choices() const { return {{"threshold", threshold_->value()}, {"fit", fit_->isChecked()}}; }
+
+void FlowView::restoreChoices(const QVariantMap& choices) {
+    threshold_->setValue(choices.value("threshold", threshold_->value()).toDouble());
+    fit_->setChecked(choices.value("fit", fit_->isChecked()).toBool());
+}
+
+bool FlowView::fitted() const { return canvas_->fit(); }
+void FlowView::setFitted(bool on) { fit_->setChecked(on); }
+int FlowView::labelStep() const { return canvas_->labelStep(); }
 
 void FlowView::showStatus(const QString& text, const QString& colour) {
     status_->setStyleSheet(colour.isEmpty() ? QString() : QStringLiteral("color: %1;").arg(colour));
@@ -313,7 +394,7 @@ PlotSource FlowView::plotSource() const {
 
 QMap<QString, QString> FlowView::settings() const {
     return {{"view", "flow"}, {"view.prompt", QString::number(prompt())}, {"view.position", QString::number(position_->value())},
-            {"view.threshold", QString::number(threshold_->value())}};
+            {"view.threshold", QString::number(threshold_->value())}, {"view.fit", fit_->isChecked() ? "true" : "false"}};
 }
 
 }  // namespace nnscope

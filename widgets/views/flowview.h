@@ -15,6 +15,7 @@
 
 #include <optional>
 
+class QCheckBox;
 class QDoubleSpinBox;
 class QLabel;
 class QScrollArea;
@@ -41,6 +42,14 @@ public:
     const std::optional<ContributionGraph>& graph() const { return graph_; }
     QLabel* statusLabel() const { return status_; }
     QWidget* canvas() const;
+    /// The threshold and Fit, remembered by the window.
+    QVariantMap choices() const override;
+    void restoreChoices(const QVariantMap& choices) override;
+    /// Fit (the default): the whole graph in view, thinned token labels; otherwise every token labelled, scrolling.
+    bool fitted() const;
+    void setFitted(bool on);
+    /// Every how many tokens the canvas labels one (1: every token).
+    int labelStep() const;
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -55,12 +64,15 @@ private:
     void graphEnded(JobState state, const QVariant& result, const QString& message, double threshold, int position);
     /// Shows `text` in the status line (`colour` for a warning or an error, "" for none) and no graph.
     void showStatus(const QString& text, const QString& colour);
+    /// Scrolls the graph's starting column into view when the graph is not fitted.
+    void revealPosition();
 
     QSpinBox* position_;
     QDoubleSpinBox* threshold_;
     QLabel* status_;
     FlowCanvas* canvas_;
     QScrollArea* scroll_;
+    QCheckBox* fit_;
     std::optional<TokenContributions> contributions_;
     std::optional<ContributionGraph> graph_;
     bool stale_ = true;  ///< a new snapshot or prompt whose importances are not computed yet

@@ -34,7 +34,7 @@ double scoreOf(const HeadScore& s, int which) {
 
 /// One head's pattern [n, n] as a size × size image: pixel (x, y) shows the largest value of the cells it covers
 /// (columns [x·n/size, (x+1)·n/size), rows alike), as MatrixImage pools, so a one-cell stripe stays visible.
-QImage pooledImage(const float* data, int n, int size, QCPColorGradient& gradient) {
+QImage pooledImage(const float* data, int n, int size, QCPColorGradient& gradient, double logFloor) {
     QImage image(size, size, QImage::Format_ARGB32_Premultiplied);
     std::vector<int> start(static_cast<size_t>(size) + 1);
     for (int i = 0; i <= size; ++i) start[static_cast<size_t>(i)] = static_cast<int>(static_cast<int64_t>(i) * n / size);
@@ -49,7 +49,11 @@ QImage pooledImage(const float* data, int n, int size, QCPColorGradient& gradien
                     if (!std::isnan(row[c]) && (std::isnan(acc) || row[c] > acc)) acc = row[c];
             }
         }
-        gradient.colorize(line.data(), QCPRange(0, 1), reinterpret_cast<QRgb*>(image.scanLine(j)), size, 1, false);
+        if (logFloor > 0)  // zeros and anything below the floor take the lowest colour
+            for (double& v : line)
+                if (std::isnan(v) || v < logFloor) v = logFloor;
+        gradient.colorize(line.data(), QCPRange(logFloor > 0 ? logFloor : 0, 1), reinterpret_cast<QRgb*>(image.scanLine(j)), size, 1,
+                          logFloor > 0);
     }
     return image;
 }
@@ -95,6 +99,15 @@ void HeadOverview::setMarkScore(int score) {
     update();
 }
 
+void HeadOverview::setLogScale(bool on, double floor) {
+    if (on == log_ && floor == logFloor_) return;
+    log_ = on;
+    logFloor_ = floor;
+    builtSize_ = -1;  // built again, in the new colours, when next drawn
+    images_.clear();
+    update();
+}
+
 void HeadOverview::setSelectedHead(int layer, int head) {
     selLayer_ = layer;
     selHead_ = head;
@@ -119,9 +132,15 @@ QSize HeadOverview::sizeHint() const {
 
 void HeadOverview::layoutTiles() {
     if (heads_ == 0 || blocks_ == 0) return;
+    // The room is the scroll area's view (this widget grows taller than it when the grid scrolls).
+    const int roomHeight = parentWidget() ? parentWidget()->height() : height();
     const int byWidth = (width() - labelWidth()) / heads_ - kGap;
-    const int byHeight = (height() - labelHeight()) / blocks_ - kGap - barArea();
-    tile_ = std::clamp(std::min(byWidth, byHeight), kMinThumb, kMaxTile);
+    const int byHeight = (roomHeight - labelHeight()) / blocks_ - kGap - barArea();
+    int tile = std::min(byWidth, byHeight);  // every thumbnail in view
+    // Too small to read: as wide as the width allows up to kReadableTile, scrolling down instead.
+    if (tile < kReadableTile) tile = std::min(byWidth, kReadableTile);
+    tile_ = std::clamp(tile, kMinThumb, kMaxTile);
+    setMinimumHeight(labelHeight() + blocks_ * pitchY());
 }
 
 QRect HeadOverview::tileRect(int layer, int head) const {
@@ -143,7 +162,7 @@ void HeadOverview::buildImages() {
                     "HeadOverview: block ", b, "'s pattern is ", pattern.sizes(), ", expected [", heads_, ", ", tokens_, ", ", tokens_, "]");
         const float* data = pattern.data_ptr<float>();
         for (int h = 0; h < heads_; ++h)
-            images_.push_back(pooledImage(data + static_cast<size_t>(h) * tokens_ * tokens_, tokens_, size, gradient));
+            images_.push_back(pooledImage(data + static_cast<size_t>(h) * tokens_ * tokens_, tokens_, size, gradient, log_ ? logFloor_ : 0));
     }
     builtSize_ = size;
 }

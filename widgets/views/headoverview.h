@@ -37,6 +37,13 @@ public:
     /// Marks the heads by one score: 0 previous_token, 1 induction, 2 first_token, 3 diagonal; -1 none.
     void setMarkScore(int score);
     int markScore() const { return mark_; }
+    /// The thumbnails coloured on a logarithmic scale from `floor` to 1 (a long prompt's spread-out weights stay
+    /// visible instead of white); linear from 0 to 1 when off.
+    void setLogScale(bool on, double floor = 1e-5);
+    bool logScale() const { return log_; }
+    /// Thumbnails this large or larger are kept when the whole grid does not fit: the overview scrolls instead of
+    /// shrinking them further (#28: they stayed 20 px where 40 px fitted the width).
+    static constexpr int kReadableTile = 40;
     /// Outlines one head (the table's current row); -1, -1 for none.
     void setSelectedHead(int layer, int head);
     int selectedLayer() const { return selLayer_; }
@@ -89,6 +96,8 @@ private:
     std::vector<QImage> images_;    // block-major
     std::vector<HeadScore> scores_;
     int mark_ = -1;
+    bool log_ = false;
+    double logFloor_ = 1e-5;
     int selLayer_ = -1, selHead_ = -1;
     int hoverLayer_ = -1, hoverHead_ = -1;
     QString hoverText_;

@@ -6,6 +6,7 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QCheckBox>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -50,7 +51,10 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->verticalHeader()->hide();
-    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    // Each column as wide as its header with the sort arrow (#28: "induction / chance 0.058" read "hance 0.058" once
+    // sorted); the last one takes what is left.
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
     overview_ = new HeadOverview(content);
     auto* scroll = new QScrollArea(content);
     scroll->setWidget(overview_);
@@ -63,12 +67,15 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     repeatedButton_->setToolTip(tr("Score every head on the standard induction test: %1 random tokens repeated once (as "
                                    "TransformerLens' induction score). Choose a prompt to go back.").arg(kRandomLength));
     repeatedButton_->setEnabled(false);
+    logCheck_ = new QCheckBox(tr("Log scale"), content);
+    logCheck_->setToolTip(tr("Colour the thumbnails on a logarithmic scale from 10⁻⁵ to 1: on a long prompt a head's "
+                             "weights are spread thin and a linear scale leaves its thumbnail white"));
     auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Prompt"), content));
-    controls->addWidget(promptCombo_);
+    controls->addWidget(promptCombo_);  // no "Prompt" label: the row with Log scale fits 1280 px (the combo reads "1: …")
     controls->addWidget(repeatedButton_);
     controls->addWidget(new QLabel(tr("Mark by"), content));
     controls->addWidget(markCombo_);
+    controls->addWidget(logCheck_);
     controls->addStretch(1);
     // the overview above the table: the central area is wider than tall only once the docks are closed
     auto* split = new QSplitter(Qt::Vertical, content);
@@ -123,12 +130,23 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
         if (index > 0 && table_->horizontalHeader()->sortIndicatorSection() != index + 1) sortBy(index + 1);
     });
     connect(repeatedButton_, &QPushButton::clicked, this, [this] { scoreRepeatedRandomTokens(); });
+    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) { overview_->setLogScale(on, kLogFloor); });
     connect(promptCombo_, &QComboBox::activated, this, [this] {  // choosing a prompt (even the same one) goes back to it
         if (!random_) return;
         random_ = false;
         refreshWhenShown([this] { refresh(); });
     });
     markCombo_->setCurrentIndex(2);  // induction: the heads a repeated phrase brings out
+}
+
+void HeadsView::setLogScale(bool on) { logCheck_->setChecked(on); }
+
+QVariantMap HeadsView::choices() const { return {{"logScale", logCheck_->isChecked()}, {"markBy", markCombo_->currentIndex()}}; }
+
+void HeadsView::restoreChoices(const QVariantMap& choices) {
+    logCheck_->setChecked(choices.value("logScale", logCheck_->isChecked()).toBool());
+    const int mark = choices.value("markBy", markCombo_->currentIndex()).toInt();
+    if (mark >= 0 && mark < markCombo_->count()) markCombo_->setCurrentIndex(mark);
 }
 
 void HeadsView::scoreRepeatedRandomTokens() {

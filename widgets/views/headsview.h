@@ -10,6 +10,7 @@
 
 #include "core/analysis/headscores.h"
 
+class QCheckBox;
 class QComboBox;
 class QPushButton;
 class QStandardItemModel;
@@ -28,6 +29,11 @@ public:
     void setSnapshot(SnapshotPtr snapshot) override;
     PlotSource plotSource() const override;
     QMap<QString, QString> settings() const override;
+    /// The thumbnails' log scale and the score marked, remembered by the window.
+    QVariantMap choices() const override;
+    void restoreChoices(const QVariantMap& choices) override;
+    static constexpr double kLogFloor = 1e-5;
+    void setLogScale(bool on);
 
     /// The scores shown, block by block and head by head (whatever the table's sort); empty while they are computed
     /// (analysisPending()).
@@ -69,6 +75,7 @@ private:
 
     QLabel* status_;
     QComboBox* markCombo_;
+    QCheckBox* logCheck_;
     QPushButton* repeatedButton_;
     bool random_ = false;  ///< the scores are those of the repeated random tokens
     HeadScore chance_;

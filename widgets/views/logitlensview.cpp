@@ -7,6 +7,7 @@
 
 #include <torch/types.h>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -28,6 +29,9 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     targetLabel_ = new QLabel(content);
     positionSpin_ = new QSpinBox(content);
     positionSpin_->setToolTip(tr("The position whose target probability is plotted (click a cell to pick one)"));
+    logCheck_ = new QCheckBox(tr("Log scale"), content);
+    logCheck_->setToolTip(tr("Colour the top token's probability on a logarithmic scale from 10⁻⁵ to 1: at a large "
+                             "vocabulary the early blocks' top tokens have probabilities far below 0.01"));
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompt"), content));
     controls->addWidget(promptCombo_, 1);
@@ -36,13 +40,16 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(targetLabel_);
     controls->addWidget(new QLabel(tr("Position"), content));
     controls->addWidget(positionSpin_);
+    controls->addWidget(logCheck_);
 
     model_ = new MatrixModel(this);
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(probabilityGradient());
     heatmap_->setDataRange(0, 1);
-    heatmap_->setMinCellSize(QSize(50, 24));  // room for the token written in each cell
+    heatmap_->setMinCellSize(QSize(50, 24));  // an export's cells: room for the token written in each
+    heatmap_->setZoomable(true);              // the whole blocks x positions grid fitted to the view (#28)
     heatmap_->setModel(model_);
+    controls->addWidget(makeFitButton(heatmap_, content));
 
     targetPlot_ = new QCustomPlot(content);
     targetPlot_->setInteractions({});
@@ -87,6 +94,9 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
         refreshTarget();
     });
     connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int, int column) { setPosition(column); });
+    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) {
+        heatmap_->setLogScale(on, kLogFloor);
+    });
     // a long prompt's lens is computed for the columns in view: scrolling to others asks for them once it pauses
     wantTimer_ = new QTimer(this);
     wantTimer_->setSingleShot(true);
@@ -197,6 +207,9 @@ void LogitLensView::lensChanged() {
 void LogitLensView::setLensNote(const QString& html) { note_->setText(html); }
 
 QString LogitLensView::lensNote() const { return note_->text(); }
+
+void LogitLensView::setLogScale(bool on) { logCheck_->setChecked(on); }
+bool LogitLensView::logScale() const { return logCheck_->isChecked(); }
 
 void LogitLensView::setPosition(int position) { positionSpin_->setValue(position); }
 int LogitLensView::position() const { return positionSpin_->value(); }
@@ -328,7 +341,8 @@ QMap<QString, QString> LogitLensView::settings() const {
     return {{"view", "logit lens"},
             {"view.prompt", QString::number(prompt() + 1)},
             {"view.target", QString("#%1").arg(targetId_)},
-            {"view.position", QString::number(position())}};
+            {"view.position", QString::number(position())},
+            {"view.log_scale", logScale() ? "true" : "false"}};
 }
 
 }  // namespace nnscope

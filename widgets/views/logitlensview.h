@@ -8,6 +8,7 @@
 #include "widgets/plots/heatmapplot.h"
 #include "widgets/views/traceview.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -32,6 +33,12 @@ public:
     bool setTarget(const QString& text);
     int64_t targetId() const { return targetId_; }
     void setPosition(int position);
+    static constexpr double kLogFloor = 1e-5;  ///< the log scale's lowest probability (a 128k vocabulary's uniform is 8e-6)
+    /// The heatmap's colours on a log scale (kLogFloor to 1), remembered by the window.
+    void setLogScale(bool on);
+    bool logScale() const;
+    QVariantMap choices() const override { return {{"logScale", logScale()}}; }
+    void restoreChoices(const QVariantMap& choices) override { setLogScale(choices.value("logScale", logScale()).toBool()); }
     int position() const;
     /// The snapshot now holds more lenses: shows the prompt's lens when it is there.
     void lensChanged();
@@ -67,6 +74,7 @@ private:
     QLineEdit* targetEdit_;
     QLabel* targetLabel_;
     QSpinBox* positionSpin_;
+    QCheckBox* logCheck_;
     HeatmapPlot* heatmap_;
     MatrixModel* model_;
     QCustomPlot* targetPlot_;

@@ -86,8 +86,14 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(signedGradient());
     heatmap_->setSymmetricRange(true);
-    heatmap_->setMinCellSize(QSize(3, 18));  // neurons scroll sideways, tokens stay labelled
+    heatmap_->setMinCellSize(QSize(3, 18));  // an export's cells: every token labelled
+    heatmap_->setZoomable(true);             // every neuron fitted to the view, pooled by the largest magnitude (#28)
     heatmap_->setModel(model_);
+    logCheck_ = new QCheckBox(tr("Log scale"), content);
+    logCheck_->setToolTip(tr("A symmetric log colour scale: linear within a thousandth of the largest |activation|, "
+                             "logarithmic beyond, in both signs, so that small activations keep a colour beside large ones"));
+    ranking->insertWidget(ranking->count() - 1, logCheck_);
+    ranking->insertWidget(ranking->count() - 1, makeFitButton(heatmap_, content));
     topPlot_ = barPlot(content, &topBars_);
     neuronPlot_ = barPlot(content, &neuronBars_);
     neuronBars_->setBrush(QColor(0xd6, 0x60, 0x4d));
@@ -120,6 +126,7 @@ NeuronView::NeuronView(QWidget* parent) : TraceView(parent) {
         refresh();
         emit blockChanged(block);
     });
+    connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) { heatmap_->setLogScale(on, kSymLogThreshold); });
     connect(topKSpin_, &QSpinBox::valueChanged, this, &NeuronView::refreshDetails);
     connect(magnitudeCheck_, &QCheckBox::toggled, this, &NeuronView::refreshDetails);
     connect(neuronSpin_, &QSpinBox::valueChanged, this, [this] {
@@ -292,7 +299,19 @@ QMap<QString, QString> NeuronView::settings() const {
             {"view.prompt", QString::number(prompt() + 1)},
             {"view.token", QString::number(token_)},
             {"view.neuron", QString::number(neuron())},
-            {"view.top_k", QString::number(topKSpin_->value())}};
+            {"view.top_k", QString::number(topKSpin_->value())},
+            {"view.log_scale", logCheck_->isChecked() ? "true" : "false"}};
+}
+
+void NeuronView::setLogScale(bool on) { logCheck_->setChecked(on); }
+
+QVariantMap NeuronView::choices() const {
+    return {{"logScale", logCheck_->isChecked()}, {"byMagnitude", magnitudeCheck_->isChecked()}};
+}
+
+void NeuronView::restoreChoices(const QVariantMap& choices) {
+    logCheck_->setChecked(choices.value("logScale", logCheck_->isChecked()).toBool());
+    magnitudeCheck_->setChecked(choices.value("byMagnitude", magnitudeCheck_->isChecked()).toBool());
 }
 
 QVector<InterventionOffer> NeuronView::interventionOffers() const {

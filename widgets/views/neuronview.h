@@ -22,6 +22,12 @@ public:
     QMap<QString, QString> settings() const override;
     /// Zero- and mean-ablating the selected neuron of the block, skipping the block.
     QVector<InterventionOffer> interventionOffers() const override;
+    /// The log scale and the ranking by |activation|, remembered by the window.
+    QVariantMap choices() const override;
+    void restoreChoices(const QVariantMap& choices) override;
+    /// The symmetric log scale's linear part: within ±kSymLogThreshold × the largest |activation|.
+    static constexpr double kSymLogThreshold = 1e-3;
+    void setLogScale(bool on);
 
     /// Shows value `v` (any value whose layout is "Neurons": mlp_neurons, mlp_activation, the gate's, up_proj's and the
     /// activation's native values) instead of mlp_neurons; false when `v` is not a Neurons value this model has.
@@ -56,6 +62,7 @@ private:
     QSpinBox* blockSpin_;
     QSpinBox* topKSpin_;
     QCheckBox* magnitudeCheck_;
+    QCheckBox* logCheck_;
     QSpinBox* neuronSpin_;
     HeatmapPlot* heatmap_;
     MatrixModel* model_;

@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace nnscope {
@@ -76,13 +77,15 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     heatmap_ = new HeatmapPlot(content);
     heatmap_->setGradient(signedGradient());
     heatmap_->setSymmetricRange(true);
-    heatmap_->setMinCellSize(QSize(34, 22));
+    heatmap_->setMinCellSize(QSize(34, 22));  // an export's cells
+    heatmap_->setZoomable(true);              // the whole grid fitted to the view, the last position in sight (#28)
     heatmap_->setModel(model_);
     estimateModel_ = new MatrixModel(this);
     estimateHeatmap_ = new HeatmapPlot(content);
     estimateHeatmap_->setGradient(signedGradient());
     estimateHeatmap_->setSymmetricRange(true);
     estimateHeatmap_->setMinCellSize(QSize(34, 22));
+    estimateHeatmap_->setZoomable(true);
     estimateHeatmap_->setModel(estimateModel_);
     // no widget tooltip here: it would replace the hovered cell's value (the citation is in the status line)
 
@@ -109,6 +112,11 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     runRow->addWidget(run_);
     runRow->addWidget(cancel_);
     runRow->addWidget(progress_, 1);
+    auto* fit = makeFitButton(heatmap_, content);  // both grids
+    connect(fit, &QToolButton::clicked, estimateHeatmap_, &HeatmapPlot::resetView);
+    connect(estimateHeatmap_, &HeatmapPlot::viewChanged, fit, [this, fit] { fit->setEnabled(heatmap_->isZoomed() || estimateHeatmap_->isZoomed()); });
+    connect(heatmap_, &HeatmapPlot::viewChanged, fit, [this, fit] { fit->setEnabled(heatmap_->isZoomed() || estimateHeatmap_->isZoomed()); });
+    runRow->addWidget(fit);
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(form);

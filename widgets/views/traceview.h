@@ -11,6 +11,7 @@
 #include "widgets/views/tracesnapshot.h"
 
 #include <QMap>
+#include <QVariantMap>
 #include <QWidget>
 
 #include <functional>
@@ -50,6 +51,10 @@ public:
     /// The interventions the view offers for what it shows now (the head, the neuron, the block), listed by its
     /// right-click menu; choosing one emits interventionRequested. None by default.
     virtual QVector<InterventionOffer> interventionOffers() const { return {}; }
+    /// The choices the window remembers between sessions (QSettings under views/<name>/): the log scale, a ranking, a
+    /// threshold, ... by key. Empty by default; restoreChoices takes what choices() gave, a key missing keeps its value.
+    virtual QVariantMap choices() const { return {}; }
+    virtual void restoreChoices(const QVariantMap& choices) { (void)choices; }
     /// What the view says instead of its content (no trace yet, a value it needs is missing), or "" when it shows it.
     QString placeholderText() const;
     /// The outcome of the view's request `serial` (analysisRequested), from whoever ran it: `result` when Finished,
