@@ -27,6 +27,7 @@
 #include "widgets/views/familyview.h"
 #include "widgets/views/featuresview.h"
 #include "widgets/views/circuitview.h"
+#include "core/analysis/circuit.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/panels/modelsummary.h"
 #include "widgets/views/neuronview.h"
@@ -410,6 +411,29 @@ void MainWindow::createCentral() {
     text_ = new TextView(this);
     features_ = new FeaturesView(this);
     circuit_ = new CircuitView(this);
+    circuitJob_ = new JobWatcher(worker_, QStringLiteral("circuit"), this);
+    connect(circuitJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(circuitJob_, done, total); });
+    circuitJob_->onFinished<AttributionGraphPtr>(this, [this](AttributionGraphPtr graph) {
+        const QString what = tr("Attribution graph: %1 features, %2 edges in all.")
+                                 .arg(std::count_if(graph->nodes.begin(), graph->nodes.end(),
+                                                    [](const GraphNode& n) { return n.kind == GraphNode::Kind::Feature; }))
+                                 .arg(graph->edgeCount());
+        panelEnd(circuitJob_, what);
+        circuit_->setComputeMessage(circuit_->computeMessage()->text() + " " + what);
+        circuit_->setGraph(*graph);
+        updateCircuitCompute();
+    });
+    connect(circuitJob_, &JobWatcher::failed, this, [this](const QString& message) {
+        panelEnd(circuitJob_, tr("The attribution graph failed."));
+        circuit_->setComputeMessage(tr("The attribution graph failed: %1").arg(message));
+        updateCircuitCompute();
+    });
+    connect(circuitJob_, &JobWatcher::cancelled, this, [this] {
+        panelEnd(circuitJob_, tr("The attribution graph was cancelled."));
+        circuit_->setComputeMessage(tr("The attribution graph was cancelled."));
+        updateCircuitCompute();
+    });
+    connect(circuit_, &CircuitView::computeRequested, this, [this](const QString& dir) { computeCircuit(dir); });
     // the tabs, in the registry's order (viewregistry.h): each name's widget
     const std::map<QString, QWidget*> widgets = {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
@@ -898,6 +922,7 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     model_ = std::move(model);
     stopLens();
     snapshot_.reset();
+    updateCircuitCompute();
     updateNonFiniteBanner(nullptr);
     traceFile_.clear();  // a checkpoint replaces a trace file that was browsed
     rereadJob_->forget();
@@ -1096,6 +1121,7 @@ void MainWindow::onTraceFileOpened(SnapshotPtr snapshot) {
     traceFile_ = snapshot->sourceFile;
     model_ = snapshot->model;
     snapshot_ = std::move(snapshot);
+    updateCircuitCompute();
     const QString name = QFileInfo(traceFile_).fileName();
     const bool weights = model_->hasWeights();
     setWindowTitle(tr("%1 — trace file, no model — nnscope").arg(name));
@@ -1189,6 +1215,7 @@ void MainWindow::onValuesRead(SnapshotPtr snapshot) {
         for (LensRequest& r : lensRequests_)
             if (r.snapshot == snapshot_) r.snapshot = snapshot;
         snapshot_ = std::move(snapshot);
+        updateCircuitCompute();
         updateNonFiniteBanner(snapshot_);  // a value read again may be where they first appear
         pinned_->setSnapshot(snapshot_);
         text_->setPinnedKeys(pinned_->keys());
@@ -1655,6 +1682,7 @@ void MainWindow::clearStaleInterventions() {
 
 void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
+    updateCircuitCompute();
     lastTraceMs_ = QDateTime::currentMSecsSinceEpoch() - traceStartedMs_;
     clearStaleInterventions();  // a new trace clears the trace line's notes
     pinned_->setUnreadText({});
@@ -2531,6 +2559,74 @@ void MainWindow::updateActions() {
     const bool plot = currentView() && (currentView() == patching_ ? patching_->result() != nullptr : snapshot_ != nullptr);
     exportPlotAct_->setEnabled(plot);
     exportValueAct_->setEnabled(plot && !currentView()->settings().value("view.value").isEmpty());
+}
+
+// ---- attribution graphs ---------------------------------------------------------------------------------------------
+
+void MainWindow::updateCircuitCompute() {
+    if (circuitJob_ && circuitJob_->isActive()) {
+        circuit_->setComputeEnabled(false, tr("A graph is being computed (Esc stops it)."));
+        return;
+    }
+    if (!snapshot_ || !snapshot_->sourceFile.isEmpty() || !snapshot_->model || !snapshot_->model->hasWeights()) {
+        circuit_->setComputeEnabled(false, snapshot_ && !snapshot_->sourceFile.isEmpty()
+                                               ? tr("A trace file holds no model to compute a graph with: open its checkpoint and run a trace.")
+                                               : tr("Open a model and run a trace to compute a graph of its prompt."));
+        return;
+    }
+    const QString modelDir = QString::fromStdString(snapshot_->model->dir());
+    if (circuit_->property("modelDir").toString() != modelDir) {  // another model: its own transcoders, when it ships them
+        circuit_->setProperty("modelDir", modelDir);
+        const QString beside = QDir(modelDir).filePath(QStringLiteral("transcoders"));
+        circuit_->setTranscodersDir(QFileInfo(beside).isDir() ? beside : QString());
+    }
+    circuit_->setComputeEnabled(true, {});
+}
+
+QString MainWindow::computeCircuit(const QString& dirIn) {
+    const QString dir = dirIn.trimmed();
+    auto refuse = [this](const QString& why) {
+        circuit_->setComputeMessage(why);
+        showView("circuit");
+        return why;
+    };
+    if (circuitJob_->isActive()) return refuse(tr("A graph is being computed already."));
+    if (!snapshot_ || !snapshot_->sourceFile.isEmpty() || !snapshot_->model || !snapshot_->model->hasWeights())
+        return refuse(tr("Open a model and run a trace first: the graph explains the traced prompt's next token."));
+    if (dir.isEmpty()) return refuse(tr("Choose the transcoders' folder first."));
+    const ModelPtr model = snapshot_->model;
+    const int row = std::clamp(attention_->prompt(), 0, snapshot_->numPrompts() - 1);
+    const std::vector<int64_t> ids = snapshot_->result.batch.ids.at(static_cast<size_t>(row));
+    const std::string prompt = snapshot_->result.batch.prompts.at(static_cast<size_t>(row));
+    CircuitTranscoders transcoders;
+    CircuitEstimate estimate;
+    try {
+        transcoders = loadCircuitTranscoders(dir.toStdString());
+        estimate = estimateCircuit(*model, transcoders, static_cast<int64_t>(ids.size()), CircuitOptions{});
+    } catch (const std::exception& e) {
+        return refuse(tr("Cannot compute a graph: %1").arg(QString::fromStdString(e.what())));
+    }
+    const QString estimateText = tr("Estimate: %1.").arg(QString::fromStdString(estimate.text()));
+    if (!estimate.fits) return refuse(tr("Refused: the graph will not fit in the memory available. %1 Trace a shorter prompt.").arg(estimateText));
+    circuit_->setComputeMessage(estimateText);
+    circuitJob_->watch(worker_->analyse([model, transcoders, ids, prompt, dir](const JobControl& control) {
+        const auto graph = std::make_shared<AttributionGraph>(computeAttributionGraph(
+            *model, transcoders, ids, CircuitOptions{},
+            [&control](const std::string&, int64_t done, int64_t total) {
+                control.progress(static_cast<int>(std::min<int64_t>(done, std::numeric_limits<int>::max())),
+                                 static_cast<int>(std::min<int64_t>(total, std::numeric_limits<int>::max())));
+            },
+            control.cancelFlag()));
+        graph->prompt = prompt;
+        graph->modelDir = model->dir();
+        graph->transcoderDir = dir.toStdString();
+        graph->slug = QFileInfo(QString::fromStdString(model->dir())).fileName().toStdString() + "-graph";
+        return QVariant::fromValue(AttributionGraphPtr(graph));
+    }));
+    panelShow(circuitJob_, tr("attribution graph"), 0);
+    updateCircuitCompute();
+    showView("circuit");
+    return {};
 }
 
 }  // namespace nnscope

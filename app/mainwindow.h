@@ -189,6 +189,12 @@ public:
     /// Reads an attribution graph JSON (circuit-tracer's or Neuronpedia's, core/io/graphjson.h) into the Circuit view
     /// and shows it; no model is needed. Returns "" or the error (also shown in the window).
     QString openGraphFile(const QString& path);
+    /// Computes the attribution graph of the shown trace's prompt (the prompt the views show) through the transcoders in
+    /// `dir` (core/analysis/circuit.h), in the worker with the trace panel's progress and Esc: the estimate of its memory
+    /// and time first, shown in the Circuit view (refused with it when the graph will not fit), then the graph, shown
+    /// there. Returns "" when started, else why not (also shown in the Circuit view).
+    QString computeCircuit(const QString& dir);
+    JobWatcher* circuitJob() const { return circuitJob_; }
     /// The watcher of the attached dictionaries' run on the last trace (computeFeatureRuns, in the worker).
     JobWatcher* featuresJob() const { return featuresJob_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""
@@ -375,6 +381,10 @@ private:
     JobWatcher* lensJob_;
     JobWatcher* featuresJob_;
     JobWatcher* dashboardJob_;
+    JobWatcher* circuitJob_ = nullptr;
+    /// Whether the Circuit view can compute a graph now (a trace run in this window on a model with weights), and its
+    /// default transcoders folder (<model>/transcoders where it exists).
+    void updateCircuitCompute();
     std::vector<ViewJob> viewJobs_;
     std::vector<AttachedDictionary> dictionaries_;  ///< attached to the open checkpoint, in attach order
     JobWatcher* panelJob_ = nullptr;  ///< the computation the trace panel's bar counts (nullptr: the trace's or none)

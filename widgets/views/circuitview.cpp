@@ -6,6 +6,7 @@
 #include "widgets/panels/palette.h"
 
 #include <QCheckBox>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
@@ -497,6 +498,25 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     groups_->setWordWrap(true);
     groups_->setTextFormat(Qt::RichText);
 
+    transcoders_ = new QLineEdit(this);
+    transcoders_->setObjectName("circuitTranscoders");
+    transcoders_->setPlaceholderText(tr("Transcoders folder (circuit-tracer config.yaml, or one SAELens transcoder per block)"));
+    chooseTranscoders_ = new QPushButton(tr("Choose…"), this);
+    compute_ = new QPushButton(tr("Compute Graph"), this);
+    compute_->setObjectName("circuitCompute");
+    compute_->setToolTip(tr("The attribution graph of the shown prompt's next-token prediction through these transcoders "
+                            "(circuit-tracer 0.5.0's method: attention patterns and norm scales frozen, MLPs replaced by the "
+                            "transcoders plus error nodes); the estimate of its memory and time comes first"));
+    computeMessage_ = new QLabel(this);
+    computeMessage_->setObjectName("circuitComputeMessage");
+    computeMessage_->setTextFormat(Qt::PlainText);
+    computeMessage_->setWordWrap(true);
+    auto* computeRow = new QHBoxLayout;
+    computeRow->addWidget(new QLabel(tr("Transcoders"), this));
+    computeRow->addWidget(transcoders_, 1);
+    computeRow->addWidget(chooseTranscoders_);
+    computeRow->addWidget(compute_);
+
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Nodes"), this));
     top->addWidget(nodeSlider_);
@@ -528,6 +548,8 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(computeRow);
+    layout->addWidget(computeMessage_);
     layout->addLayout(top);
     layout->addWidget(status_);
     layout->addWidget(split, 1);
@@ -545,6 +567,15 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
         if (!selected_.empty()) togglePin(selected_);
     });
     connect(group_, &QPushButton::clicked, this, &CircuitView::groupDialog);
+    connect(chooseTranscoders_, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Transcoders"), transcoders_->text());
+        if (!dir.isEmpty()) transcoders_->setText(dir);
+    });
+    connect(compute_, &QPushButton::clicked, this, [this] { emit computeRequested(transcoders_->text().trimmed()); });
+    connect(transcoders_, &QLineEdit::returnPressed, this, [this] {
+        if (compute_->isEnabled()) emit computeRequested(transcoders_->text().trimmed());
+    });
+    setComputeEnabled(false, tr("Open a model and run a trace to compute a graph of its prompt."));
     canvas_->clicked = [this](int node, bool ctrl) {
         const std::string id = node >= 0 ? shown_.nodes[static_cast<size_t>(node)].nodeId() : std::string();
         if (ctrl && node >= 0) togglePin(id);
@@ -554,6 +585,22 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
 }
 
 CircuitView::~CircuitView() = default;
+
+void CircuitView::setTranscodersDir(const QString& dir) { transcoders_->setText(dir); }
+QString CircuitView::transcodersDir() const { return transcoders_->text().trimmed(); }
+
+void CircuitView::setComputeEnabled(bool enabled, const QString& reason) {
+    compute_->setEnabled(enabled);
+    compute_->setToolTip(enabled ? tr("The attribution graph of the shown prompt's next-token prediction through these transcoders "
+                                      "(circuit-tracer 0.5.0's method); the estimate of its memory and time comes first")
+                                 : reason);
+    // The line says why the button is disabled unless it shows an estimate or an outcome (kept while a graph runs).
+    const bool showsReason = computeMessage_->text().isEmpty() || computeMessage_->text() == computeMessage_->property("reason").toString();
+    if (showsReason) computeMessage_->setText(enabled ? QString() : reason);
+    computeMessage_->setProperty("reason", enabled || !showsReason ? QString() : reason);
+}
+
+void CircuitView::setComputeMessage(const QString& text) { computeMessage_->setText(text); }
 
 QWidget* CircuitView::canvas() const { return canvas_; }
 

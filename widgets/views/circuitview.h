@@ -13,8 +13,10 @@
 #include "core/analysis/circuitgraph.h"
 #include "core/analysis/circuitprune.h"
 
+#include <QMetaType>
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 
 class QCheckBox;
@@ -25,6 +27,9 @@ class QSlider;
 class QTextBrowser;
 
 namespace nnscope {
+
+/// A graph computed in the worker, handed to the window (MainWindow::computeCircuit).
+using AttributionGraphPtr = std::shared_ptr<const AttributionGraph>;
 
 class CircuitCanvas;
 
@@ -68,6 +73,16 @@ public:
     /// Sets the label (clerp) of the node.
     void setLabel(const std::string& id, const QString& label);
 
+    /// The compute row: the transcoders folder a graph of the current trace's prompt is computed with (the window runs it
+    /// in its worker: computeRequested), whether computing is possible now (`reason`: why not, shown beside the
+    /// disabled button), and the estimate or outcome line.
+    void setTranscodersDir(const QString& dir);
+    QString transcodersDir() const;
+    void setComputeEnabled(bool enabled, const QString& reason);
+    void setComputeMessage(const QString& text);
+    QPushButton* computeButton() const { return compute_; }
+    QLabel* computeMessage() const { return computeMessage_; }
+
     QSlider* nodeSlider() const { return nodeSlider_; }
     QSlider* edgeSlider() const { return edgeSlider_; }
     QCheckBox* hideErrorsBox() const { return hideErrors_; }
@@ -83,6 +98,8 @@ public:
 signals:
     /// The graph, its thresholds or its researcher state changed.
     void graphChanged();
+    /// Compute was pressed: a graph of the trace's prompt through the transcoders in `dir`.
+    void computeRequested(const QString& dir);
 
 private:
     void reprune();
@@ -108,6 +125,12 @@ private:
     QPushButton* group_;
     QLabel* groups_;
     CircuitCanvas* canvas_;
+    QLineEdit* transcoders_;
+    QPushButton* chooseTranscoders_;
+    QPushButton* compute_;
+    QLabel* computeMessage_;
 };
 
 }  // namespace nnscope
+
+Q_DECLARE_METATYPE(nnscope::AttributionGraphPtr)
