@@ -144,8 +144,8 @@ protected:
         if (!graph_ || graph_->nodes.empty()) {
             p.setPen(palette().placeholderText().color());
             p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                       tr("No attribution graph.\nFile ▸ Open Graph… reads a graph JSON written by circuit-tracer, downloaded from "
-                          "Neuronpedia, or saved here."));
+                       tr("No attribution graph.\nCompute Graph (above) traces the prompt's next token through the transcoders; "
+                          "File ▸ Open Graph… reads a graph JSON written by circuit-tracer, downloaded from Neuronpedia, or saved here."));
             return;
         }
         p.setRenderHint(QPainter::Antialiasing);
@@ -479,6 +479,7 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel(this);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     status_->setTextFormat(Qt::PlainText);  // a prompt's "<s>" is text
+    status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
 
     canvas_ = new CircuitCanvas(this);
     canvas_->setObjectName("circuitCanvas");
@@ -511,6 +512,8 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     computeMessage_->setObjectName("circuitComputeMessage");
     computeMessage_->setTextFormat(Qt::PlainText);
     computeMessage_->setWordWrap(true);
+    // Long lines (an estimate, a prompt in the status) wrap or clip inside the view; they never widen the window.
+    computeMessage_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     auto* computeRow = new QHBoxLayout;
     computeRow->addWidget(new QLabel(tr("Transcoders"), this));
     computeRow->addWidget(transcoders_, 1);
@@ -780,7 +783,8 @@ void CircuitView::updateCard() {
         pin_->setText(tr("Pin"));
         card_->setHtml(hasGraph_ ? tr("<p>Click a node for its card. Ctrl+click pins it; <b>Group pinned…</b> makes a named supernode "
                                       "of the pinned nodes. Wheel zooms, dragging pans, double-click fits.</p>")
-                                 : tr("<p>No graph. File ▸ Open Graph… reads a circuit-tracer or Neuronpedia graph JSON.</p>"));
+                                 : tr("<p>No graph. Compute Graph traces the shown prompt's next token through the transcoders; File ▸ Open Graph… "
+                                      "reads a circuit-tracer or Neuronpedia graph JSON.</p>"));
         return;
     }
     const GraphNode& n = shown_.nodes[static_cast<size_t>(index)];
@@ -845,7 +849,7 @@ void CircuitView::updateCard() {
 
 void CircuitView::updateStatus() {
     if (!hasGraph_) {
-        status_->setText(tr("No graph: File ▸ Open Graph… (a circuit-tracer or Neuronpedia graph JSON)"));
+        status_->setText(tr("No graph: Compute Graph, or File ▸ Open Graph… (a circuit-tracer or Neuronpedia graph JSON)"));
         return;
     }
     QString text = tr("%1 of %2 nodes, %3 of %4 edges shown")
