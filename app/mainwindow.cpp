@@ -28,6 +28,7 @@
 #include "widgets/views/featuresview.h"
 #include "widgets/views/circuitview.h"
 #include "core/analysis/circuit.h"
+#include "core/analysis/featureeffects.h"
 #include "widgets/views/logitlensview.h"
 #include "widgets/panels/modelsummary.h"
 #include "widgets/views/neuronview.h"
@@ -96,6 +97,18 @@
 #include <utility>
 
 namespace nnscope {
+
+namespace {
+
+/// The transcoders in `dir` (mapped again: cheap), or none when they no longer read.
+CircuitTranscoders loadCircuitTranscodersOrEmpty(const std::string& dir) {
+    try {
+        return loadCircuitTranscoders(dir);
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+}  // namespace
 
 /// What the window did, for whoever runs it from a terminal or a test: off unless asked for with
 /// QT_LOGGING_RULES="nnscope.window.info=true" (one line per model opened and per trace shown, on stderr).
@@ -421,6 +434,29 @@ void MainWindow::createCentral() {
         panelEnd(circuitJob_, what);
         circuit_->setComputeMessage(circuit_->computeMessage()->text() + " " + what);
         circuit_->setGraph(*graph);
+        // a feature's card: the tokens its decoder row promotes and suppresses (per-layer transcoders that write the
+        // residual stream's width; a cross-layer transcoder writes several layers and gets none)
+        const ModelPtr model = snapshot_ ? snapshot_->model : nullptr;
+        const auto transcoders = std::make_shared<CircuitTranscoders>(loadCircuitTranscodersOrEmpty(graph->transcoderDir));
+        circuit_->setFeatureDetails([model, transcoders](const GraphNode& n) -> QString {
+            if (!model || transcoders->perLayer.empty() || n.layer < 0 || n.layer >= static_cast<int>(transcoders->perLayer.size())) return {};
+            try {
+                const FeatureLogitEffects e = featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5);
+                auto tokens = [&](const std::vector<TokenEffect>& effects) {
+                    QStringList out;
+                    for (const TokenEffect& t : effects)
+                        out << QStringLiteral("“%1” %2")
+                                   .arg(QString::fromStdString(model->tokenizer() ? model->tokenizer()->tokenLabel(t.id) : std::to_string(t.id)).toHtmlEscaped())
+                                   .arg(t.logit, 0, 'f', 2);
+                    return out.join(QStringLiteral(", "));
+                };
+                return QObject::tr("<p><b>Promotes</b> %1<br><b>Suppresses</b> %2<br><span style='color:gray'>its decoder row through the "
+                                   "final norm's gain and the unembedding</span></p>")
+                    .arg(tokens(e.promoted), tokens(e.suppressed));
+            } catch (const std::exception& e) {
+                return QObject::tr("<p>No logit effects: %1</p>").arg(QString::fromStdString(e.what()).toHtmlEscaped());
+            }
+        });
         updateCircuitCompute();
     });
     connect(circuitJob_, &JobWatcher::failed, this, [this](const QString& message) {
@@ -2418,6 +2454,7 @@ QString MainWindow::openGraphFile(const QString& path) {
         return error;
     }
     centralStack_->setCurrentWidget(views_);  // the Circuit view needs no model
+    circuit_->setFeatureDetails({});        // nor its transcoders
     showView("circuit");
     statusBar()->showMessage(tr("Opened the graph %1").arg(path), 5000);
     return {};

@@ -3661,6 +3661,20 @@ void TestGui::circuitComputedInWindow() {
     QCOMPARE(g.nodes[g.source[strongest]].nodeId(), std::string("E_5_9"));
     QVERIFY(cv->visibleNodeCount() > 0 && cv->visibleNodeCount() < static_cast<int>(g.nodes.size()));  // pruned at 0.8 / 0.98
     QVERIFY(cv->computeButton()->isEnabled());
+
+    // A feature's card names the tokens its decoder row promotes, as featureLogitEffects computes them.
+    cv->setThresholds(0.95, 0.98);  // block 1's features at the last position appear
+    const GraphNode* feature = nullptr;
+    for (const GraphNode& n : cv->shown().nodes)
+        if (n.kind == GraphNode::Kind::Feature) feature = &n;
+    QVERIFY(feature);
+    cv->selectNode(feature->nodeId());
+    const auto layers = loadTranscoderSet(cv->transcodersDir().toStdString());
+    const FeatureLogitEffects effects = featureLogitEffects(*w.model(), *layers.at(static_cast<size_t>(feature->layer)), feature->index, 5);
+    const QString card = cv->card()->toPlainText();
+    QVERIFY2(card.contains("Promotes"), qPrintable(card));
+    const QString top = QString::fromStdString(w.model()->tokenizer()->tokenLabel(effects.promoted.at(0).id));
+    QVERIFY2(card.contains(QString("“%1” %2").arg(top).arg(effects.promoted[0].logit, 0, 'f', 2)), qPrintable(card));
 }
 
 void TestGui::circuitView() {

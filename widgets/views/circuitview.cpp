@@ -605,6 +605,11 @@ void CircuitView::setComputeEnabled(bool enabled, const QString& reason) {
 
 void CircuitView::setComputeMessage(const QString& text) { computeMessage_->setText(text); }
 
+void CircuitView::setFeatureDetails(std::function<QString(const GraphNode&)> details) {
+    featureDetails_ = std::move(details);
+    updateCard();
+}
+
 QWidget* CircuitView::canvas() const { return canvas_; }
 
 void CircuitView::setGraph(AttributionGraph graph) {
@@ -799,6 +804,7 @@ void CircuitView::updateCard() {
         case Kind::Feature:
             text = tr("<h3>Feature %1</h3><p>Layer %2, position %3 (“%4”)</p><p>Activation <b>%5</b></p>")
                        .arg(n.index).arg(n.layer).arg(n.position).arg(tokenAt(n.position)).arg(n.activation, 0, 'g', 5);
+            if (featureDetails_) text += featureDetails_(n);
             break;
         case Kind::Error:
             text = tr("<h3>MLP reconstruction error</h3><p>Layer %1, position %2 (“%3”): what the transcoder leaves out of "

@@ -16,6 +16,7 @@
 #include <QMetaType>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -83,6 +84,10 @@ public:
     QPushButton* computeButton() const { return compute_; }
     QLabel* computeMessage() const { return computeMessage_; }
 
+    /// What a feature's card adds from the model and the transcoders the graph was computed with (its top logit effects,
+    /// as HTML), or none for a graph opened from a file. Called on the window's thread when a feature is selected.
+    void setFeatureDetails(std::function<QString(const GraphNode&)> details);
+
     QSlider* nodeSlider() const { return nodeSlider_; }
     QSlider* edgeSlider() const { return edgeSlider_; }
     QCheckBox* hideErrorsBox() const { return hideErrors_; }
@@ -125,6 +130,7 @@ private:
     QPushButton* group_;
     QLabel* groups_;
     CircuitCanvas* canvas_;
+    std::function<QString(const GraphNode&)> featureDetails_;
     QLineEdit* transcoders_;
     QPushButton* chooseTranscoders_;
     QPushButton* compute_;
