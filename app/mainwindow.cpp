@@ -470,6 +470,8 @@ void MainWindow::createCentral() {
         updateCircuitCompute();
     });
     connect(circuit_, &CircuitView::computeRequested, this, [this](const QString& dir) { computeCircuit(dir); });
+    connect(circuit_, &CircuitView::steerRequested, this,
+            [this](const std::vector<GraphNode>& features, double factor) { steerCircuitFeatures(features, factor); });
     // the tabs, in the registry's order (viewregistry.h): each name's widget
     const std::map<QString, QWidget*> widgets = {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
@@ -2618,6 +2620,31 @@ void MainWindow::updateCircuitCompute() {
         circuit_->setTranscodersDir(QFileInfo(beside).isDir() ? beside : QString());
     }
     circuit_->setComputeEnabled(true, {});
+}
+
+QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features, double factor) {
+    const AttributionGraph& graph = circuit_->graph();
+    const CircuitTranscoders transcoders = loadCircuitTranscodersOrEmpty(graph.transcoderDir);
+    if (transcoders.perLayer.empty()) {
+        const QString why = transcoders.crossLayer ? tr("steering a cross-layer transcoder's features is not supported yet.")
+                                                   : tr("the graph's transcoders (%1) no longer read.").arg(QString::fromStdString(graph.transcoderDir));
+        showError(tr("Could not steer the pinned features: %1").arg(why));
+        return why;
+    }
+    int added = 0;
+    for (const GraphNode& n : features) {
+        if (n.layer < 0 || n.layer >= static_cast<int>(transcoders.perLayer.size())) continue;
+        const QString line = QStringLiteral("feature %1:%2 *= %3")
+                                 .arg(QString::fromStdString(transcoders.perLayer[static_cast<size_t>(n.layer)]->dir))
+                                 .arg(n.index)
+                                 .arg(factor);
+        const QString error = addIntervention(line);
+        if (!error.isEmpty()) return error;
+        ++added;
+    }
+    statusBar()->showMessage(tr("Added %n feature edit(s) to the interventions: run the trace to see the new next-token probabilities "
+                                "(Before / after compares them).", "", added), 8000);
+    return {};
 }
 
 QString MainWindow::computeCircuit(const QString& dirIn) {

@@ -10,6 +10,7 @@
 #include "traceworker.h"
 #include "viewregistry.h"
 
+#include "core/analysis/circuitgraph.h"
 #include "core/analysis/valuestats.h"
 #include "core/run/features.h"
 #include "widgets/views/featuresview.h"
@@ -195,6 +196,9 @@ public:
     /// there. Returns "" when started, else why not (also shown in the Circuit view).
     QString computeCircuit(const QString& dir);
     JobWatcher* circuitJob() const { return circuitJob_; }
+    /// Adds `feature <transcoder>:<F> *= factor` to the interventions for each of `features` (feature nodes of the
+    /// Circuit view's graph, per-layer transcoders): the graph's story checked by steering. Returns "" or why not.
+    QString steerCircuitFeatures(const std::vector<GraphNode>& features, double factor);
     /// The watcher of the attached dictionaries' run on the last trace (computeFeatureRuns, in the worker).
     JobWatcher* featuresJob() const { return featuresJob_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""

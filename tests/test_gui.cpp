@@ -3675,6 +3675,21 @@ void TestGui::circuitComputedInWindow() {
     QVERIFY2(card.contains("Promotes"), qPrintable(card));
     const QString top = QString::fromStdString(w.model()->tokenizer()->tokenLabel(effects.promoted.at(0).id));
     QVERIFY2(card.contains(QString("“%1” %2").arg(top).arg(effects.promoted[0].logit, 0, 'f', 2)), qPrintable(card));
+
+    // Steering the pinned features checks the story on the model: ablating the feature adds its edit to the
+    // interventions, and the next trace applies it (the logits move; the unedited run is the baseline).
+    QVERIFY(!cv->steerButton()->isEnabled());
+    cv->togglePin(feature->nodeId());
+    QVERIFY(cv->steerButton()->isEnabled());
+    QCOMPARE(cv->pinnedFeatures().size(), size_t(1));
+    QVERIFY2(w.steerCircuitFeatures(cv->pinnedFeatures(), 0.0).isEmpty(), qPrintable(w.errorText()));
+    const QString line = QString("feature %1:%2 *= 0").arg(QString::fromStdString(layers[static_cast<size_t>(feature->layer)]->dir)).arg(feature->index);
+    QCOMPARE(w.interventionPanel()->active(), QStringList{line});
+    const torch::Tensor before = w.snapshot()->result.nextTokenProbs[0].clone();  // [vocab] of the one prompt
+    QVERIFY(runFromPanel(w, {w.snapshot()->result.batch.prompts[0].c_str()}));
+    QCOMPARE(w.snapshot()->interventions, QStringList{line});
+    const torch::Tensor after = w.snapshot()->result.nextTokenProbs[0];
+    QVERIFY((after - before).abs().max().item<double>() > 1e-4);
 }
 
 void TestGui::circuitView() {

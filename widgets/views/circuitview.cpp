@@ -495,6 +495,11 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     group_ = new QPushButton(tr("Group pinned…"), this);
     group_->setToolTip(tr("Make a named supernode of the pinned nodes"));
     group_->setEnabled(false);
+    steer_ = new QPushButton(tr("Steer pinned…"), this);
+    steer_->setObjectName("circuitSteer");
+    steer_->setToolTip(tr("Scale the pinned features (0 ablates them) wherever they fire, as interventions: run the trace to see the "
+                          "new next-token probabilities (Before / after compares them) and generate with them"));
+    steer_->setEnabled(false);
     groups_ = new QLabel(this);
     groups_->setWordWrap(true);
     groups_->setTextFormat(Qt::RichText);
@@ -540,6 +545,7 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(pin_);
     buttons->addWidget(group_);
+    buttons->addWidget(steer_);
     sideLayout->addLayout(buttons);
     sideLayout->addWidget(groups_);
     auto* split = new QSplitter(Qt::Horizontal, this);
@@ -570,6 +576,16 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
         if (!selected_.empty()) togglePin(selected_);
     });
     connect(group_, &QPushButton::clicked, this, &CircuitView::groupDialog);
+    connect(steer_, &QPushButton::clicked, this, [this] {
+        const std::vector<GraphNode> features = pinnedFeatures();
+        if (features.empty()) return;
+        bool ok = false;
+        const double factor = QInputDialog::getDouble(this, tr("Steer pinned features"),
+                                                      tr("Scale the %n pinned feature(s) by (0 ablates, 2 doubles, -1 flips):", "",
+                                                         static_cast<int>(features.size())),
+                                                      0.0, -100.0, 100.0, 2, &ok);
+        if (ok) emit steerRequested(features, factor);
+    });
     connect(chooseTranscoders_, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Transcoders"), transcoders_->text());
         if (!dir.isEmpty()) transcoders_->setText(dir);
@@ -604,6 +620,17 @@ void CircuitView::setComputeEnabled(bool enabled, const QString& reason) {
 }
 
 void CircuitView::setComputeMessage(const QString& text) { computeMessage_->setText(text); }
+
+std::vector<GraphNode> CircuitView::pinnedFeatures() const {
+    std::vector<GraphNode> out;
+    for (const std::string& id : full_.pinnedIds)
+        for (const GraphNode& n : full_.nodes)
+            if (n.kind == GraphNode::Kind::Feature && n.nodeId() == id) {
+                out.push_back(n);
+                break;
+            }
+    return out;
+}
 
 void CircuitView::setFeatureDetails(std::function<QString(const GraphNode&)> details) {
     featureDetails_ = std::move(details);
@@ -781,6 +808,7 @@ void CircuitView::updateCard() {
     groups_->setText((shown_.pinnedIds.empty() ? QString() : tr("%n pinned. ", "", static_cast<int>(shown_.pinnedIds.size()))) +
                      (groups.isEmpty() ? QString() : tr("Supernodes: ") + groups.join(QStringLiteral(", "))));
     group_->setEnabled(!shown_.pinnedIds.empty());
+    steer_->setEnabled(!pinnedFeatures().empty() && !full_.modelDir.empty());
     pin_->setEnabled(index >= 0);
     label_->setEnabled(index >= 0);
     if (index < 0) {

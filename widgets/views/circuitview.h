@@ -82,6 +82,9 @@ public:
     void setComputeEnabled(bool enabled, const QString& reason);
     void setComputeMessage(const QString& text);
     QPushButton* computeButton() const { return compute_; }
+    QPushButton* steerButton() const { return steer_; }
+    /// The pinned nodes of the whole graph that are features.
+    std::vector<GraphNode> pinnedFeatures() const;
     QLabel* computeMessage() const { return computeMessage_; }
 
     /// What a feature's card adds from the model and the transcoders the graph was computed with (its top logit effects,
@@ -105,6 +108,9 @@ signals:
     void graphChanged();
     /// Compute was pressed: a graph of the trace's prompt through the transcoders in `dir`.
     void computeRequested(const QString& dir);
+    /// Steer pinned… was pressed: scale the pinned feature nodes' features by `factor` (0 ablates them) wherever they
+    /// fire, to check the graph's story on the model.
+    void steerRequested(const std::vector<nnscope::GraphNode>& features, double factor);
 
 private:
     void reprune();
@@ -134,6 +140,7 @@ private:
     QLineEdit* transcoders_;
     QPushButton* chooseTranscoders_;
     QPushButton* compute_;
+    QPushButton* steer_;
     QLabel* computeMessage_;
 };
 
