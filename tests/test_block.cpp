@@ -89,22 +89,21 @@ private slots:
         auto model = loadModel(dir);
         const Family& f = model->family();
         const ModelConfig& c = model->config();
-        std::vector<ValueKey> before, block, after;
+        std::vector<ValueKey> before, after;
         bool seenBlock = false;
         for (const BlockStep& step : forwardSteps(f, c)) {
             for (const StepValue& sv : step.values) {
                 if (sv.repeat) continue;
-                if (step.host != Host::Model) {
-                    block.push_back({sv.value, 0});
-                    seenBlock = true;
-                } else {
-                    (seenBlock ? after : before).push_back({sv.value, -1});
-                }
+                if (step.host != Host::Model) seenBlock = true;
+                else (seenBlock ? after : before).push_back({sv.value, -1});
             }
         }
+        // each block's own steps (a mixture of experts' blocks differ: experts on some, a dense MLP on the others)
         std::vector<ValueKey> expected = before;
         for (int i = 0; i < c.numLayers; ++i)
-            for (ValueKey k : block) expected.push_back({k.value, i});
+            for (const BlockStep& step : forwardSteps(f, c, i))
+                for (const StepValue& sv : step.values)
+                    if (!sv.repeat && step.host != Host::Model) expected.push_back({sv.value, i});
         expected.insert(expected.end(), after.begin(), after.end());
 
         RecordingTaps taps;
@@ -236,6 +235,10 @@ private slots:
         for (const WeightSpec& spec : weightSchema(model->family(), model->config())) {
             QVERIFY2(!spec.name.empty(), "a schema entry without a name");
             if (spec.key.module == Module::ActFn && !stored.count(spec.name)) continue;  // xIELU's optional buffers
+            if (!spec.parts.empty()) {  // stored one tensor per expert: the parts are the file's names
+                schema.insert(spec.parts.begin(), spec.parts.end());
+                continue;
+            }
             schema.insert(spec.name);
         }
         if (model->headTied()) stored.erase(model->family().tensorName({Module::LmHead}));  // transformers ties it whatever the file holds

@@ -648,13 +648,15 @@ torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps)
         throw Error("expert_indices and expert_weights of block " + std::to_string(layer) + " must stay [batch, seq, top_k] = [" +
                     std::to_string(b) + ", " + std::to_string(s) + ", " + std::to_string(k) + "].");
     const torch::Tensor indices = topIndices.to(torch::kInt64).reshape({b * s * k});
-    if (indices.numel() && (indices.min().item<int64_t>() < 0 || indices.max().item<int64_t>() >= E))
+    const bool meta = hidden.is_meta();  // shapes only: which experts run is not known, none is computed
+    if (!meta && indices.numel() && (indices.min().item<int64_t>() < 0 || indices.max().item<int64_t>() >= E))
         throw Error("expert_indices of block " + std::to_string(layer) + " name an expert outside [0, " + std::to_string(E) + ").");
 
     // The experts (Qwen3MoeExperts): each expert the batch routes to runs once on the tokens that chose it; the others
     // are never computed. Each chosen slot's output, before its weight, lands at [token, slot].
     torch::Tensor expertOutputs = torch::zeros({b * s * k, H}, options());
-    const torch::Tensor hit = std::get<0>(at::_unique(indices, /*sorted=*/true));
+    const torch::Tensor hit = meta ? torch::empty({0}, indices.options().device(torch::kCPU))
+                                   : std::get<0>(at::_unique(indices, /*sorted=*/true));
     const torch::Tensor& gate = lw[Module::ExpertGateProj].weight;  // [E, I, H]
     const torch::Tensor& up = lw[Module::ExpertUpProj].weight;
     const torch::Tensor& down = lw[Module::ExpertDownProj].weight;  // [E, H, I]
@@ -671,8 +673,10 @@ torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps)
     // expert index (index_add_ expert by expert), in the compute dtype.
     torch::Tensor weighted = expertOutputs * topWeights.unsqueeze(-1);
     if (weighted.scalar_type() != dtype_) weighted = weighted.to(dtype_);
-    const torch::Tensor order = topIndices.to(torch::kInt64).argsort(/*dim=*/-1, /*descending=*/false);  // the slots by expert index
-    weighted = weighted.gather(2, order.unsqueeze(-1).expand({b, s, k, H}));
+    if (!meta) {
+        const torch::Tensor order = topIndices.to(torch::kInt64).argsort(/*dim=*/-1, /*descending=*/false);  // the slots by expert index
+        weighted = weighted.gather(2, order.unsqueeze(-1).expand({b, s, k, H}));
+    }
     torch::Tensor routed = torch::zeros({b, s, H}, options());
     for (int64_t j = 0; j < k; ++j) routed = routed + weighted.select(2, j);
     tapValue(taps, Value::RoutedOutput, layer, routed);

@@ -165,6 +165,14 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
         rest = dot == std::string::npos ? "" : path.substr(dot + 1);
         for (const auto& key : allValueKeys(model, true))
             if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
+        // a standard value this block does not compute (a mixture's value on a dense block, or the reverse): say why
+        for (int v = 0; v < kNumStandardValues; ++v) {
+            const Value val = static_cast<Value>(v);
+            std::string why;
+            if (valueInfo(val).host != Host::Model && rest == std::string(hostPrefix(valueInfo(val).host)) + valueInfo(val).name &&
+                !model.hasValueAt(val, layer, &why))
+                throw Error("value path '" + path + "': " + why + ".");
+        }
     }
     // native spellings of standard values, from the family's block description ("input_layernorm.output")
     for (const ValueSpelling& sp : valueSpellings(fam, model.config()))
