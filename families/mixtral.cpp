@@ -9,6 +9,8 @@
 // multiply the experts' outputs. nnterp names the block mlp; the checkpoint's name is block_sparse_moe.
 #include "families/families.h"
 
+#include "core/model/error.h"
+
 namespace nnscope {
 
 Family mixtralFamily() {
@@ -51,13 +53,18 @@ Family mixtralFamily() {
     };
     f.configDefaults.update({{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
                              {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
-                             {"max_position_embeddings", 4096 * 32}, {"rms_norm_eps", 1e-5}, {"sliding_window", nullptr},
+                             {"max_position_embeddings", 4096 * 32}, {"rms_norm_eps", 1e-5}, {"rope_theta", 1000000.0}, {"sliding_window", nullptr},
                              {"num_experts_per_tok", 2}, {"num_local_experts", 8}, {"tie_word_embeddings", false},
                              {"bos_token_id", 1}, {"eos_token_id", 2}});
     f.attentionBiasKey.clear();
     f.mlpBiasKey.clear();
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
         readLlamaLikeSlidingConfig(j, file, fam, c);
+        // transformers 5.23 cannot build Mixtral's yarn rotary (a TypeError in its rotary init); refused rather than run
+        // with frequencies transformers never computes
+        if (c.rope.type == "yarn")
+            throw Error(file + ": rope_type \"yarn\" on a mixtral config: transformers 5.23 fails to build this rotary (TypeError in "
+                        "its rotary init), so nnscope has no reference for it and refuses it.");
         readMoeConfig(j, file, "intermediate_size", false, c);
         c.moe.normTopkProb = true;       // MixtralTopKRouter always renormalises
         c.moe.weightsInFloat32 = true;   // and returns the weights uncast
