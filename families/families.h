@@ -17,4 +17,11 @@ void readLlamaLikeSlidingConfig(const nlohmann::json& j, const std::string& file
 /// sliding_window of 0 or less, or a layer typed "sliding_attention" while use_sliding_window is false (transformers
 /// fails on that checkpoint at its first forward pass).
 void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, ModelConfig& c);
+
+/// Reads a mixture of experts' keys into c.moe (families/qwen3_moe.cpp): num_experts (or num_local_experts, the name
+/// transformers 5.23 saves), num_experts_per_tok, moe_intermediate_size (`expertSizeKey`), norm_topk_prob, and which
+/// blocks have experts: block i does unless it is in mlp_only_layers, when (i + 1) % decoder_sparse_step == 0 (keys a
+/// family lacks are passed empty: Mixtral's every block has experts). Throws nnscope::Error naming the key: a count that
+/// is not positive, top_k above num_experts, a decoder_sparse_step below 1, an mlp_only_layers entry outside the blocks.
+void readMoeConfig(const nlohmann::json& j, const std::string& file, const std::string& expertSizeKey, bool sparseStepKeys, ModelConfig& c);
 }  // namespace nnscope

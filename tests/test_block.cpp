@@ -89,22 +89,21 @@ private slots:
         auto model = loadModel(dir);
         const Family& f = model->family();
         const ModelConfig& c = model->config();
-        std::vector<ValueKey> before, block, after;
+        std::vector<ValueKey> before, after;
         bool seenBlock = false;
         for (const BlockStep& step : forwardSteps(f, c)) {
             for (const StepValue& sv : step.values) {
                 if (sv.repeat) continue;
-                if (step.host != Host::Model) {
-                    block.push_back({sv.value, 0});
-                    seenBlock = true;
-                } else {
-                    (seenBlock ? after : before).push_back({sv.value, -1});
-                }
+                if (step.host != Host::Model) seenBlock = true;
+                else (seenBlock ? after : before).push_back({sv.value, -1});
             }
         }
+        // each block's own steps (a mixture of experts' blocks differ: experts on some, a dense MLP on the others)
         std::vector<ValueKey> expected = before;
         for (int i = 0; i < c.numLayers; ++i)
-            for (ValueKey k : block) expected.push_back({k.value, i});
+            for (const BlockStep& step : forwardSteps(f, c, i))
+                for (const StepValue& sv : step.values)
+                    if (!sv.repeat && step.host != Host::Model) expected.push_back({sv.value, i});
         expected.insert(expected.end(), after.begin(), after.end());
 
         RecordingTaps taps;
@@ -136,7 +135,9 @@ private slots:
         for (const BlockStep& step : forwardSteps(model->family(), model->config()))
             for (const StepValue& sv : step.values)
                 if (!sv.repeat) ++once[sv.value];
-        for (Value v : standardValues()) QCOMPARE(once[v], 1);
+        // (a mixture of experts in every block has no dense MLP interior: mlp_activation and mlp_neurons are absent)
+        for (Value v : standardValues()) QCOMPARE(once[v], !model->family().experts || model->hasValue(v) ? 1 : 0);
+        for (Value v : mixtureValues()) QCOMPARE(once[v], model->hasValue(v) ? 1 : 0);
     }
 
     // Every "read at" place names a module the family has, and a tensor read there equals the value: the tapped
@@ -151,6 +152,7 @@ private slots:
             if (step.module) names.insert(f.moduleName(*step.module));
         for (const SupportRow& r : supportTable(f)) {
             QVERIFY2(!r.readAt.empty(), r.name.c_str());
+            if (f.experts && !model->hasValue(r.value)) continue;  // a dense MLP's value where every block has experts
             const std::string prefix = "the child module ";
             if (r.readAt.rfind(prefix, 0) != 0) continue;
             const std::string module = r.readAt.substr(prefix.size(), r.readAt.find("'s ") - prefix.size());
@@ -236,6 +238,10 @@ private slots:
         for (const WeightSpec& spec : weightSchema(model->family(), model->config())) {
             QVERIFY2(!spec.name.empty(), "a schema entry without a name");
             if (spec.key.module == Module::ActFn && !stored.count(spec.name)) continue;  // xIELU's optional buffers
+            if (!spec.parts.empty()) {  // stored one tensor per expert: the parts are the file's names
+                schema.insert(spec.parts.begin(), spec.parts.end());
+                continue;
+            }
             schema.insert(spec.name);
         }
         if (model->headTied()) stored.erase(model->family().tensorName({Module::LmHead}));  // transformers ties it whatever the file holds

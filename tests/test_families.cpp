@@ -4,7 +4,9 @@
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
+#include "core/io/export.h"
 #include "core/io/safetensors.h"
+#include "core/io/tracefile.h"
 #include "core/pages/support.h"
 #include "core/run/trace.h"
 #include "manifest.h"
@@ -384,6 +386,68 @@ private slots:
         QVERIFY(load("tiny-arcee", "float32").model->headTied());
         QVERIFY(!load("tiny-arcee-yarn", "float32").model->headTied());
         QVERIFY(load("tiny-ernie4_5", "float32").model->config().attentionBias);
+    }
+
+    /// A mixture of experts on its fixtures: each block has its own values (the mixture's on the blocks with experts, the
+    /// dense MLP's on the others), the routed output is the weighted sum of the chosen experts' outputs, only the chosen
+    /// experts appear, and the values go through --save, an export and a trace file read back. Prints the largest
+    /// |difference| from transformers' float32 values over every value of every run.
+    void mixtureOfExperts_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
+            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos)
+                QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
+    }
+    void mixtureOfExperts() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        QVERIFY(c.model->family().experts && cfg.anySparseMlp());
+        double worst = 0;
+        std::string worstName;
+        for (const auto& [name, e] : c.golden->entries()) {
+            (void)e;
+            if (name.rfind("single.", 0) != 0 && name.rfind("batch.", 0) != 0) continue;
+            if (name.find("rotary") != std::string::npos || name.find("position_ids") != std::string::npos ||
+                name.find("project_on_vocab") != std::string::npos)
+                continue;
+            const std::string run = name.substr(0, name.find('.')), path = name.substr(name.find('.') + 1);
+            const torch::Tensor got = c.runs.at(run).value(parseValuePath(*c.model, path)).to(torch::kFloat64);
+            const torch::Tensor want = c.golden->tensor(name).to(torch::kFloat64);
+            const auto keep = want > -1e30;
+            const double d = (got.masked_select(keep) - want.masked_select(keep)).abs().max().item<double>();
+            if (d > worst) worst = d, worstName = name;
+        }
+        qInfo("%s: max |difference| from transformers 5.23 (float32) %.3g, at %s", qPrintable(fixture), worst, worstName.c_str());
+        const auto& r = c.runs.at("single");
+        for (int i = 0; i < static_cast<int>(cfg.numLayers); ++i) {
+            const bool sparse = cfg.sparseMlp(i);
+            QCOMPARE(r.value({Value::RouterLogits, i}).defined(), sparse);
+            QCOMPARE(r.value({Value::MlpNeurons, i}).defined(), !sparse);
+            QVERIFY(c.golden->contains("single.layers." + std::to_string(i) + ".mlp.router_logits") == sparse);
+            if (!sparse) continue;
+            const auto idx = r.value({Value::ExpertIndices, i});
+            QCOMPARE(idx.scalar_type(), torch::kInt64);
+            QCOMPARE(idx.sizes(), torch::IntArrayRef({1, r.batch.inputIds.size(1), cfg.moe.topK}));
+            // routed_output = Σ_k expert_weights[k] · expert_outputs[k]
+            auto w = r.value({Value::ExpertWeights, i}).to(torch::kFloat64), eo = r.value({Value::ExpertOutputs, i}).to(torch::kFloat64);
+            NNSCOPE_COMPARE_TENSORS(r.value({Value::RoutedOutput, i}), (w.unsqueeze(-1) * eo).sum(2), 1e-5, 1e-6);
+            if (cfg.moe.normTopkProb) NNSCOPE_COMPARE_TENSORS(w.sum(-1), torch::ones_like(w.sum(-1)), 1e-6, 1e-6);
+        }
+        // --save, an export, a trace file read back: the integer indices stay integers
+        TraceOptions o;
+        o.save = matchValues(*c.model, "layers.*.mlp.expert_*");
+        QCOMPARE(static_cast<int64_t>(o.save.size()), 3 * static_cast<int64_t>(std::count(cfg.moe.layerSparse.begin(), cfg.moe.layerSparse.end(), true)));
+        const TraceResult saved = trace(*c.model, c.runs.at("single").batch, o);
+        QTemporaryDir tmp;
+        const std::string file = tmp.filePath("moe.safetensors").toStdString();
+        exportValues(file, *c.model, saved);
+        const TraceFile back = readTraceFile(file, TraceFileOptions{false});
+        for (const ValueKey& k : o.save) {
+            const torch::Tensor t = back.result.value(k);
+            QVERIFY2(t.defined(), valuePath(c.model->family(), k).c_str());
+            QVERIFY(torch::equal(t, saved.value(k)));
+        }
     }
 
     void unknownModelTypeNamesTheFamilies() {

@@ -376,7 +376,8 @@ private slots:
         for (const char* c : {"arcee-silu", "arcee-yarn-tied", "arcee-no-bos", "arcee-gate", "arcee-yarn-linear", "apertus-same-scalars",
                               "apertus-beta", "apertus-alpha-n", "apertus-yarn", "apertus-eps", "ernie-linear", "ernie-use-bias",
                               "ernie-architecture", "persimmon-full-rotary", "persimmon-qkv-nan", "persimmon-gelu-nan", "llama-o-proj-nan",
-                              "llama-final-norm-nan", "llama-k-proj-nan", "arcee-up-nan", "apertus-up-nan"})
+                              "llama-final-norm-nan", "llama-k-proj-nan", "arcee-up-nan", "apertus-up-nan", "qwen3-moe-router-nan",
+                              "qwen3-moe-expert-nan"})
             QTest::newRow(c) << QString(c);
     }
     void brokenCopies() {
@@ -472,6 +473,14 @@ private slots:
         } else if (c == "arcee-up-nan") {
             dir = brokenCopy(tmp, "tiny-arcee", {}, [&](TensorMap& t) { setFirst(t, "model.layers.0.mlp.up_proj.weight", nan); });
             expectFail = "relu2_zeros";
+        } else if (c == "qwen3-moe-router-nan") {
+            dir = brokenCopy(tmp, "tiny-qwen3-moe", {}, [&](TensorMap& t) { setFirst(t, "model.layers.2.mlp.gate.weight", nan); });
+            expectFail = "router_topk";
+        } else if (c == "qwen3-moe-expert-nan") {  // every expert of block 0, so whichever the tokens choose
+            dir = brokenCopy(tmp, "tiny-qwen3-moe", {}, [&](TensorMap& t) {
+                for (int e = 0; e < 6; ++e) setFirst(t, "model.layers.0.mlp.experts." + std::to_string(e) + ".down_proj.weight", nan);
+            });
+            expectFail = "routed_is_weighted_sum";
         } else {
             QFAIL("unknown case");
         }

@@ -226,6 +226,8 @@ const std::map<QString, QString>& expectedNames() {
         {"premix", "attention_premix"}, {"o_proj", "attention_output"}, {"layer_mid", "layer_mid"},
         {"post_attention_layernorm", "mlp_norm_output"}, {"mlp_input", "mlp_input"}, {"act_fn", "mlp_activation"},
         {"mlp_neurons", "mlp_neurons"}, {"down_proj", "mlp_output"}, {"layer_output", "layer_output"},
+        {"router", "router_logits"}, {"experts", "expert_outputs"}, {"routed_output", "mlp_output"},
+        {"shared_expert", "shared_expert_output"},
     };
     return names;
 }
@@ -565,10 +567,16 @@ void TestGui::diagramHoverAndPin_data() {
                           << QStringList{"o_proj=o_proj/c_proj", "input_layernorm=input_layernorm/ln_1", "rotary_q=split heads"};
     QTest::newRow("phi3") << "tiny-phi3" << QStringList{"qkv_proj", "gate_up_proj"} << QStringList{"q_proj", "gate_proj", "up_proj", "q_norm"}
                           << QStringList{"qkv_proj=qkv_proj.output"} << QStringList{};
+    // a mixture of experts: the router and the experts in place of the gated MLP
+    for (const char* moe : {"qwen3_moe", "qwen2_moe", "mixtral", "olmoe"}) {
+        const std::string fixture = std::string("tiny-") + (std::string(moe) == "qwen3_moe" ? "qwen3-moe" : std::string(moe) == "qwen2_moe" ? "qwen2-moe" : moe);
+        QTest::newRow(moe) << QString::fromStdString(fixture) << QStringList{"router", "experts", "routed_output"}
+                           << QStringList{"gate_proj", "up_proj", "mlp_neurons"} << QStringList{} << QStringList{};
+    }
     // every family in the registry has a row (a family added later fails here until it gets one)
     for (const Family& f : families())
         QVERIFY2(QStringList({"llama", "arcee", "apertus", "ernie4_5", "persimmon", "qwen2", "qwen3", "mistral", "gemma2",
-                              "gemma3_text", "olmo2", "gpt_neox", "gpt2", "phi3"})
+                              "gemma3_text", "olmo2", "gpt_neox", "gpt2", "phi3", "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"})
                      .contains(QString::fromStdString(f.modelType)),
                  qPrintable("no diagram row for family " + QString::fromStdString(f.modelType)));
 }
@@ -593,6 +601,9 @@ void TestGui::diagramHoverAndPin() {
         if (step.module && *step.module != Module::SelfAttn && *step.module != Module::Mlp &&
             *step.module != Module::AttentionDropout && *step.module != Module::PositionEmbeddings)
             tableModules.insert(static_cast<int>(*step.module));
+    // a mixture of experts with dense blocks too (Qwen3-MoE's mlp_only_layers): the diagram draws the mixture's block
+    if (tableModules.count(static_cast<int>(Module::Router)))
+        for (Module m : {Module::GateProj, Module::UpProj, Module::ActFn, Module::DownProj}) tableModules.erase(static_cast<int>(m));
     for (const DiagramPart& part : layout.parts)
         if (part.module) drawn.insert(static_cast<int>(*part.module));
     QCOMPARE(drawn, tableModules);
@@ -618,7 +629,8 @@ void TestGui::diagramHoverAndPin() {
         const QString html = hovered.at(0).at(1).toString();
         const PartInfo info = d->info(part.id);
         if (!part.value) {  // the layers strip box, Persimmon's dropout and the branch-output norms draw no value
-            QVERIFY2(part.id == "layers" || part.id == "dropout" || part.id.endsWith("_output_norm") || part.id == "gate_up_proj", qPrintable(part.id));
+            QVERIFY2(part.id == "layers" || part.id == "dropout" || part.id.endsWith("_output_norm") || part.id == "gate_up_proj" ||
+                         part.id == "shared_expert_gate", qPrintable(part.id));
             QVERIFY(html.contains(info.name));
             continue;
         }
@@ -647,7 +659,14 @@ void TestGui::diagramHoverAndPin() {
                                    "attention_queries", "attention_keys", "attention_values", "attention_scores",
                                    "attention_premix", "attention_output", "attention_probabilities",
                                    "attention_head_outputs", "mlp_activation", "mlp_neurons", "mlp_output"};
-    QCOMPARE(standardShown, all);
+    std::set<QString> want = all;
+    if (layout.part("router")) {  // a mixture of experts: the router and the experts in place of the dense MLP's interior
+        want.erase("mlp_activation");
+        want.erase("mlp_neurons");
+        want.insert({"router_logits", "expert_outputs"});
+        if (layout.part("shared_expert")) want.insert("shared_expert_output");
+    }
+    QCOMPARE(standardShown, want);
 
     // Clicking pins a card per part; several stay pinned; a second click pins nothing new.
     PinnedCardsPanel* pins = w->pinnedPanel();

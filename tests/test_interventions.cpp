@@ -82,6 +82,8 @@ private slots:
             QTest::newRow((std::string(f) + "/skip").c_str()) << f << "skip" << QStringList{"skip 1"};
             QTest::newRow((std::string(f) + "/steer").c_str()) << f << "steer" << QStringList{"steer 0 4 -1"};
         }
+        QTest::newRow("tiny-qwen3-moe/forbid_expert") << "tiny-qwen3-moe" << "forbid_expert"
+                                                     << QStringList{"layers.0.mlp.router_logits[:, :, 1] = -inf"};
         QTest::newRow("tiny-apertus/qproj_head") << "tiny-apertus" << "qproj_head"
                                                  << QStringList{"layers.1.self_attn.q_proj.output[:, :, 16:32] *= 2"};
         QTest::newRow("tiny-persimmon/qkv_q_head") << "tiny-persimmon" << "qkv_q_head"
@@ -105,6 +107,56 @@ private slots:
         // and the edit really moved something (except the two the norms undo)
         const auto clean = f.golden->tensor("single.logits");
         if (golden != "qproj_head" && golden != "qkv_q_head") QVERIFY(maxDiff(got, clean) > 1e-3);
+    }
+
+    /// A mixture's routing through the edit machinery: forbidding expert 1 at block 0 (its router logit at -inf) leaves
+    /// it out of every token's choice and moves the tokens that had chosen it to their next expert, with the weights
+    /// renormalised over what is left; forcing an expert into a slot (an edit of expert_indices) runs that expert there.
+    void mixtureRoutingEdits() {
+        const Fixture f = load("tiny-qwen3-moe");
+        const std::vector<ValueKey> keys = {{Value::ExpertIndices, 0}, {Value::ExpertWeights, 0}, {Value::ExpertOutputs, 0}, {Value::RouterLogits, 0}};
+        TraceOptions o;
+        o.save = keys;
+        const TraceResult clean = trace(*f.model, f.batch, o);
+        const torch::Tensor cleanIdx = clean.value(keys[0]);
+        QVERIFY((cleanIdx == 1).any().item<bool>());  // expert 1 is chosen somewhere, so forbidding it changes something
+        auto forbid = std::make_shared<EditList>();
+        forbid->add(parseEdit(*f.model, "layers.0.mlp.router_logits[:, :, 1] = -inf"));
+        o.intervention = forbid;
+        const TraceResult edited = trace(*f.model, f.batch, o);
+        const torch::Tensor idx = edited.value(keys[0]);
+        QVERIFY(!(idx == 1).any().item<bool>());
+        // the saved router_logits show the edit; the choice is the top 2 of the rest, renormalised
+        QVERIFY(torch::isinf(edited.value(keys[3]).index({"...", 1})).all().item<bool>());
+        auto p = torch::softmax(clean.value(keys[3]).to(torch::kFloat64).index_fill(-1, torch::tensor({1}), -INFINITY), -1);
+        auto [top, want] = p.topk(2, -1);
+        QVERIFY(torch::equal(idx, want));
+        NNSCOPE_COMPARE_TENSORS(edited.value(keys[1]), top / top.sum(-1, true), 1e-5, 1e-6);
+
+        // forcing expert 4 into slot 0 of every token: slot 0's output is expert 4's own gated MLP
+        auto force = std::make_shared<EditList>();
+        force->add(parseEdit(*f.model, "layers.0.mlp.expert_indices[:, :, 0] = 4"));
+        o.intervention = force;
+        o.save = {{Value::ExpertOutputs, 0}, {Value::MlpInput, 0}, {Value::ExpertIndices, 0}};
+        const TraceResult forced = trace(*f.model, f.batch, o);
+        QVERIFY((forced.value({Value::ExpertIndices, 0}).index({"...", 0}) == 4).all().item<bool>());
+        const auto& w = f.model->weights();
+        auto x = forced.value({Value::MlpInput, 0}).to(torch::kFloat64);
+        auto g = w.get("model.layers.0.mlp.experts.4.gate_proj.weight").to(torch::kFloat64);
+        auto u = w.get("model.layers.0.mlp.experts.4.up_proj.weight").to(torch::kFloat64);
+        auto d = w.get("model.layers.0.mlp.experts.4.down_proj.weight").to(torch::kFloat64);
+        auto expert4 = torch::matmul(torch::silu(torch::matmul(x, g.t())) * torch::matmul(x, u.t()), d.t());
+        NNSCOPE_COMPARE_TENSORS(forced.value({Value::ExpertOutputs, 0}).index({"...", 0, Slice()}), expert4, 1e-4, 1e-5);
+        // an expert outside the mixture is refused, naming the value
+        auto bad = std::make_shared<EditList>();
+        bad->add(parseEdit(*f.model, "layers.0.mlp.expert_indices[:, :, 0] = 6"));
+        o.intervention = bad;
+        QVERIFY_THROWS_EXCEPTION(Error, trace(*f.model, f.batch, o));
+        // the mixture's values exist on the sparse blocks only
+        QVERIFY_THROWS_EXCEPTION(Error, parseValuePath(*f.model, "layers.1.mlp.router_logits"));
+        QCOMPARE(parseValuePath(*f.model, "layers.2.mlp.expert_indices").value, Value::ExpertIndices);
+        QCOMPARE(parseValuePath(*f.model, "layers.1.mlp.mlp_neurons").value, Value::MlpNeurons);
+        QVERIFY_THROWS_EXCEPTION(Error, parseValuePath(*f.model, "layers.0.mlp.mlp_neurons"));
     }
 
     void normsUndoEditsBeforeThem() {

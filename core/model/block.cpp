@@ -85,14 +85,29 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     } else {  // OLMo 2: the stream after the attention add is the MLP's input, unnormed
         step(Host::Layer, Module::Mlp, {in(Value::LayerMid), in(Value::MlpNormOutput), in(Value::MlpInput)});
     }
-    if (f.mlp == MlpKind::GatedFused) {
-        step(Host::Mlp, Module::GateUpProj, {out(Value::NativeGateUpProjOutput)});
-    } else {
-        if (f.mlp == MlpKind::Gated) step(Host::Mlp, Module::GateProj, {out(Value::NativeGateProjOutput)});
-        step(Host::Mlp, Module::UpProj, {out(Value::NativeUpProjOutput)});
+    // A family with experts: the dense MLP's steps where some block is dense, the mixture's where some block has experts
+    // (forwardSteps(family, config, layer) keeps one block's own).
+    const bool dense = !f.experts || c.anyDenseMlp();
+    const bool sparse = f.experts && c.anySparseMlp();
+    if (dense) {
+        if (f.mlp == MlpKind::GatedFused) {
+            step(Host::Mlp, Module::GateUpProj, {out(Value::NativeGateUpProjOutput)});
+        } else {
+            if (f.mlp == MlpKind::Gated) step(Host::Mlp, Module::GateProj, {out(Value::NativeGateProjOutput)});
+            step(Host::Mlp, Module::UpProj, {out(Value::NativeUpProjOutput)});
+        }
+        step(Host::Mlp, Module::ActFn, {in(Value::NativeActFnInput), out(Value::MlpActivation)});
+        step(Host::Mlp, Module::DownProj, {in(Value::MlpNeurons)});
     }
-    step(Host::Mlp, Module::ActFn, {in(Value::NativeActFnInput), out(Value::MlpActivation)});
-    step(Host::Mlp, Module::DownProj, {in(Value::MlpNeurons)});
+    if (sparse) {
+        step(Host::Mlp, Module::Router, {out(Value::RouterLogits), inside(Value::ExpertIndices), inside(Value::ExpertWeights)});
+        step(Host::Mlp, Module::Experts, {inside(Value::ExpertOutputs), out(Value::RoutedOutput)});
+        if (c.moe.sharedExpertIntermediateSize > 0) {
+            step(Host::Mlp, Module::SharedExpert, {});
+            step(Host::Mlp, Module::SharedExpertGate, {});
+            step(Host::Mlp, std::nullopt, {inside(Value::SharedExpertOutput)});
+        }
+    }
     step(Host::Mlp, std::nullopt, {out(Value::MlpOutput)});
     if (bn.afterMlp)
         step(Host::Layer, Module::MlpOutputNorm, {inside(Value::NativeMlpOutputNormScale), out(Value::NativeMlpOutputNormOutput)});
@@ -109,7 +124,35 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
 std::vector<BlockStep> forwardSteps(const Family& f) {
     ModelConfig c;
     c.qkNorm = f.qkNorm;
+    if (f.experts) {  // both kinds of block, and the shared expert where the family has one
+        c.numLayers = 2;
+        c.moe.layerSparse = {true, false};
+        if (f.hasModule(Module::SharedExpert)) c.moe.sharedExpertIntermediateSize = 1;
+    }
     return forwardSteps(f, c);
+}
+
+bool isMixtureModule(Module m) {
+    return m == Module::Router || m == Module::Experts || m == Module::ExpertGateProj || m == Module::ExpertUpProj ||
+           m == Module::ExpertDownProj || m == Module::SharedExpert || m == Module::SharedGateProj || m == Module::SharedUpProj ||
+           m == Module::SharedDownProj || m == Module::SharedExpertGate;
+}
+
+std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c, int layer) {
+    std::vector<BlockStep> all = forwardSteps(f, c);
+    if (!f.experts || layer < 0) return all;
+    const bool sparse = c.sparseMlp(layer);
+    std::vector<BlockStep> out;
+    for (BlockStep& step : all) {
+        if (step.module && step.host == Host::Mlp && isMixtureModule(*step.module) != sparse) continue;
+        std::vector<StepValue> kept;
+        for (const StepValue& sv : step.values)
+            if (step.host == Host::Model || f.hasValueAt(sv.value, c, layer)) kept.push_back(sv);
+        if (!step.module && !step.values.empty() && kept.empty()) continue;
+        step.values = std::move(kept);
+        out.push_back(std::move(step));
+    }
+    return out;
 }
 
 std::string readAtText(const Family& f, const BlockStep& step, const StepValue& v) {
@@ -188,6 +231,15 @@ std::string moduleDetail(const Family& f, const ModelConfig& c, Module m) {
         case Module::UpProj:
         case Module::DownProj: return c.mlpBias ? "biased" : "";
         case Module::ActFn: return c.hiddenAct;
+        case Module::Router:
+            return "Linear hidden_size → " + std::to_string(c.moe.numExperts) + " experts; softmax, then the top " +
+                   std::to_string(c.moe.topK) + (c.moe.normTopkProb ? ", renormalised to sum 1" : ", not renormalised");
+        case Module::Experts:
+            return std::to_string(c.moe.numExperts) + " gated " + c.hiddenAct + " MLPs of " + std::to_string(c.moe.expertIntermediateSize) +
+                   " neurons; only the chosen ones run";
+        case Module::SharedExpert:
+            return "a gated " + c.hiddenAct + " MLP of " + std::to_string(c.moe.sharedExpertIntermediateSize) + " neurons, for every token";
+        case Module::SharedExpertGate: return "Linear hidden_size → 1, through a sigmoid: the shared expert's weight";
         case Module::AttentionDropout:
         case Module::LayerDropout: return "the identity in eval";
         default: return "";
@@ -242,6 +294,8 @@ std::vector<std::string> blockStepLines(const Family& f, const ModelConfig& c) {
         if (!step.module) {
             if (step.host == Host::Layer)
                 line = ins.empty() ? "+ residual → " + join(outs, ", ") : join(ins, ", ") + ": the residual stream entering block i";
+            else if (step.host == Host::Mlp && step.values.front().side == ReadSide::Inside)
+                line = code(f.moduleName(Module::Mlp)) + "'s forward → " + join(outs, ", ");
             else if (step.values.front().side == ReadSide::Inside) {
                 std::string rotary = f.positions == PositionKind::Learned
                                          ? "heads split (no rotary: positions were added to the embeddings)"

@@ -49,6 +49,11 @@ std::vector<std::string> moduleNames(const Family& family, Module m);
 /// without qk norms, o_proj's bias does not matter here). Each standard value appears exactly once without `repeat`;
 /// each native value the checkpoint has (Family::hasValue) once.
 std::vector<BlockStep> forwardSteps(const Family& family, const ModelConfig& config);
+/// The steps block `layer` runs: forwardSteps(family, config) without the dense MLP's steps on a block whose MLP has
+/// experts, and without the mixture's on one whose MLP is dense (a family without experts: every block's, the same).
+std::vector<BlockStep> forwardSteps(const Family& family, const ModelConfig& config, int layer);
+/// Whether `m` is one of a mixture of experts' modules (router, experts, shared expert and their parts).
+bool isMixtureModule(Module m);
 /// The same from the family's own switches alone (q/k norms as family.qkNorm), for what does not depend on a checkpoint
 /// (the support table of a family).
 std::vector<BlockStep> forwardSteps(const Family& family);

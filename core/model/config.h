@@ -38,6 +38,29 @@ struct GenerationConfig {
     std::optional<int64_t> maxNewTokens;   ///< max_new_tokens
 };
 
+/// How a router turns its logits into the chosen experts and their weights.
+/// SoftmaxTopK: p = softmax(logits) in float32, the top_k largest p, divided by their sum under norm_topk_prob
+/// (Qwen2/3-MoE, OLMoE, and Mixtral, whose renormalised top-k of the softmax equals a softmax over the top-k logits).
+enum class RouterKind { SoftmaxTopK };
+
+/// A mixture of experts in place of some blocks' MLPs (Qwen3MoeSparseMoeBlock and its relatives): num_experts
+/// gated MLPs of moe_intermediate_size neurons, a router (mlp.gate, a Linear hidden_size -> num_experts without bias)
+/// that picks num_experts_per_tok of them per token, and in Qwen2-MoE a shared expert behind a sigmoid gate.
+struct MoeConfig {
+    int64_t numExperts = 0;             ///< num_experts (Mixtral: num_local_experts); 0: no block has experts
+    int64_t topK = 0;                   ///< num_experts_per_tok: experts each token goes through
+    int64_t expertIntermediateSize = 0; ///< moe_intermediate_size (Mixtral: intermediate_size): neurons of one expert
+    bool normTopkProb = false;          ///< the chosen experts' probabilities are divided by their sum
+    RouterKind router = RouterKind::SoftmaxTopK;
+    /// The routing weights multiply the experts' outputs in float32 (Mixtral's router returns them uncast); elsewhere
+    /// they are cast to the compute dtype first. The same numbers in float32.
+    bool weightsInFloat32 = false;
+    int64_t sharedExpertIntermediateSize = 0;  ///< shared_expert_intermediate_size (Qwen2-MoE); 0: no shared expert
+    /// Per block, whether its MLP is the mixture (decoder_sparse_step, mlp_only_layers); the others are dense MLPs of
+    /// intermediate_size neurons.
+    std::vector<bool> layerSparse;
+};
+
 /// The resolved configuration the forward pass reads (step two of reading config.json: step one is the raw
 /// JSON, kept in `raw`, with the family's documented defaults filled in for missing keys).
 struct ModelConfig {
@@ -86,6 +109,23 @@ struct ModelConfig {
     std::vector<bool> layerSliding;
     /// GPT-NeoX's use_parallel_residual: out = x + attn(ln1(x)) + mlp(ln2(x)).
     bool parallelResidual = false;
+
+    /// The mixture of experts, where the family has one (MoeConfig::numExperts 0 otherwise).
+    MoeConfig moe;
+
+    /// Whether block `layer`'s MLP is a mixture of experts.
+    bool sparseMlp(int64_t layer) const {
+        return layer >= 0 && layer < static_cast<int64_t>(moe.layerSparse.size()) && moe.layerSparse[static_cast<size_t>(layer)];
+    }
+    /// Whether some block's MLP is a mixture of experts / some block's is a dense MLP.
+    bool anySparseMlp() const {
+        for (bool b : moe.layerSparse) if (b) return true;
+        return false;
+    }
+    bool anyDenseMlp() const {
+        for (int64_t i = 0; i < numLayers; ++i) if (!sparseMlp(i)) return true;
+        return false;
+    }
 
     /// Whether block `layer` attends through the sliding window.
     bool slides(int64_t layer) const {

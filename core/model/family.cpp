@@ -25,7 +25,17 @@ Host moduleHost(Module m) {
         case Module::UpProj:
         case Module::GateUpProj:
         case Module::DownProj:
-        case Module::ActFn: return Host::Mlp;
+        case Module::ActFn:
+        case Module::Router:
+        case Module::Experts:
+        case Module::ExpertGateProj:
+        case Module::ExpertUpProj:
+        case Module::ExpertDownProj:
+        case Module::SharedExpert:
+        case Module::SharedGateProj:
+        case Module::SharedUpProj:
+        case Module::SharedDownProj:
+        case Module::SharedExpertGate: return Host::Mlp;
         default: return Host::Layer;  // the block's norms, self_attn, mlp, its dropout
     }
 }
@@ -64,9 +74,23 @@ std::string Family::nativeModulePath(Module m, int layer) const {
         case Host::Model: return m == Module::LmHead ? name : basePrefix + name;  // lm_head sits on the wrapper
         case Host::Layer: return basePrefix + native(Module::Layers) + "." + std::to_string(layer) + "." + name;
         case Host::Attention: return nativeModulePath(Module::SelfAttn, layer) + "." + name;
-        case Host::Mlp: return nativeModulePath(Module::Mlp, layer) + "." + name;
+        case Host::Mlp:
+            // one expert's projections sit under mlp.experts.{e} (expertTensorName fills the expert in); the shared
+            // expert's under mlp.shared_expert
+            if (m == Module::ExpertGateProj || m == Module::ExpertUpProj || m == Module::ExpertDownProj)
+                return nativeModulePath(Module::Experts, layer) + ".{e}." + name;
+            if (m == Module::SharedGateProj || m == Module::SharedUpProj || m == Module::SharedDownProj)
+                return nativeModulePath(Module::SharedExpert, layer) + "." + name;
+            return nativeModulePath(Module::Mlp, layer) + "." + name;
     }
     return {};
+}
+
+std::string Family::expertTensorName(Module m, int layer, int64_t expert) const {
+    std::string name = tensorName({m, Param::Weight}, layer);
+    const auto at = name.find("{e}");
+    if (at != std::string::npos) name.replace(at, 3, std::to_string(expert));
+    return name;
 }
 
 std::string Family::tensorName(ParamKey key, int layer) const {
@@ -134,6 +158,16 @@ std::string unavailableReason(const Family& f, Value v) {
         case Value::NativeMlpOutputNormScale: return "this family adds the MLP's output to the stream unnormed";
         case Value::NativeInputNormScale:
         case Value::NativeInputNormNormalized: return "this family's attention reads the stream unnormed";
+        case Value::MlpActivation:
+        case Value::MlpNeurons:
+            return "every block's MLP is a mixture of experts: each expert has its own neurons; read expert_outputs, routed_output "
+                   "or mlp_output";
+        case Value::RouterLogits:
+        case Value::ExpertIndices:
+        case Value::ExpertWeights:
+        case Value::ExpertOutputs:
+        case Value::RoutedOutput: return "this checkpoint's MLPs have no experts";
+        case Value::SharedExpertOutput: return "this checkpoint's mixture has no shared expert";
         case Value::NativePostAttentionNormScale:
         case Value::NativePostAttentionNormNormalized: return "this family's MLP reads the stream unnormed";
         default: return "this family's block does not compute it";
@@ -141,6 +175,25 @@ std::string unavailableReason(const Family& f, Value v) {
 }
 
 }  // namespace
+
+bool Family::hasValueAt(Value v, const ModelConfig& c, int layer, std::string* whyNot) const {
+    if (!hasValue(v, c, whyNot)) return false;
+    if (!experts || valueInfo(v).host == Host::Model) return true;
+    const bool sparse = c.sparseMlp(layer);
+    const bool denseOnly = v == Value::MlpActivation || v == Value::MlpNeurons || v == Value::NativeGateProjOutput ||
+                           v == Value::NativeUpProjOutput || v == Value::NativeActFnInput || v == Value::NativeGateUpProjOutput;
+    if (isMixtureValue(v) && !sparse) {
+        if (whyNot) *whyNot = "block " + std::to_string(layer) + "'s MLP is dense (decoder_sparse_step / mlp_only_layers): it has no experts";
+        return false;
+    }
+    if (denseOnly && sparse) {
+        if (whyNot)
+            *whyNot = "block " + std::to_string(layer) + "'s MLP is a mixture of experts: each expert has its own neurons; read "
+                      "expert_outputs, routed_output or mlp_output";
+        return false;
+    }
+    return true;
+}
 
 bool Family::hasValue(Value v, const ModelConfig& c, std::string* whyNot) const {
     for (const BlockStep& step : forwardSteps(*this, c))

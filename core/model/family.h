@@ -49,6 +49,12 @@ enum class Module {
     Mlp, GateProj, UpProj, DownProj, ActFn,
     InputNorm, PostAttentionNorm, LayerDropout,
     PositionEmbeddings, AttentionOutputNorm, MlpOutputNorm, GateUpProj,
+    /// A mixture of experts (the MLP of a sparse block): the router (mlp.gate), the experts' list (mlp.experts), one
+    /// expert's gate/up/down projections (stored per expert as mlp.experts.{e}.gate_proj.weight; the native names are
+    /// the leaves, Mixtral's w1/w3/w2), the shared expert (Qwen2-MoE's mlp.shared_expert, a gated MLP) with its
+    /// projections, and its sigmoid gate (mlp.shared_expert_gate, a Linear hidden_size -> 1).
+    Router, Experts, ExpertGateProj, ExpertUpProj, ExpertDownProj, SharedExpert, SharedGateProj, SharedUpProj,
+    SharedDownProj, SharedExpertGate,
     Count
 };
 constexpr int kNumModules = static_cast<int>(Module::Count);
@@ -134,6 +140,9 @@ struct Family {
     /// original_max_position_embeddings, and recomputes every position with the long factor (Phi-3:
     /// Phi3ForCausalLM.prepare_inputs_for_generation); other families keep the keys rotated with the short factor.
     bool longRopeRecomputesCache = false;
+    /// The family's MLP is a mixture of experts on the blocks config.json says (MoeConfig::layerSparse), a gated MLP
+    /// on the others; the router and the experts are in the module table (Module::Router ...).
+    bool experts = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
     /// Config keys that switch the projections' biases on, as the family's modeling code reads them: attention_bias
     /// (q/k/v/o) and mlp_bias (the MLP's projections). Empty: the family's modules are built without that bias whatever
@@ -186,6 +195,12 @@ struct Family {
     /// Whether a checkpoint of this family with config `c` computes value `v` (e.g. no q_proj on a fused family, no
     /// q_layernorm under qk_layernorm false), with the reason.
     bool hasValue(Value v, const ModelConfig& c, std::string* whyNot = nullptr) const;
+    /// Whether block `layer` of such a checkpoint computes `v`: hasValue, and for a mixture of experts the block's own
+    /// kind (the mixture's values only on a block with experts, the dense MLP's interior only on one without).
+    bool hasValueAt(Value v, const ModelConfig& c, int layer, std::string* whyNot = nullptr) const;
+    /// The checkpoint's tensor name of expert `expert`'s projection `m` (ExpertGateProj, ExpertUpProj, ExpertDownProj)
+    /// in block `layer`: "model.layers.0.mlp.experts.3.gate_proj.weight".
+    std::string expertTensorName(Module m, int layer, int64_t expert) const;
 };
 
 /// Llama's config reading (sizes, eps from family.epsKey, rope, the biases under family.attentionBiasKey and

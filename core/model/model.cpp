@@ -320,6 +320,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         }
         read.insert(spec.name);
         read.insert(spec.parts.begin(), spec.parts.end());
+        if (!spec.fused.empty()) read.insert(spec.fused);
         // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
         if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
         if (spec.transposed) t = t.t();
@@ -623,7 +624,78 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     return out;
 }
 
+torch::Tensor Model::gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW, const torch::Tensor& upW, const torch::Tensor& downW,
+                              const LayerWeights& lw) const {
+    return linear(activation(linear(x, gateW, torch::Tensor()), lw) * linear(x, upW, torch::Tensor()), downW, torch::Tensor());
+}
+
+torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    const MoeConfig& moe = config_.moe;
+    const int64_t b = hidden.size(0), s = hidden.size(1), H = hidden.size(2), k = moe.topK, E = moe.numExperts;
+    const torch::Tensor flat = hidden.reshape({b * s, H});
+    // The router (Qwen3MoeTopKRouter): logits in the compute dtype, softmax in float32, the top k, renormalised where
+    // norm_topk_prob says, cast back to the compute dtype (Mixtral keeps them float32: weightsInFloat32).
+    torch::Tensor routerLogits = linear(flat, lw[Module::Router].weight, torch::Tensor()).view({b, s, E});
+    tapValue(taps, Value::RouterLogits, layer, routerLogits);
+    const torch::Tensor probs = torch::softmax(routerLogits, -1, torch::kFloat32);
+    auto [topWeights, topIndices] = probs.topk(k, -1);
+    if (moe.normTopkProb) topWeights = topWeights / topWeights.sum(-1, /*keepdim=*/true);
+    if (!moe.weightsInFloat32) topWeights = topWeights.to(dtype_);
+    tapValue(taps, Value::ExpertIndices, layer, topIndices);
+    tapValue(taps, Value::ExpertWeights, layer, topWeights);
+    if (topIndices.sizes() != torch::IntArrayRef({b, s, k}) || topWeights.sizes() != torch::IntArrayRef({b, s, k}))
+        throw Error("expert_indices and expert_weights of block " + std::to_string(layer) + " must stay [batch, seq, top_k] = [" +
+                    std::to_string(b) + ", " + std::to_string(s) + ", " + std::to_string(k) + "].");
+    const torch::Tensor indices = topIndices.to(torch::kInt64).reshape({b * s * k});
+    const bool meta = hidden.is_meta();  // shapes only: which experts run is not known, none is computed
+    if (!meta && indices.numel() && (indices.min().item<int64_t>() < 0 || indices.max().item<int64_t>() >= E))
+        throw Error("expert_indices of block " + std::to_string(layer) + " name an expert outside [0, " + std::to_string(E) + ").");
+
+    // The experts (Qwen3MoeExperts): each expert the batch routes to runs once on the tokens that chose it; the others
+    // are never computed. Each chosen slot's output, before its weight, lands at [token, slot].
+    torch::Tensor expertOutputs = torch::zeros({b * s * k, H}, options());
+    const torch::Tensor hit = meta ? torch::empty({0}, indices.options().device(torch::kCPU))
+                                   : std::get<0>(at::_unique(indices, /*sorted=*/true));
+    const torch::Tensor& gate = lw[Module::ExpertGateProj].weight;  // [E, I, H]
+    const torch::Tensor& up = lw[Module::ExpertUpProj].weight;
+    const torch::Tensor& down = lw[Module::ExpertDownProj].weight;  // [E, H, I]
+    for (int64_t n = 0; n < hit.numel(); ++n) {
+        const int64_t e = hit[n].item<int64_t>();
+        const torch::Tensor slots = (indices == e).nonzero().flatten();       // positions in [token * k + slot]
+        const torch::Tensor rows = flat.index_select(0, slots.div(k, "floor"));  // the tokens that chose e
+        expertOutputs.index_copy_(0, slots, gatedMlp(rows, gate[e], up[e], down[e], lw));
+    }
+    expertOutputs = expertOutputs.view({b, s, k, H});
+    tapValue(taps, Value::ExpertOutputs, layer, expertOutputs);
+
+    // The weighted sum in transformers' order: zeros, then each chosen expert's weighted output added in increasing
+    // expert index (index_add_ expert by expert), in the compute dtype.
+    torch::Tensor weighted = expertOutputs * topWeights.unsqueeze(-1);
+    if (weighted.scalar_type() != dtype_) weighted = weighted.to(dtype_);
+    if (!meta) {
+        const torch::Tensor order = topIndices.to(torch::kInt64).argsort(/*dim=*/-1, /*descending=*/false);  // the slots by expert index
+        weighted = weighted.gather(2, order.unsqueeze(-1).expand({b, s, k, H}));
+    }
+    torch::Tensor routed = torch::zeros({b, s, H}, options());
+    for (int64_t j = 0; j < k; ++j) routed = routed + weighted.select(2, j);
+    tapValue(taps, Value::RoutedOutput, layer, routed);
+    if (moe.sharedExpertIntermediateSize <= 0) {
+        tapValue(taps, Value::MlpOutput, layer, routed);
+        return routed;
+    }
+    // Qwen2-MoE: a shared expert every token goes through, scaled by sigmoid(shared_expert_gate(x)), added last.
+    torch::Tensor shared = gatedMlp(hidden, lw[Module::SharedGateProj].weight, lw[Module::SharedUpProj].weight,
+                                    lw[Module::SharedDownProj].weight, lw);
+    shared = torch::sigmoid(linear(hidden, lw[Module::SharedExpertGate].weight, torch::Tensor())) * shared;
+    tapValue(taps, Value::SharedExpertOutput, layer, shared);
+    torch::Tensor out = routed + shared;
+    tapValue(taps, Value::MlpOutput, layer, out);
+    return out;
+}
+
 torch::Tensor Model::mlp(int layer, const torch::Tensor& hidden, Taps* taps) const {
+    if (family_->experts && config_.sparseMlp(layer)) return mixture(layer, hidden, taps);
     const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
     torch::Tensor neurons;
     if (family_->mlp != MlpKind::Plain) {

@@ -104,6 +104,8 @@ public:
     /// Whether this model computes value `v`: the family's block table for this config (Family::hasValue), and later
     /// whatever is attached to the loaded model. `whyNot` gets the reason when it does not.
     bool hasValue(Value v, std::string* whyNot = nullptr) const { return family_->hasValue(v, config_, whyNot); }
+    /// Whether block `layer` computes `v` (a mixture's values only on a block with experts: Family::hasValueAt).
+    bool hasValueAt(Value v, int layer, std::string* whyNot = nullptr) const { return family_->hasValueAt(v, config_, layer, whyNot); }
     torch::ScalarType dtype() const { return dtype_; }
     /// The device of the weights and of every tensor the forward makes (LoadOptions::device).
     torch::Device device() const { return device_; }
@@ -198,6 +200,16 @@ private:
     torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
                          const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly = false) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
+    /// A block's mixture of experts (Qwen3MoeSparseMoeBlock and its relatives), hidden [b, s, hidden_size] -> the same:
+    /// the router's softmax and top-k, only the chosen experts computed (each on the tokens that chose it), their
+    /// outputs weighted and summed in transformers' order, plus the gated shared expert where the config has one. Taps
+    /// router_logits, expert_indices, expert_weights, expert_outputs, routed_output, shared_expert_output and mlp_output;
+    /// an edited expert_indices or expert_weights is what the experts then use. Throws nnscope::Error when an edit leaves
+    /// expert_indices outside [0, num_experts) or changes their shape.
+    torch::Tensor mixture(int layer, const torch::Tensor& hidden, Taps* taps) const;
+    /// down(act(x · gateᵀ) * (x · upᵀ)) with the block's activation, no biases (one expert, or the shared expert).
+    torch::Tensor gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW, const torch::Tensor& upW, const torch::Tensor& downW,
+                           const LayerWeights& lw) const;
     /// embed_tokens' output [b, s, hidden_size] (Gemma's scale included).
     torch::Tensor embed(const torch::Tensor& inputIds) const;
     torch::Tensor applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;

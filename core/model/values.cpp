@@ -72,6 +72,22 @@ const std::vector<ValueInfo>& table() {
          nullptr},
         {Value::MlpOutput, "mlp_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
          "What the MLP adds to the residual stream", nullptr},
+        // a mixture of experts: the router and what the chosen experts write (N tokens = batch x seq)
+        {Value::RouterLogits, "router_logits", Host::Mlp, "RouterLogits", {"batch", "seq", "num_experts"},
+         "The router's logits over the experts (mlp.gate's output), before the softmax and the choice of the top k", nullptr},
+        {Value::ExpertIndices, "expert_indices", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
+         "The experts each token goes through, int64, in the router's order (the largest routing probability first); edit "
+         "them to force an expert", "the router's forward, its top-k indices"},
+        {Value::ExpertWeights, "expert_weights", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
+         "The routing weight of each chosen expert (its softmax probability, renormalised over the chosen ones where the "
+         "family does): what multiplies its output", "the router's forward, its top-k weights"},
+        {Value::ExpertOutputs, "expert_outputs", Host::Mlp, "ExpertOutputs", {"batch", "seq", "top_k", "hidden_size"},
+         "Each chosen expert's output before its routing weight: down(act(gate(x)) * up(x)) of that expert",
+         "the experts' forward, each expert's down projection output"},
+        {Value::RoutedOutput, "routed_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
+         "The routed experts' weighted sum, sum_k expert_weights[k] * expert_outputs[k] (mlp.experts' output)", nullptr},
+        {Value::SharedExpertOutput, "shared_expert_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
+         "The shared expert's output times its sigmoid gate: what it adds to the routed output", nullptr},
         // native values: `name` is the suffix after the module path
         {Value::NativeQProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*head_dim"},
          "q_proj's output: the queries before any norm or rotary", nullptr},
@@ -127,8 +143,18 @@ const std::vector<Value>& standardValues() {
     return order;
 }
 
+const std::vector<Value>& mixtureValues() {
+    static const std::vector<Value> order = {Value::RouterLogits, Value::ExpertIndices, Value::ExpertWeights,
+                                             Value::ExpertOutputs, Value::RoutedOutput, Value::SharedExpertOutput};
+    return order;
+}
+
+bool isMixtureValue(Value v) { return v >= Value::RouterLogits && v <= Value::SharedExpertOutput; }
+
 std::optional<Value> standardValueByName(const std::string& name) {
     for (Value v : standardValues())
+        if (name == valueInfo(v).name) return v;
+    for (Value v : mixtureValues())
         if (name == valueInfo(v).name) return v;
     return std::nullopt;
 }

@@ -22,6 +22,8 @@ enum class Value {
     AttentionProbabilities, AttentionHeadOutputs,
     // layers[i].mlp
     MlpActivation, MlpNeurons, MlpOutput,
+    // layers[i].mlp of a mixture of experts (nnterp's mixture vocabulary): only on the blocks whose MLP has experts
+    RouterLogits, ExpertIndices, ExpertWeights, ExpertOutputs, RoutedOutput, SharedExpertOutput,
     // native module values (paths come from the family's module names)
     NativeQProjOutput, NativeKProjOutput, NativeVProjOutput, NativeQkvProjOutput, NativeQNormOutput, NativeKNormOutput,
     NativeGateProjOutput, NativeUpProjOutput, NativeActFnInput,
@@ -63,6 +65,11 @@ struct ValueInfo {
 const ValueInfo& valueInfo(Value v);
 /// Every standard value in the order of the seeds' support tables (root, block, attention, MLP).
 const std::vector<Value>& standardValues();
+/// The mixture-of-experts values (router_logits ... shared_expert_output), in the forward's order: standard values that
+/// only a block whose MLP has experts computes (Family::hasValueAt), not part of the seeds' dense support tables.
+const std::vector<Value>& mixtureValues();
+/// Whether `v` is one of mixtureValues().
+bool isMixtureValue(Value v);
 /// The standard value called `name` (e.g. "attention_probabilities"), if any.
 std::optional<Value> standardValueByName(const std::string& name);
 /// Host names as the seeds print them ("model", "model.layers[i]", ...).

@@ -51,6 +51,29 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
             norm(true, Module::QNorm, i, whole ? QW : D, f.qkNormKind);
             norm(true, Module::KNorm, i, whole ? KW : D, f.qkNormKind);
         }
+        if (f.experts && c.sparseMlp(i)) {
+            // A mixture of experts: the router, every expert's three projections stacked [num_experts, out, in] (stored one
+            // tensor per expert, or stacked as transformers holds them), the shared expert and its gate.
+            const int64_t E = c.moe.numExperts, EI = c.moe.expertIntermediateSize, S = c.moe.sharedExpertIntermediateSize;
+            add(true, Module::Router, Param::Weight, i, {E, H});
+            const std::string experts = f.nativeModulePath(Module::Experts, i);
+            auto stacked = [&](Module m, int64_t outDim, int64_t inDim, const std::string& fusedLeaf, int chunk) {
+                WeightSpec spec{{m, Param::Weight}, i, experts + "." + f.modules.at(m).native, {E, outDim, inDim}};
+                for (int64_t e = 0; e < E; ++e) spec.parts.push_back(f.expertTensorName(m, i, e));
+                spec.fused = experts + "." + fusedLeaf;
+                spec.fusedShape = {E, chunk >= 0 ? 2 * outDim : outDim, inDim};
+                spec.fusedChunk = chunk;
+                out.push_back(std::move(spec));
+            };
+            stacked(Module::ExpertGateProj, EI, H, "gate_up_proj", 0);
+            stacked(Module::ExpertUpProj, EI, H, "gate_up_proj", 1);
+            stacked(Module::ExpertDownProj, H, EI, "down_proj", -1);
+            linear(S > 0, Module::SharedGateProj, i, S, H, false);
+            linear(S > 0, Module::SharedUpProj, i, S, H, false);
+            linear(S > 0, Module::SharedDownProj, i, H, S, false);
+            linear(S > 0, Module::SharedExpertGate, i, 1, H, false);
+            continue;
+        }
         const bool fused = f.mlp == MlpKind::GatedFused;
         linear(fused, Module::GateUpProj, i, 2 * I, H, c.mlpBias);
         linear(!fused && gated, Module::GateProj, i, I, H, c.mlpBias);
@@ -67,6 +90,10 @@ torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec) {
     if (spec.stackDim < 0 || spec.stackDim >= static_cast<int64_t>(spec.shape.size()) ||
         spec.shape[static_cast<size_t>(spec.stackDim)] != static_cast<int64_t>(spec.parts.size()))
         throw Error("internal: " + spec.name + " stacks " + std::to_string(spec.parts.size()) + " parts on an axis of another size.");
+    if (!spec.fused.empty() && !store.contains(spec.parts.front()) && store.contains(spec.fused)) {
+        const torch::Tensor whole = store.get(spec.fused, spec.fusedShape);
+        return spec.fusedChunk < 0 ? whole : whole.chunk(2, 1)[static_cast<size_t>(spec.fusedChunk)];
+    }
     std::vector<int64_t> partShape = spec.shape;
     partShape.erase(partShape.begin() + spec.stackDim);
     std::vector<torch::Tensor> parts;

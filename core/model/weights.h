@@ -23,11 +23,18 @@ struct WeightSpec {
     /// order; empty when the checkpoint stores `name` itself. Each part has `shape` without axis `stackDim`.
     std::vector<std::string> parts;
     int64_t stackDim = 0;
+    /// Where the parts are not stored, the one tensor that holds them stacked (transformers' own in-memory layout of
+    /// the experts: `mlp.experts.gate_up_proj [num_experts, 2 * moe_intermediate_size, hidden_size]` with gate then up
+    /// on axis 1, `mlp.experts.down_proj [num_experts, hidden_size, moe_intermediate_size]`), of shape `fusedShape`;
+    /// `fusedChunk` >= 0 takes that chunk of two on axis 1 (0 gate, 1 up), -1 the whole tensor. Empty: none.
+    std::string fused;
+    std::vector<int64_t> fusedShape;
+    int fusedChunk = -1;
 };
 
 class WeightStore;
 /// The tensor `spec` names, read from `store` with the shape the config implies: the stored tensor itself (a view of the
-/// mapped file), or its parts stacked. Throws nnscope::Error naming the missing tensor or the wrong shape.
+/// mapped file), or its parts stacked, or (where the parts are not stored) its chunk of the fused tensor. Throws nnscope::Error naming the missing tensor or the wrong shape.
 torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec);
 
 /// The weights the family's forward reads for `config`, in load order: root tensors first, then block by block.

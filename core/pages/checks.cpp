@@ -411,6 +411,7 @@ std::set<std::string> namesRead(const Model& m) {
 
 CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
     Cmp sum, attn, mlp;
+    int sparseBlocks = 0;
     // Gemma and OLMo 2 norm each branch's output before the add: the stream receives the norms' outputs.
     const bool attnNormed = x.f.blockNorms.afterAttention, mlpNormed = x.f.blockNorms.afterMlp;
     for (int i = 0; i < x.L; ++i) {
@@ -425,6 +426,10 @@ CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
         T premix = x.v(Value::AttentionPremix, i);
         T premixFlat = premix.reshape({premix.size(0), premix.size(1), -1});
         merge(attn, compareRecomputed(a, linear64(premixFlat, x.stored(ParamKey{Module::OProj}, i), x.storedIf(ParamKey{Module::OProj, Param::Bias}, i, lw[Module::OProj].bias)), x.dt()));
+        if (x.f.experts && x.c.sparseMlp(i)) {
+            ++sparseBlocks;  // a mixture's output is its experts' weighted sum: routed_is_weighted_sum checks it
+            continue;
+        }
         merge(mlp, compareRecomputed(mo, linear64(x.v(Value::MlpNeurons, i), x.stored(ParamKey{Module::DownProj}, i),
                                                   x.storedIf(ParamKey{Module::DownProj, Param::Bias}, i, lw[Module::DownProj].bias)), x.dt()));
     }
@@ -436,7 +441,81 @@ CheckResult checkContributionIdentity(Ctx& x, const std::string&) {
                       ". mlp_output = " + d + "(mlp_neurons): " + recomputedText(mlp, x.dt()) + ".";
     if (attnNormed || mlpNormed)
         det += " The stream receives the normed outputs, so layer_input + attention_output + mlp_output alone is not layer_output.";
+    if (sparseBlocks)
+        det += " " + std::to_string(sparseBlocks) + " of the blocks have experts: there mlp_output is the experts' weighted sum "
+               "(routed_is_weighted_sum), not one down projection.";
     return claim(sum.ok && attn.ok && mlp.ok, fig, det);
+}
+
+/// The blocks whose MLP is a mixture of experts.
+std::vector<int> sparseBlocks(const Ctx& x) {
+    std::vector<int> out;
+    for (int i = 0; i < x.L; ++i)
+        if (x.f.experts && x.c.sparseMlp(i)) out.push_back(i);
+    return out;
+}
+
+CheckResult checkRouterTopk(Ctx& x, const std::string&) {
+    const std::vector<int> blocks = sparseBlocks(x);
+    if (blocks.empty()) return skipped("no block of this checkpoint has experts");
+    Cmp logits, weights;
+    bool sameChoice = true;
+    double smallestSum = 1e9;
+    const int64_t k = x.c.moe.topK;
+    for (int i : blocks) {
+        // the router's logits from the stored gate weight and the MLP's input, then softmax and top-k in float64
+        const T rl = linear64(x.v(Value::MlpInput, i), x.stored(ParamKey{Module::Router}, i), T());
+        merge(logits, compareRecomputed(x.v(Value::RouterLogits, i), rl, x.dt()));
+        const T p = torch::softmax(x.v(Value::RouterLogits, i).to(torch::kFloat64), -1);
+        auto [top, idx] = p.topk(k, -1);
+        sameChoice = sameChoice && torch::equal(idx, x.v(Value::ExpertIndices, i).to(torch::kInt64));
+        smallestSum = std::min(smallestSum, top.sum(-1).min().item<double>());
+        if (x.c.moe.normTopkProb) top = top / top.sum(-1, true);
+        merge(weights, compareRecomputed(x.v(Value::ExpertWeights, i), top, x.dt()));
+    }
+    const std::string fig = "the top " + std::to_string(k) + " of " + std::to_string(x.c.moe.numExperts) + " experts: " +
+                            (sameChoice ? "the same choice" : "another choice") + " in " + blocksText(static_cast<int64_t>(blocks.size())) +
+                            "; weights " + recomputedText(weights, x.dt());
+    const std::string det = "router_logits against mlp_input · gateᵀ from the stored router weight: " + recomputedText(logits, x.dt()) +
+                            ". expert_indices against the top-" + std::to_string(k) + " of softmax(router_logits) in float64; expert_weights "
+                            "against those probabilities" + (x.c.moe.normTopkProb ? " divided by their sum (norm_topk_prob)" : " as they are") +
+                            ". Before any renormalisation the chosen experts held at least " + pct(smallestSum) + " of the probability.";
+    return claim(logits.ok && weights.ok && sameChoice, fig, det);
+}
+
+CheckResult checkRoutedWeightedSum(Ctx& x, const std::string&) {
+    const std::vector<int> blocks = sparseBlocks(x);
+    if (blocks.empty()) return skipped("no block of this checkpoint has experts");
+    Cmp routed, experts, total;
+    int64_t recomputed = 0;
+    for (int i : blocks) {
+        const T w = x.v(Value::ExpertWeights, i).to(torch::kFloat64), eo = x.v(Value::ExpertOutputs, i).to(torch::kFloat64);
+        merge(routed, compareRecomputed(x.v(Value::RoutedOutput, i), (w.unsqueeze(-1) * eo).sum(2), x.dt()));
+        // every chosen expert's output from its own stored projections, as the file holds them (one tensor per expert)
+        const T idx = x.v(Value::ExpertIndices, i).to(torch::kInt64), in = x.v(Value::MlpInput, i);
+        const auto& ws = x.m.weights();
+        for (int64_t e = 0; e < x.c.moe.numExperts; ++e) {
+            const std::string g = x.f.expertTensorName(Module::ExpertGateProj, i, e), u = x.f.expertTensorName(Module::ExpertUpProj, i, e),
+                              d = x.f.expertTensorName(Module::ExpertDownProj, i, e);
+            const T chosen = (idx == e).nonzero();  // [n, 3]: batch, position, slot
+            if (chosen.size(0) == 0 || !ws.contains(g) || !ws.contains(u) || !ws.contains(d)) continue;
+            const T rows = in.index({chosen.select(1, 0), chosen.select(1, 1)});
+            const T want = linear64(activation64(x.c.hiddenAct, linear64(rows, ws.get(g), T())) * linear64(rows, ws.get(u), T()), ws.get(d), T());
+            merge(experts, compareRecomputed(x.v(Value::ExpertOutputs, i).index({chosen.select(1, 0), chosen.select(1, 1), chosen.select(1, 2)}),
+                                             want, x.dt()));
+            recomputed += chosen.size(0);
+        }
+        T sum = x.v(Value::RoutedOutput, i);
+        if (x.c.moe.sharedExpertIntermediateSize > 0) sum = sum + x.v(Value::SharedExpertOutput, i);
+        merge(total, compareExact(sum, x.v(Value::MlpOutput, i), x.dt()));
+    }
+    const std::string fig = "routed_output vs Σ_k expert_weights · expert_outputs: " + recomputedText(routed, x.dt()) + ", " +
+                            blocksText(static_cast<int64_t>(blocks.size()));
+    std::string det = std::to_string(recomputed) + " chosen (token, expert) outputs recomputed in float64 from the stored per-expert "
+                      "projections: " + (recomputed ? recomputedText(experts, x.dt()) : std::string("none (the file stores the experts stacked)")) +
+                      ". mlp_output against routed_output" + (x.c.moe.sharedExpertIntermediateSize > 0 ? " + shared_expert_output" : "") + ": " +
+                      exactText(total, x.dt()) + ".";
+    return claim(routed.ok && experts.ok && total.ok, fig, det);
 }
 
 CheckResult checkLens(Ctx& x, const std::string&) {
@@ -1210,6 +1289,20 @@ const std::vector<CheckDef>& checkTable() {
                                        Value::MlpNeurons, Value::NativeAttentionOutputNormOutput, Value::NativeMlpOutputNormOutput};
          },
          false, checkContributionIdentity},
+        {"router_topk", "expert_indices are the top k of softmax(router_logits); expert_weights their probabilities, renormalised as norm_topk_prob says",
+         "On every block with experts: router_logits against mlp_input · gateᵀ recomputed in float64 from the stored router weight; the top-k of their "
+         "float64 softmax against expert_indices (the same experts, the same order) and against expert_weights.",
+         [](const Ctx&) { return std::vector<Value>{Value::MlpInput, Value::RouterLogits, Value::ExpertIndices, Value::ExpertWeights}; }, false,
+         checkRouterTopk},
+        {"routed_is_weighted_sum", "routed_output == Σ_k expert_weights[k] · expert_outputs[k], each expert's output its own projections'",
+         "On every block with experts: routed_output against the weighted sum of expert_outputs in float64; every chosen expert's output recomputed "
+         "from its stored gate/up/down projections (one tensor per expert) with the config's activation; mlp_output against routed_output (+ "
+         "shared_expert_output).",
+         [](const Ctx&) {
+             return std::vector<Value>{Value::MlpInput, Value::ExpertIndices, Value::ExpertWeights, Value::ExpertOutputs, Value::RoutedOutput,
+                                       Value::SharedExpertOutput, Value::MlpOutput};
+         },
+         false, checkRoutedWeightedSum},
         {"lens_equals_logits", "project_on_vocab(last layer_output) == logits",
          "The logit lens at the last block (Model::projectOnVocab) against the logits (assert_close), and lm_head(norm(h)) recomputed from the stored final "
          "norm and head.",

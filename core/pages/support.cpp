@@ -49,7 +49,11 @@ std::string hostClass(const Family& f, Host host) {
 
 std::vector<SupportRow> supportTable(const Family& f) {
     std::vector<SupportRow> rows;
-    for (Value v : standardValues()) {
+    std::vector<Value> values = standardValues();
+    if (f.experts)
+        for (Value v : mixtureValues())
+            if (v != Value::SharedExpertOutput || f.hasModule(Module::SharedExpert)) values.push_back(v);
+    for (Value v : values) {
         const ValueInfo& info = valueInfo(v);
         SupportRow r;
         r.host = info.host;
@@ -62,6 +66,8 @@ std::vector<SupportRow> supportTable(const Family& f) {
         r.readAt = f.readAt(v);
         r.eagerOnly = info.eagerOnly;
         r.readOnly = info.readOnly;
+        if (f.experts && isMixtureValue(v)) r.availability = "blocks with experts only";
+        if (f.experts && (v == Value::MlpActivation || v == Value::MlpNeurons)) r.availability = "dense blocks only";
         rows.push_back(std::move(r));
     }
     return rows;
@@ -71,6 +77,15 @@ std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& c)
     return {{"num_layers", c.numLayers}, {"hidden_size", c.hiddenSize}, {"num_heads", c.numHeads},
             {"num_kv_heads", c.numKvHeads}, {"head_dim", c.headDim}, {"qk_head_dim", c.headDim},
             {"vocab_size", c.vocabSize}, {"intermediate_size", c.intermediateSize}};
+}
+
+std::string blocksWith(const Model& model, Value v) {
+    std::string list;
+    int n = 0;
+    const int L = static_cast<int>(model.config().numLayers);
+    for (int i = 0; i < L; ++i)
+        if (model.hasValueAt(v, i)) list += (n++ ? ", " : "") + std::to_string(i);
+    return n == L ? "all" : n == 0 ? "none" : list;
 }
 
 std::vector<NativeValueRow> nativeValueRows(const Model& model) {
@@ -106,9 +121,12 @@ nlohmann::json supportJson(const Model& model) {
     for (Host h : {Host::Model, Host::Layer, Host::Attention, Host::Mlp}) {
         nlohmann::json host = {{"host", hostPath(h)}, {"class", hostClass(f, h)}, {"values", nlohmann::json::array()}};
         for (const auto& r : supportTable(f))
-            if (r.host == h)
-                host["values"].push_back({{"name", r.name}, {"layout", r.layout}, {"description", r.description},
-                                          {"read_at", r.readAt}, {"eager_only", r.eagerOnly}, {"read_only", r.readOnly}});
+            if (r.host == h) {
+                nlohmann::json row = {{"name", r.name}, {"layout", r.layout}, {"description", r.description},
+                                      {"read_at", r.readAt}, {"eager_only", r.eagerOnly}, {"read_only", r.readOnly}};
+                if (!r.availability.empty()) row["blocks"] = blocksWith(model, r.value);
+                host["values"].push_back(row);
+            }
         hosts.push_back(host);
     }
     j["hosts"] = hosts;
@@ -132,7 +150,8 @@ std::string supportText(const Model& model) {
         out << "\n" << hostPath(h) << " " << hostClass(f, h) << "\tlayout\twhat it is\tread at\n";
         for (const auto& r : supportTable(f))
             if (r.host == h)
-                out << (r.eagerOnly ? "⚠︎" : "") << r.name << "\t" << r.layout << "\t" << r.description << "\t" << r.readAt << "\n";
+                out << (r.eagerOnly ? "⚠︎" : "") << r.name << "\t" << r.layout << "\t" << r.description << "\t" << r.readAt
+                    << (r.availability.empty() ? "" : "\t(blocks " + blocksWith(model, r.value) + ")") << "\n";
     }
     out << "\nSizes\n";
     for (const auto& [k, v] : standardSizes(model.config())) out << "model." << k << "\t" << v << "\n";
@@ -228,6 +247,16 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     module(a, Module::UpProj, linearRepr(H, I, c.mlpBias));
     module(a, Module::DownProj, linearRepr(I, H, c.mlpBias));
     module(a, Module::ActFn, activationRepr(c.hiddenAct));
+    // a mixture of experts (on the blocks that have one)
+    module(a, Module::Router, f.classPrefix + "TopKRouter(num_experts=" + std::to_string(c.moe.numExperts) + ", top_k=" +
+                                  std::to_string(c.moe.topK) + ")");
+    module(a, Module::Experts, f.classPrefix + "Experts(" + std::to_string(c.moe.numExperts) + " x gate/up " + std::to_string(H) + " -> " +
+                                   std::to_string(c.moe.expertIntermediateSize) + ", down " + std::to_string(c.moe.expertIntermediateSize) +
+                                   " -> " + std::to_string(H) + ", " + activationRepr(c.hiddenAct) + ")");
+    module(a, Module::SharedExpert, f.classPrefix + "MLP(gate/up " + std::to_string(H) + " -> " +
+                                        std::to_string(c.moe.sharedExpertIntermediateSize) + ", down " +
+                                        std::to_string(c.moe.sharedExpertIntermediateSize) + " -> " + std::to_string(H) + ")");
+    module(a, Module::SharedExpertGate, linearRepr(H, 1, false));
     values(a, Host::Mlp);
     plain("      )");
     module("      ", Module::InputNorm, normRepr(H, f.norm));

@@ -23,12 +23,18 @@ struct SupportRow {
     std::string readAt;     ///< with the family's module names
     bool eagerOnly = false; ///< ⚠︎: transformers has it only under attn_implementation="eager"
     bool readOnly = false;
+    /// Where a family with experts has the value on only some blocks: "blocks with experts only" (the mixture's values),
+    /// "dense blocks only" (the dense MLP's interior); empty where every block has it.
+    std::string availability;
 };
 
 /// The HF class name of a host for this family (e.g. "Ernie4_5DecoderLayer").
 std::string hostClass(const Family& family, Host host);
-/// The support table of a family, in the seeds' order.
+/// The support table of a family, in the seeds' order; a family with experts adds the mixture's values to its MLP host
+/// (after mlp_output) and marks which kind of block has each (SupportRow::availability).
 std::vector<SupportRow> supportTable(const Family& family);
+/// The blocks of `model` that compute `v`, as "0, 2, 3" ("all" where every block does, "none" where none does).
+std::string blocksWith(const Model& model, Value v);
 /// One native value (a value of the family's own modules, Value::Native*) of a checkpoint: its path with `i` for the block
 /// ("layers.i.post_attention_layernorm.normalized"), layout with axes, description, and whether this checkpoint computes
 /// it (else why not).

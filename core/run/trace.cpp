@@ -92,14 +92,20 @@ std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
     const int n = static_cast<int>(model.config().numLayers);
     for (Value v : standardValues())
         if (valueInfo(v).host == Host::Model) out.push_back({v, -1});
-    for (int i = 0; i < n; ++i)
+    // A family with experts: each block's own values (the mixture's on a block with experts, the dense MLP's elsewhere).
+    const bool perBlock = model.family().experts;
+    for (int i = 0; i < n; ++i) {
         for (Value v : standardValues())
-            if (valueInfo(v).host != Host::Model) out.push_back({v, i});
+            if (valueInfo(v).host != Host::Model && (!perBlock || model.hasValueAt(v, i))) out.push_back({v, i});
+        if (perBlock)
+            for (Value v : mixtureValues())
+                if (model.hasValueAt(v, i)) out.push_back({v, i});
+    }
     if (includeNative) {
         auto native = [&](int layer) {
             for (int v = kNumStandardValues; v < kNumValues; ++v) {
                 const Value value = static_cast<Value>(v);
-                if ((valueInfo(value).host == Host::Model) == (layer < 0) && model.hasValue(value)) out.push_back({value, layer});
+                if ((valueInfo(value).host == Host::Model) == (layer < 0) && model.hasValueAt(value, layer)) out.push_back({value, layer});
             }
         };
         native(-1);
@@ -159,6 +165,14 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
         rest = dot == std::string::npos ? "" : path.substr(dot + 1);
         for (const auto& key : allValueKeys(model, true))
             if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
+        // a standard value this block does not compute (a mixture's value on a dense block, or the reverse): say why
+        for (int v = 0; v < kNumStandardValues; ++v) {
+            const Value val = static_cast<Value>(v);
+            std::string why;
+            if (valueInfo(val).host != Host::Model && rest == std::string(hostPrefix(valueInfo(val).host)) + valueInfo(val).name &&
+                !model.hasValueAt(val, layer, &why))
+                throw Error("value path '" + path + "': " + why + ".");
+        }
     }
     // native spellings of standard values, from the family's block description ("input_layernorm.output")
     for (const ValueSpelling& sp : valueSpellings(fam, model.config()))

@@ -254,6 +254,34 @@ private:
         const QString act = q(c_.hiddenAct);
         const QString bias = c_.mlpBias ? "biased" : "";
         QRectF neurons;
+        if (has(Module::Router)) {
+            // A mixture of experts (on the blocks that have one; a dense block of the same model keeps the gated MLP, whose
+            // values the tables and the value plot show): the router, the experts the router picks, their weighted sum.
+            const QRectF router = box("router", Module::Router,
+                                      QString("softmax · top %1 of %2").arg(c_.moe.topK).arg(c_.moe.numExperts), Value::RouterLogits,
+                                      row(left, left + half));
+            const QRectF experts = box("experts", Module::Experts, "only the chosen run", Value::ExpertOutputs, row(right - half, right));
+            down(input, router, -1, router.center().x());
+            down(input, experts, -1, experts.center().x());
+            y_ += kBoxHeight + kGap;
+            if (has(Module::SharedExpert)) {  // Qwen2-MoE: the shared expert every token goes through, and its sigmoid gate
+                const QRectF shared = box("shared_expert", Module::SharedExpert, "every token", Value::SharedExpertOutput,
+                                          row(right - half, right));
+                const QRectF gate = box("shared_expert_gate", Module::SharedExpertGate, "sigmoid", std::nullopt, row(left, left + half));
+                down(experts, shared);
+                down(router, gate);
+                y_ += kBoxHeight + kGap;
+            }
+            QRectF last = add("routed_output", DiagramPart::Operation, "Σ expert_weights · expert_outputs",
+                              c_.moe.sharedExpertIntermediateSize > 0 ? "+ sigmoid-gated shared expert" : "the chosen experts",
+                              Value::MlpOutput, std::nullopt, row(left, right));
+            down(router, last, -1, router.center().x());
+            down(experts, last, -1, experts.center().x());
+            y_ += kBoxHeight + kGap;
+            out_.mlpFrame = QRectF(kBranchLeft, top, kBranchRight - kBranchLeft, y_ - top - 2);
+            y_ += kGap;
+            return residualAdd("layer_output", Value::LayerOutput, last);
+        }
         if (has(Module::GateProj) || has(Module::GateUpProj)) {
             QRectF gate, up;
             if (has(Module::GateUpProj)) {  // Phi-3: one gate_up_proj cut into halves; no value of its own
