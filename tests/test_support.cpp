@@ -20,7 +20,7 @@
 using namespace nnscope;
 namespace fs = std::filesystem;
 
-namespace {
+namespace supporttest {  // named, not anonymous: TestSupport (global) holds a vector of its Seed
 
 struct Seed {
     std::string family;
@@ -78,7 +78,8 @@ nlohmann::json seedConfig(const Seed& s) {
     return j;
 }
 
-}  // namespace
+}  // namespace supporttest
+using namespace supporttest;
 
 class TestSupport : public QObject {
     Q_OBJECT

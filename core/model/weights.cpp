@@ -18,7 +18,13 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
                         " in its module table, and its config needs one.");
         const bool transposed = projection && f.conv1dWeights && shape.size() == 2;
         if (transposed) std::swap(shape[0], shape[1]);
-        out.push_back({{m, p}, layer, std::move(name), std::move(shape), transposed, {}, 0});
+        WeightSpec spec;
+        spec.key = {m, p};
+        spec.layer = layer;
+        spec.name = std::move(name);
+        spec.shape = std::move(shape);
+        spec.transposed = transposed;
+        out.push_back(std::move(spec));
     };
     // A linear map [out, in] and its bias [out] where `biased`.
     auto linear = [&](bool wanted, Module m, int layer, int64_t outDim, int64_t inDim, bool biased) {
@@ -58,7 +64,11 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
             add(true, Module::Router, Param::Weight, i, {E, H});
             const std::string experts = f.nativeModulePath(Module::Experts, i);
             auto stacked = [&](Module m, int64_t outDim, int64_t inDim, const std::string& fusedLeaf, int chunk) {
-                WeightSpec spec{{m, Param::Weight}, i, experts + "." + f.modules.at(m).native, {E, outDim, inDim}};
+                WeightSpec spec;
+                spec.key = {m, Param::Weight};
+                spec.layer = i;
+                spec.name = experts + "." + f.modules.at(m).native;
+                spec.shape = {E, outDim, inDim};
                 for (int64_t e = 0; e < E; ++e) spec.parts.push_back(f.expertTensorName(m, i, e));
                 spec.fused = experts + "." + fusedLeaf;
                 spec.fusedShape = {E, chunk >= 0 ? 2 * outDim : outDim, inDim};
