@@ -14,6 +14,18 @@
 
 namespace nnscope {
 
+namespace {
+/// `option`'s value as an integer of at least `minimum`; a UsageError naming the option otherwise.
+int integerOption(const QCommandLineParser& p, const QCommandLineOption& option, int minimum) {
+    bool ok = false;
+    const int v = p.value(option).toInt(&ok);
+    if (!ok || v < minimum)
+        throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
+                         ", not \"" + p.value(option).toStdString() + "\".");
+    return v;
+}
+}  // namespace
+
 int runTrainDemoCommand(const QStringList& arguments) {
     QCommandLineParser p;
     p.setApplicationDescription(
@@ -116,16 +128,9 @@ int runTrainDemoSaeCommand(const QStringList& arguments) {
     o.modelDir = p.value(model).toStdString();
     o.outDir = p.value(out).toStdString();
     bool ok = false;
-    auto integer = [&](const QCommandLineOption& option, int minimum) {
-        const int v = p.value(option).toInt(&ok);
-        if (!ok || v < minimum)
-            throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
-                             ", not \"" + p.value(option).toStdString() + "\".");
-        return v;
-    };
-    o.layer = integer(layer, 0);
-    o.steps = integer(steps, 1);
-    o.threads = integer(threads, 0);
+    o.layer = integerOption(p, layer, 0);
+    o.steps = integerOption(p, steps, 1);
+    o.threads = integerOption(p, threads, 0);
     o.seed = p.value(seed).toULongLong(&ok);
     if (!ok) throw UsageError("--seed must be a non-negative integer.");
     std::printf("training a %lld-feature TopK (k = %lld) SAE on %s, layers.%d.layer_output, %d steps\n",
@@ -162,16 +167,9 @@ int runTrainDemoTranscodersCommand(const QStringList& arguments) {
     o.modelDir = p.value(model).toStdString();
     o.outDir = p.value(out).toStdString();
     bool ok = false;
-    auto integer = [&](const QCommandLineOption& option, int minimum) {
-        const int v = p.value(option).toInt(&ok);
-        if (!ok || v < minimum)
-            throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
-                             ", not \"" + p.value(option).toStdString() + "\".");
-        return v;
-    };
-    o.steps = integer(steps, 1);
-    o.width = integer(width, 1);
-    o.threads = integer(threads, 0);
+    o.steps = integerOption(p, steps, 1);
+    o.width = integerOption(p, width, 1);
+    o.threads = integerOption(p, threads, 0);
     o.l1 = p.value(l1).toDouble(&ok);
     if (!ok || o.l1 < 0) throw UsageError("--l1 must be a number of at least 0, not \"" + p.value(l1).toStdString() + "\".");
     o.seed = p.value(seed).toULongLong(&ok);

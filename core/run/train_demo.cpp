@@ -697,6 +697,23 @@ DemoTrainResult trainDemoModel(const DemoTrainOptions& o) {
     return result;
 }
 
+namespace {
+/// `rows` fresh rows of the demo's general training mix (makeBatch with kGeneralMix, `seqLen` tokens each, BOS first)
+/// traced on `model`, keeping `save`. Call it under InferenceMode.
+TraceResult traceTrainingRows(const Model& model, Rng& rng, const std::vector<int64_t>& words, int rows, int seqLen,
+                              std::vector<ValueKey> save) {
+    const TrainBatch b = makeBatch(rng, words, rows, seqLen, kGeneralMix);
+    std::vector<std::vector<int64_t>> ids;
+    for (int r = 0; r < rows; ++r) {
+        const torch::Tensor row = b.ids[r];
+        ids.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+    }
+    TraceOptions t;
+    t.save = std::move(save);
+    return trace(model, batchFromIds(ids), t);
+}
+}  // namespace
+
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.outDir.empty()) throw Error("train-demo-sae needs an output folder (--out DIR).");
@@ -715,15 +732,7 @@ DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
     // Activations of rows of the demo's data at the site, BOS left out: [rows * (seqLen - 1), hidden].
     auto activations = [&](int rows) {
         c10::InferenceMode guard;
-        const TrainBatch b = makeBatch(rng, words, rows, o.seqLen, kGeneralMix);
-        std::vector<std::vector<int64_t>> ids;
-        for (int r = 0; r < rows; ++r) {
-            const torch::Tensor row = b.ids[r];
-            ids.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
-        }
-        TraceOptions t;
-        t.save = {site};
-        const TraceResult result = trace(*model, batchFromIds(ids), t);
+        const TraceResult result = traceTrainingRows(*model, rng, words, rows, o.seqLen, {site});
         return result.value(site).index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None)}).reshape({-1, H}).clone();
     };
 
@@ -783,9 +792,6 @@ DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
     return r;
 }
 
-}  // namespace nnscope
-
-namespace nnscope {
 
 DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -806,15 +812,9 @@ DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& o) {
         std::vector<std::pair<torch::Tensor, torch::Tensor>> inference;
         {
             c10::InferenceMode guard;
-            const TrainBatch b = makeBatch(rng, words, rows, o.seqLen, kGeneralMix);
-            std::vector<std::vector<int64_t>> ids;
-            for (int r = 0; r < rows; ++r) {
-                const torch::Tensor row = b.ids[r];
-                ids.emplace_back(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
-            }
-            TraceOptions t;
-            for (int l = 0; l < L; ++l) t.save.insert(t.save.end(), {ValueKey{Value::MlpInput, l}, ValueKey{Value::MlpOutput, l}});
-            const TraceResult result = trace(*model, batchFromIds(ids), t);
+            std::vector<ValueKey> save;
+            for (int l = 0; l < L; ++l) save.insert(save.end(), {ValueKey{Value::MlpInput, l}, ValueKey{Value::MlpOutput, l}});
+            const TraceResult result = traceTrainingRows(*model, rng, words, rows, o.seqLen, save);
             auto noBos = [&](const ValueKey& key) {
                 return result.value(key).index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None)}).reshape({-1, H});
             };
