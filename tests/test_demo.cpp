@@ -18,19 +18,18 @@
 #include <QFile>
 #include <QTemporaryDir>
 
-#include <nlohmann/json.hpp>
-
-#include <cmath>
-#include <tuple>
 #include "testsuite.h"
 
 #include <QtTest>
 
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
+#include <tuple>
 
 using namespace torch::indexing;
 
@@ -42,6 +41,16 @@ QByteArray readAll(const QString& path) {
     QFile f(path);
     if (!f.open(QIODevice::ReadOnly)) return {};
     return f.readAll();
+}
+
+/// Three short training runs into `tmp`/a, b and c (seeds 7, 7 and 8) with `train(dir, seed)`, which returns the bytes
+/// of the weights file it wrote: the two seed-7 runs must be byte-identical, the seed-8 run must differ.
+void checkReproducible(const QTemporaryDir& tmp, const std::function<QByteArray(const QString&, uint64_t)>& train) {
+    const QByteArray a = train(QDir(tmp.path()).filePath("a"), 7), b = train(QDir(tmp.path()).filePath("b"), 7),
+                     c = train(QDir(tmp.path()).filePath("c"), 8);
+    QVERIFY(!a.isEmpty());
+    QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
+    QVERIFY(a != c);
 }
 
 }  // namespace
@@ -221,20 +230,16 @@ private slots:
         QCOMPARE(run.meanL0, 8.0);
 
         QTemporaryDir tmp;
-        auto train = [&](const QString& name, uint64_t seed) {
+        checkReproducible(tmp, [](const QString& dir, uint64_t seed) {
             nnscope::DemoDictionaryOptions d;
             d.modelDir = NNSCOPE_DEMO_MODEL_DIR;
-            d.outDir = QDir(tmp.path()).filePath(name).toStdString();
+            d.outDir = dir.toStdString();
             d.steps = 10;
             d.rows = 4;
             d.seed = seed;
             nnscope::trainDemoDictionary(d);
-            return readAll(QDir(tmp.path()).filePath(name + "/sae_weights.safetensors"));
-        };
-        const QByteArray a = train("a", 7), b = train("b", 7), c = train("c", 8);
-        QVERIFY(!a.isEmpty());
-        QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
-        QVERIFY(a != c);
+            return readAll(dir + "/sae_weights.safetensors");
+        });
         QCOMPARE(nnscope::loadDictionary(QDir(tmp.path()).filePath("a").toStdString())->dSae, int64_t(256));
     }
 
@@ -261,20 +266,16 @@ private slots:
         }
 
         QTemporaryDir tmp;
-        auto train = [&](const QString& name, uint64_t seed) {
+        checkReproducible(tmp, [](const QString& dir, uint64_t seed) {
             nnscope::DemoTranscoderOptions d;
             d.modelDir = NNSCOPE_DEMO_MODEL_DIR;
-            d.outDir = QDir(tmp.path()).filePath(name).toStdString();
+            d.outDir = dir.toStdString();
             d.steps = 10;
             d.rows = 4;
             d.seed = seed;
             nnscope::trainDemoTranscoders(d);
-            return readAll(QDir(tmp.path()).filePath(name + "/layer_1.safetensors"));
-        };
-        const QByteArray a = train("a", 7), b = train("b", 7), c = train("c", 8);
-        QVERIFY(!a.isEmpty());
-        QVERIFY2(a == b, "two runs with seed 7 wrote different weights");
-        QVERIFY(a != c);
+            return readAll(dir + "/layer_1.safetensors");
+        });
         QCOMPARE(nnscope::loadTranscoderSet(QDir(tmp.path()).filePath("a").toStdString()).at(1)->dSae, int64_t(256));
     }
 
@@ -305,9 +306,7 @@ private slots:
         QCOMPARE(g.edgeCount(), j["edges"].get<int64_t>());
         const int64_t logit = g.findNode("3_5_20");  // layer num_layers + 1, "a" (id 5), the last position
         QVERIFY(logit >= 0 && g.nodes[logit].targetLogit);
-        int64_t strongest = -1;
-        for (int64_t e = g.rowStart[logit]; e < g.rowStart[logit + 1]; ++e)
-            if (strongest < 0 || std::abs(g.weight[e]) > std::abs(g.weight[strongest])) strongest = e;
+        const int64_t strongest = g.strongestInput(logit);
         QVERIFY(strongest >= 0);
         QCOMPARE(g.nodes[g.source[strongest]].nodeId(), std::string("E_5_9"));
         QVERIFY(g.weight[strongest] > 5);  // logit units

@@ -30,6 +30,7 @@
 #include "widgets/views/attributionview.h"
 #include "widgets/views/flowview.h"
 #include "widgets/views/circuitview.h"
+#include "syntheticgraph.h"
 #include "core/analysis/circuitprune.h"
 #include "core/io/graphjson.h"
 #include "core/io/jsonfile.h"
@@ -3673,9 +3674,7 @@ void TestGui::circuitComputedInWindow() {
     const AttributionGraph& g = cv->graph();
     const int64_t logit = g.findNode("3_5_20");
     QVERIFY(logit >= 0 && g.nodes[logit].targetLogit);
-    int64_t strongest = -1;
-    for (int64_t e = g.rowStart[logit]; e < g.rowStart[logit + 1]; ++e)
-        if (strongest < 0 || std::abs(g.weight[e]) > std::abs(g.weight[strongest])) strongest = e;
+    const int64_t strongest = g.strongestInput(logit);
     QVERIFY(strongest >= 0);
     QCOMPARE(g.nodes[g.source[strongest]].nodeId(), std::string("E_5_9"));
     QVERIFY(cv->visibleNodeCount() > 0 && cv->visibleNodeCount() < static_cast<int>(g.nodes.size()));  // pruned at 0.8 / 0.98
@@ -3830,45 +3829,9 @@ void TestGui::circuitView() {
 void TestGui::circuitViewMillionEdges() {
     // A graph of a million edges: the view prunes it when a slider moves and draws it (only the strongest edges while
     // the whole graph is on screen) in a fraction of a second.
-    AttributionGraph g;
-    g.numLayers = 16;
+    AttributionGraph g = test::syntheticGraph(/*layers=*/16, /*positions=*/24, /*featuresPerCell=*/20, /*edgesPerFeature=*/230,
+                                              /*logits=*/10, /*seed=*/3);
     g.modelDir = "computed";  // starts at the graph's thresholds, 0.8 / 0.98, as a computed graph does
-    const int positions = 24;
-    for (int p = 0; p < positions; ++p) g.tokenStrings.push_back("t" + std::to_string(p));
-    for (int l = 0; l < g.numLayers; ++l)
-        for (int p = 1; p < positions; ++p)
-            for (int f = 0; f < 20; ++f) g.nodes.push_back({GraphNode::Kind::Feature, l, p, 1000 + f, 1.0f});
-    for (int l = 0; l < g.numLayers; ++l)
-        for (int p = 0; p < positions; ++p) g.nodes.push_back({GraphNode::Kind::Error, l, p});
-    for (int p = 0; p < positions; ++p) g.nodes.push_back({GraphNode::Kind::Token, -1, p, 100 + p});
-    for (int k = 0; k < 10; ++k) {
-        GraphNode logit{GraphNode::Kind::Logit, g.numLayers + 1, positions - 1, 200 + k};
-        logit.tokenProb = 0.5f / static_cast<float>(k + 1);
-        g.nodes.push_back(logit);
-    }
-    std::mt19937 rng(3);
-    std::normal_distribution<float> normal;
-    const size_t n = g.nodes.size();
-    g.rowStart.push_back(0);
-    for (size_t t = 0; t < n; ++t) {
-        const GraphNode& target = g.nodes[t];
-        std::set<int32_t> sources;
-        if (target.kind == GraphNode::Kind::Feature || target.kind == GraphNode::Kind::Logit) {
-            const int want = target.kind == GraphNode::Kind::Logit ? 4600 : 230;
-            for (int tries = 0; tries < want * 4 && static_cast<int>(sources.size()) < want; ++tries) {
-                const auto s = static_cast<int32_t>(rng() % n);
-                const GraphNode& src = g.nodes[static_cast<size_t>(s)];
-                if (src.kind == GraphNode::Kind::Logit || src.position > target.position) continue;
-                if (src.kind != GraphNode::Kind::Token && src.layer >= target.layer) continue;
-                sources.insert(s);
-            }
-        }
-        for (int32_t s : sources) {
-            g.source.push_back(s);
-            g.weight.push_back(normal(rng));
-        }
-        g.rowStart.push_back(static_cast<int64_t>(g.source.size()));
-    }
     QVERIFY(g.edgeCount() > 1'000'000);
     const int64_t edges = g.edgeCount();
     CircuitView view;

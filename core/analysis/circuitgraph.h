@@ -83,6 +83,9 @@ struct AttributionGraph {
     int64_t edgeCount() const { return static_cast<int64_t>(source.size()); }
     /// The index of the node whose nodeId() is `id`, or -1.
     int64_t findNode(const std::string& id) const;
+    /// The edge into node `target` of the largest |weight| (an index into source / weight), or -1 when it has none or
+    /// `target` is out of range.
+    int64_t strongestInput(int64_t target) const;
 };
 
 }  // namespace nnscope
