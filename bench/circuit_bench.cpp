@@ -11,6 +11,7 @@
 #include "core/analysis/circuit.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
+#include "bench/randomcircuit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -64,24 +65,22 @@ int main(int argc, char** argv) {
     if (tokens.empty()) tokens = {16, 32};
     configureThreads(0);  // every core (libtorch starts with one here)
     if (inter == 0) inter = 3 * d;
-    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", d},
-                                   {"intermediate_size", inter}, {"num_hidden_layers", layers}, {"num_attention_heads", heads},
-                                   {"num_key_value_heads", heads}, {"vocab_size", vocab}, {"rms_norm_eps", 1e-5},
-                                   {"rope_theta", 10000.0}, {"max_position_embeddings", 4096}, {"hidden_act", "silu"},
-                                   {"tie_word_embeddings", false}};
+    bench::RandomCircuitShape shape;
+    shape.layers = layers;
+    shape.hidden = d;
+    shape.heads = heads;
+    shape.intermediate = inter;
+    shape.vocab = vocab;
+    shape.features = features;
     if (estimateOnly) {  // sizes only: a model without weights, transcoders of broadcast (unallocated) tensors
-        auto sized = Model::withoutWeights(config, "random Llama (sizes only)");
+        auto sized = Model::withoutWeights(bench::randomLlamaConfig(shape), "random Llama (sizes only)");
         CircuitTranscoders t;
         for (int64_t l = 0; l < layers; ++l) {
-            auto dict = std::make_shared<Dictionary>();
-            dict->format = "circuit-tracer";
-            dict->transcoder = true;
-            dict->activation = Dictionary::Activation::JumpReLUSigned;
+            bench::RandomCircuitShape small = shape;
+            small.hidden = small.features = 1;  // the fields only; the tensors below are broadcast views of the sizes
+            auto dict = bench::randomTranscoder(small, l);
             dict->dIn = dict->dOut = d;
             dict->dSae = features;
-            dict->site = "blocks." + std::to_string(l) + ".mlp.hook_in";
-            dict->siteOut = "blocks." + std::to_string(l) + ".mlp.hook_out";
-            dict->dir = "random layer " + std::to_string(l);
             dict->wEnc = torch::zeros({1}).expand({d, features});
             dict->wDec = torch::zeros({1}).expand({features, d});
             dict->bEnc = dict->threshold = torch::zeros({features});
@@ -97,39 +96,7 @@ int main(int argc, char** argv) {
         }
         return 0;
     }
-    torch::manual_seed(0);
-    std::map<std::string, torch::Tensor> w;
-    auto lin = [](int64_t out, int64_t in) { return torch::randn({out, in}) / std::sqrt(static_cast<double>(in)); };
-    w["model.embed_tokens.weight"] = torch::randn({vocab, d}) * 0.5;
-    w["lm_head.weight"] = lin(vocab, d);
-    w["model.norm.weight"] = torch::ones({d});
-    CircuitTranscoders t;
-    for (int64_t l = 0; l < layers; ++l) {
-        const std::string p = "model.layers." + std::to_string(l) + ".";
-        w[p + "input_layernorm.weight"] = torch::ones({d});
-        w[p + "post_attention_layernorm.weight"] = torch::ones({d});
-        for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj"}) w[p + "self_attn." + m + ".weight"] = lin(d, d);
-        w[p + "mlp.gate_proj.weight"] = lin(inter, d);
-        w[p + "mlp.up_proj.weight"] = lin(inter, d);
-        w[p + "mlp.down_proj.weight"] = lin(d, inter);
-        auto dict = std::make_shared<Dictionary>();
-        dict->format = "circuit-tracer";
-        dict->architecture = "jump_relu";
-        dict->transcoder = true;
-        dict->activation = Dictionary::Activation::JumpReLUSigned;
-        dict->dIn = dict->dOut = d;
-        dict->dSae = features;
-        dict->site = "blocks." + std::to_string(l) + ".mlp.hook_in";
-        dict->siteOut = "blocks." + std::to_string(l) + ".mlp.hook_out";
-        dict->dir = "random layer " + std::to_string(l);
-        dict->wEnc = torch::randn({d, features}) / std::sqrt(static_cast<double>(d));
-        dict->bEnc = torch::zeros({features});
-        dict->threshold = torch::full({features}, 1.96);  // P(N(0,1) > 1.96) = 1/40
-        dict->wDec = torch::randn({features, d}) * 0.05;
-        dict->bDec = torch::zeros({d});
-        t.perLayer.push_back(dict);
-    }
-    auto model = Model::fromTensors(config, w, LoadOptions().withDtype(torch::kFloat32), "random Llama");
+    auto [model, t] = bench::randomCircuit(shape);
     std::printf("random Llama: %ld blocks, width %ld, MLP %ld, vocabulary %ld; transcoders %ld features; %d threads\n",
                 static_cast<long>(layers), static_cast<long>(d), static_cast<long>(inter), static_cast<long>(vocab),
                 static_cast<long>(features), at::get_num_threads());

@@ -6,6 +6,7 @@
 // every edge. Also: the feature selection under max_feature_nodes, bad inputs, rows spilled to a temporary file, the
 // memory estimate against the measured peak.
 #include "core/analysis/circuit.h"
+#include "bench/randomcircuit.h"
 #include "core/io/safetensors.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
@@ -62,44 +63,17 @@ std::pair<int64_t, int64_t> residentMemory() {
 /// A random Llama-shaped model in memory (hidden 128, 3 blocks) and random per-layer JumpReLU transcoders (256
 /// features, about a sixteenth active) reading mlp_input and writing mlp_output, for the memory measurement.
 std::pair<std::shared_ptr<const Model>, CircuitTranscoders> randomModel() {
-    const int64_t d = 128, L = 3, I = 256, V = 500, H = 4, F = 256;
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"hidden_size", d},
-                             {"intermediate_size", I}, {"num_hidden_layers", L}, {"num_attention_heads", H},
-                             {"num_key_value_heads", H}, {"vocab_size", V}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0},
-                             {"max_position_embeddings", 256}, {"hidden_act", "silu"}, {"tie_word_embeddings", false}};
-    torch::manual_seed(7);
-    std::map<std::string, torch::Tensor> w;
-    auto lin = [](int64_t out, int64_t in) { return torch::randn({out, in}) / std::sqrt(static_cast<double>(in)); };
-    w["model.embed_tokens.weight"] = torch::randn({V, d}) * 0.5;
-    w["lm_head.weight"] = lin(V, d);
-    w["model.norm.weight"] = torch::ones({d});
-    CircuitTranscoders t;
-    for (int64_t l = 0; l < L; ++l) {
-        const std::string p = "model.layers." + std::to_string(l) + ".";
-        w[p + "input_layernorm.weight"] = torch::ones({d});
-        w[p + "post_attention_layernorm.weight"] = torch::ones({d});
-        for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj"}) w[p + "self_attn." + m + ".weight"] = lin(d, d);
-        w[p + "mlp.gate_proj.weight"] = lin(I, d);
-        w[p + "mlp.up_proj.weight"] = lin(I, d);
-        w[p + "mlp.down_proj.weight"] = lin(d, I);
-        auto dict = std::make_shared<Dictionary>();
-        dict->format = "circuit-tracer";
-        dict->architecture = "jump_relu";
-        dict->transcoder = true;
-        dict->activation = Dictionary::Activation::JumpReLUSigned;
-        dict->dIn = dict->dOut = d;
-        dict->dSae = F;
-        dict->site = "blocks." + std::to_string(l) + ".mlp.hook_in";
-        dict->siteOut = "blocks." + std::to_string(l) + ".mlp.hook_out";
-        dict->dir = "random layer " + std::to_string(l);
-        dict->wEnc = torch::randn({d, F}) / std::sqrt(static_cast<double>(d));
-        dict->bEnc = torch::zeros({F});
-        dict->threshold = torch::full({F}, 1.5);  // P(N(0,1) > 1.5) ≈ 1/15
-        dict->wDec = torch::randn({F, d}) * 0.1;
-        dict->bDec = torch::zeros({d});
-        t.perLayer.push_back(dict);
-    }
-    return {Model::fromTensors(config, w, test::float32(), "random 3-block Llama"), t};
+    bench::RandomCircuitShape s;
+    s.layers = 3;
+    s.hidden = 128;
+    s.heads = 4;
+    s.intermediate = 256;
+    s.vocab = 500;
+    s.features = 256;
+    s.threshold = 1.5;  // P(N(0,1) > 1.5) ≈ 1/15
+    s.decoderScale = 0.1;
+    s.seed = 7;
+    return bench::randomCircuit(s);
 }
 
 }  // namespace
