@@ -7,6 +7,7 @@
 #include "core/io/graphjson.h"
 #include "core/io/jsonfile.h"
 #include "core/model/error.h"
+#include "syntheticgraph.h"
 #include "testsuite.h"
 
 #include <QElapsedTimer>
@@ -57,49 +58,6 @@ std::map<std::pair<std::string, std::string>, float> linkMap(const json& file) {
     return links;
 }
 
-/// A layered synthetic graph of about `edges` edges (features read earlier layers at positions <= theirs).
-AttributionGraph syntheticGraph(int layers, int positions, int featuresPerCell, int edgesPerFeature, int logits, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal;
-    AttributionGraph g;
-    g.numLayers = layers;
-    for (int l = 0; l < layers; ++l)
-        for (int p = 1; p < positions; ++p)
-            for (int f = 0; f < featuresPerCell; ++f) g.nodes.push_back({GraphNode::Kind::Feature, l, p, 1000 + f, 1.0f});
-    const size_t features = g.nodes.size();
-    for (int l = 0; l < layers; ++l)
-        for (int p = 0; p < positions; ++p) g.nodes.push_back({GraphNode::Kind::Error, l, p});
-    for (int p = 0; p < positions; ++p) g.nodes.push_back({GraphNode::Kind::Token, -1, p, 100 + p});
-    for (int k = 0; k < logits; ++k) {
-        GraphNode logit{GraphNode::Kind::Logit, layers + 1, positions - 1, 200 + k};
-        logit.tokenProb = 0.5f / static_cast<float>(k + 1);
-        g.nodes.push_back(logit);
-    }
-    // candidate sources of a node at (layer, position): every feature and error of a lower layer at positions <= it, tokens
-    const size_t n = g.nodes.size();
-    g.rowStart.push_back(0);
-    for (size_t t = 0; t < n; ++t) {
-        const GraphNode& target = g.nodes[t];
-        std::set<int32_t> sources;
-        if (target.kind == GraphNode::Kind::Feature || target.kind == GraphNode::Kind::Logit) {
-            const int want = target.kind == GraphNode::Kind::Logit ? edgesPerFeature * 20 : edgesPerFeature;
-            for (int tries = 0; tries < want * 4 && static_cast<int>(sources.size()) < want; ++tries) {
-                const auto s = static_cast<int32_t>(rng() % n);
-                const GraphNode& src = g.nodes[static_cast<size_t>(s)];
-                if (src.kind == GraphNode::Kind::Logit || src.position > target.position) continue;
-                if (src.kind != GraphNode::Kind::Token && src.layer >= target.layer) continue;
-                sources.insert(s);
-            }
-        }
-        for (int32_t s : sources) {
-            g.source.push_back(s);
-            g.weight.push_back(normal(rng));
-        }
-        g.rowStart.push_back(static_cast<int64_t>(g.source.size()));
-    }
-    (void)features;
-    return g;
-}
 
 }  // namespace
 
@@ -430,7 +388,7 @@ private slots:
     /// A graph of a million edges prunes in well under a second (CSR passes, no dense matrix), and so does taking its
     /// pruned subgraph.
     void millionEdgesPruneFast() {
-        const AttributionGraph g = syntheticGraph(/*layers=*/16, /*positions=*/24, /*featuresPerCell=*/20, /*edgesPerFeature=*/230, /*logits=*/10, 7);
+        const AttributionGraph g = test::syntheticGraph(/*layers=*/16, /*positions=*/24, /*featuresPerCell=*/20, /*edgesPerFeature=*/230, /*logits=*/10, 7);
         QVERIFY2(g.edgeCount() > 1'000'000, qPrintable(QString::number(g.edgeCount())));
         QElapsedTimer timer;
         timer.start();
@@ -449,7 +407,7 @@ private slots:
 
     /// A graph of a million edges (a JSON of about 100 MB) writes, and reads back whole and equal, parsed as a stream.
     void millionEdgeJsonOpens() {
-        AttributionGraph g = syntheticGraph(16, 24, 20, 230, 10, 11);
+        AttributionGraph g = test::syntheticGraph(16, 24, 20, 230, 10, 11);
         g.prompt = "synthetic";
         g.tokenStrings.assign(24, "tok");
         QVERIFY(g.edgeCount() > 1'000'000);
