@@ -545,8 +545,8 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(pin_);
     buttons->addWidget(group_);
-    buttons->addWidget(steer_);
     sideLayout->addLayout(buttons);
+    sideLayout->addWidget(steer_);  // its own row: three buttons side by side made the card pane squeeze the graph
     sideLayout->addWidget(groups_);
     auto* split = new QSplitter(Qt::Horizontal, this);
     split->addWidget(canvas_);
