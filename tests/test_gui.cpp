@@ -3668,6 +3668,8 @@ void TestGui::circuitComputedInWindow() {
     QSignalSpy ended(w.circuitJob(), &JobWatcher::ended);
     QTest::mouseClick(cv->computeButton(), Qt::LeftButton);
     QVERIFY(ended.count() > 0 || ended.wait(120000));
+    // the bar counted the graph's rows while it ran, then the trace's blocks again (not "block 1411 / 1411")
+    QCOMPARE(w.tracePanel()->progressBar()->text(), QString("block %1 / %1").arg(w.model()->config().numLayers));
     QVERIFY2(cv->hasGraph(), qPrintable(cv->computeMessage()->text()));
     QVERIFY2(cv->computeMessage()->text().startsWith("Estimate: about"), qPrintable(cv->computeMessage()->text()));
     QCOMPARE(w.views()->currentWidget(), cv);

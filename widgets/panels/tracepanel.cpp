@@ -123,6 +123,7 @@ void TracePanel::traceFailed(const QString& message) {
 }
 
 void TracePanel::analysisStarted(const QString& what, int total) {
+    if (!analysing_) traceBar_ = {progress_->maximum(), progress_->value()};  // the trace's own count, given back at the end
     analysing_ = true;
     progress_->setFormat(total > 0 ? tr("%1 · block %v / %m").arg(what) : what);  // a computation that counts no blocks: its name
     progress_->setRange(0, std::max(1, total));
@@ -143,7 +144,9 @@ void TracePanel::analysisEnded(const QString& note) {
     if (!analysing_) return;
     analysing_ = false;
     progress_->setFormat(tr("block %v / %m"));
-    if (note.isEmpty()) progress_->setValue(progress_->maximum());
+    // the bar counts the trace's blocks again (a graph's 1411 feature rows are not "block 1411 / 1411")
+    progress_->setRange(0, std::max(1, traceBar_.first));
+    progress_->setValue(traceBar_.second);
     status_->setStyleSheet(note.isEmpty() && !outcomeWarning_ ? QString() : QStringLiteral("color: #8a5a00"));
     status_->setText(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note);
     setRunning(running_);

@@ -5,6 +5,8 @@
 // the trace once it is shown (the logit lens, the Flow graph, ...): its blocks are counted after the trace's.
 #include <QWidget>
 
+#include <utility>
+
 class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
@@ -62,6 +64,7 @@ private:
     QProgressBar* progress_;
     QLabel* status_;
     bool running_ = false, ready_ = false, analysing_ = false;
+    std::pair<int, int> traceBar_{1, 0};  ///< the trace's bar (maximum, value) when a computation took it
     QString outcome_;  ///< the last trace's outcome, which an analysis note is added to
     QString traceSummary_;         ///< the last trace's summary, before any note
     bool outcomeWarning_ = false;  ///< the outcome holds a warning (setOutcomeNote)
