@@ -558,7 +558,8 @@ void MainWindow::createCentral() {
            "one sentence twice. In block 1's attention pattern each word of the second half attends to the word that "
            "followed it the first time: that diagonal stripe is an <b>induction head</b> copying the sentence. Next: hover a "
            "cell for its probability, click <b>Heads</b> (Ctrl+Shift+H) to score every head, <b>Features</b> for the demo's "
-           "sparse autoencoder, or File ▸ Open Checkpoint (Ctrl+O) for your own model."),
+           "sparse autoencoder, <b>Circuit</b> (Ctrl+Shift+G) for the attribution graph of the next word through its transcoders, "
+           "or File ▸ Open Checkpoint (Ctrl+O) for your own model."),
         demoCaption_);
     captionText->setWordWrap(true);
     captionText->setTextFormat(Qt::RichText);

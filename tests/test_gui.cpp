@@ -4264,7 +4264,7 @@ void TestGui::demoCaptionOnFirstRun() {
     QVERIFY(startTraceDone(*w));
     QVERIFY(w->demoCaption()->isVisible());
     auto* text = w->demoCaption()->findChild<QLabel*>();
-    QVERIFY(text && text->text().contains("induction head") && text->text().contains("Heads"));
+    QVERIFY(text && text->text().contains("induction head") && text->text().contains("Heads") && text->text().contains("Circuit"));
     QVERIFY(w->showView("heads"));  // it speaks of the Attention view: shown with it only
     QVERIFY(!w->demoCaption()->isVisible());
     QVERIFY(w->showView("attention"));
