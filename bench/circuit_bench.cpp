@@ -11,6 +11,7 @@
 #include "core/analysis/circuit.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
+#include "bench/peakmemory.h"
 #include "bench/randomcircuit.h"
 
 #include <nlohmann/json.hpp>
@@ -25,21 +26,6 @@
 #include <vector>
 
 using namespace nnscope;
-
-namespace {
-
-std::pair<int64_t, int64_t> resident() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    int64_t rss = 0, hwm = 0;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) * 1024;
-        if (line.rfind("VmHWM:", 0) == 0) hwm = std::stoll(line.substr(6)) * 1024;
-    }
-    return {rss, hwm};
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     int64_t layers = 4, d = 256, features = 1024, batch = 512, maxNodes = 0, estimateOnly = 0, vocab = 8192, inter = 0, heads = 8;
@@ -106,14 +92,10 @@ int main(int argc, char** argv) {
         CircuitOptions o;
         o.batchSize = static_cast<int>(batch);
         o.maxFeatureNodes = maxNodes;
-        {
-            std::ofstream reset("/proc/self/clear_refs");
-            reset << "5";
-        }
-        const int64_t before = resident().first;
+        const bench::PeakMemory meter;
         CircuitStats s;
         const AttributionGraph g = computeAttributionGraph(*model, t, ids, o, {}, nullptr, &s);
-        const int64_t peak = resident().second - before;
+        const int64_t peak = meter.peakBytes();
         CircuitOptions counted = o;
         counted.activePerLayerPosition = static_cast<double>(s.activeFeatures) / static_cast<double>(layers * (n - 1));
         const CircuitEstimate e = estimateCircuit(*model, t, n, counted);

@@ -6,6 +6,7 @@
 // every edge. Also: the feature selection under max_feature_nodes, bad inputs, rows spilled to a temporary file, the
 // memory estimate against the measured peak.
 #include "core/analysis/circuit.h"
+#include "bench/peakmemory.h"
 #include "bench/randomcircuit.h"
 #include "core/io/safetensors.h"
 #include "core/model/error.h"
@@ -46,18 +47,6 @@ torch::Tensor denseAdjacency(const AttributionGraph& g) {
         for (int64_t e = g.rowStart[static_cast<size_t>(t)]; e < g.rowStart[static_cast<size_t>(t) + 1]; ++e)
             acc[t][g.source[static_cast<size_t>(e)]] = g.weight[static_cast<size_t>(e)];
     return a;
-}
-
-/// The memory this process holds now and at most since the last reset (/proc/self/status VmRSS, VmHWM), in bytes.
-std::pair<int64_t, int64_t> residentMemory() {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    int64_t rss = 0, hwm = 0;
-    while (std::getline(in, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) rss = std::stoll(line.substr(6)) * 1024;
-        if (line.rfind("VmHWM:", 0) == 0) hwm = std::stoll(line.substr(6)) * 1024;
-    }
-    return {rss, hwm};
 }
 
 /// A random Llama-shaped model in memory (hidden 128, 3 blocks) and random per-layer JumpReLU transcoders (256
@@ -183,13 +172,9 @@ private slots:
         CircuitOptions o;
         o.batchSize = 64;
         CircuitStats stats;
-        {
-            std::ofstream reset("/proc/self/clear_refs");
-            reset << "5";  // resets VmHWM to the current resident size (Linux >= 4.0)
-        }
-        const int64_t before = residentMemory().first;
+        const bench::PeakMemory meter;
         const AttributionGraph g = computeAttributionGraph(*model, transcoders, ids, o, {}, nullptr, &stats);
-        const int64_t peak = residentMemory().second - before;
+        const int64_t peak = meter.peakBytes();
         CircuitOptions withCount = o;
         withCount.activePerLayerPosition = static_cast<double>(stats.activeFeatures) / (3.0 * 23.0);
         const CircuitEstimate e = estimateCircuit(*model, transcoders, 24, withCount);
