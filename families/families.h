@@ -24,4 +24,9 @@ void readQwenSlidingWindow(const nlohmann::json& j, const std::string& file, Mod
 /// family lacks are passed empty: Mixtral's every block has experts). Throws nnscope::Error naming the key: a count that
 /// is not positive, top_k above num_experts, a decoder_sparse_step below 1, an mlp_only_layers entry outside the blocks.
 void readMoeConfig(const nlohmann::json& j, const std::string& file, const std::string& expertSizeKey, bool sparseStepKeys, ModelConfig& c);
+
+/// Marks `f` a mixture of experts (families/qwen3_moe.cpp) with the module names the hub's files use: the router
+/// mlp.gate (nnterp's "router") and mlp.experts, each expert's projections named `gateProj`, `upProj` and `downProj`
+/// (gate_proj / up_proj / down_proj; Mixtral's w1 / w3 / w2).
+void setExpertModules(Family& f, const char* gateProj = "gate_proj", const char* upProj = "up_proj", const char* downProj = "down_proj");
 }  // namespace nnscope

@@ -27,13 +27,8 @@ Family mixtralFamily() {
         "experts.{e}.{w1, w3, w2} (gate, up, down). Under sliding_window every block attends to the last sliding_window keys.";
     f.mlpFormulas = {"p = softmax(gate(z)) in float32;  top = the num_experts_per_tok largest p ÷ their sum  (= softmax of the top-k logits)",
                      "mlp(z) = Σ_k top_k · experts[idx_k](z),  experts[e](z) = w2_e(silu(w1_e(z)) * w3_e(z))"};
-    f.experts = true;
     f.setModule(Module::Mlp, "block_sparse_moe", "mlp", ModuleNaming::Rename);
-    f.setModule(Module::Router, "gate", "router");
-    f.setModule(Module::Experts, "experts");
-    f.setModule(Module::ExpertGateProj, "w1");
-    f.setModule(Module::ExpertUpProj, "w3");
-    f.setModule(Module::ExpertDownProj, "w2");
+    setExpertModules(f, "w1", "w3", "w2");
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output block_sparse_moe's, added with nothing in between, so "

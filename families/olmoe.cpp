@@ -27,16 +27,11 @@ Family olmoeFamily() {
         "num_kv_heads × head_dim) on the projections; mlp is OlmoeSparseMoeBlock in every block: gate (the router) and experts.";
     f.mlpFormulas = {"p = softmax(gate(z)) in float32;  top = the num_experts_per_tok largest p  (÷ their sum only under norm_topk_prob)",
                      "mlp(z) = Σ_k top_k · experts[idx_k](z),  experts[e](z) = down_e(silu(gate_e(z)) * up_e(z))"};
-    f.experts = true;
     f.qkNorm = true;
     f.qkNormScope = QkNormScope::WholeProjection;
     f.setModule(Module::QNorm, "q_norm");
     f.setModule(Module::KNorm, "k_norm");
-    f.setModule(Module::Router, "gate", "router");
-    f.setModule(Module::Experts, "experts");
-    f.setModule(Module::ExpertGateProj, "gate_proj");
-    f.setModule(Module::ExpertUpProj, "up_proj");
-    f.setModule(Module::ExpertDownProj, "down_proj");
+    setExpertModules(f);
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output the mixture's, added with nothing in between, so "

@@ -30,12 +30,7 @@ Family qwen2_moeFamily() {
     f.mlpFormulas = {"p = softmax(gate(z)) in float32;  top = the num_experts_per_tok largest p  (÷ their sum under norm_topk_prob)",
                      "mlp(z) = Σ_k top_k · experts[idx_k](z) + sigmoid(shared_expert_gate(z)) · shared_expert(z)",
                      "on a dense block: mlp(z) = down_proj(silu(gate_proj(z)) * up_proj(z))"};
-    f.experts = true;
-    f.setModule(Module::Router, "gate", "router");
-    f.setModule(Module::Experts, "experts");
-    f.setModule(Module::ExpertGateProj, "gate_proj");
-    f.setModule(Module::ExpertUpProj, "up_proj");
-    f.setModule(Module::ExpertDownProj, "down_proj");
+    setExpertModules(f);
     f.setModule(Module::SharedExpert, "shared_expert");
     f.setModule(Module::SharedGateProj, "gate_proj");
     f.setModule(Module::SharedUpProj, "up_proj");

@@ -51,6 +51,15 @@ void readMoeConfig(const nlohmann::json& j, const std::string& file, const std::
     for (int64_t i = 0; i < c.numLayers; ++i) m.layerSparse[static_cast<size_t>(i)] = !dense[static_cast<size_t>(i)] && (i + 1) % step == 0;
 }
 
+void setExpertModules(Family& f, const char* gateProj, const char* upProj, const char* downProj) {
+    f.experts = true;
+    f.setModule(Module::Router, "gate", "router");
+    f.setModule(Module::Experts, "experts");
+    f.setModule(Module::ExpertGateProj, gateProj);
+    f.setModule(Module::ExpertUpProj, upProj);
+    f.setModule(Module::ExpertDownProj, downProj);
+}
+
 Family qwen3_moeFamily() {
     Family f = llamaFamily();
     f.modelType = "qwen3_moe";
@@ -70,14 +79,9 @@ Family qwen3_moeFamily() {
                      "mlp(z) = Σ_k top_k · experts[idx_k](z),  experts[e](z) = down_e(silu(gate_e(z)) * up_e(z))",
                      "on a dense block: mlp(z) = down_proj(silu(gate_proj(z)) * up_proj(z))"};
     f.qkNorm = true;
-    f.experts = true;
     f.setModule(Module::QNorm, "q_norm");
     f.setModule(Module::KNorm, "k_norm");
-    f.setModule(Module::Router, "gate", "router");
-    f.setModule(Module::Experts, "experts");
-    f.setModule(Module::ExpertGateProj, "gate_proj");
-    f.setModule(Module::ExpertUpProj, "up_proj");
-    f.setModule(Module::ExpertDownProj, "down_proj");
+    setExpertModules(f);
     f.notes = {
         {"The contributions are the modules' outputs",
          "attention_output is self_attn's output and mlp_output the MLP's (the mixture's weighted sum on a sparse block), added "
