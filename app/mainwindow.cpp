@@ -98,18 +98,6 @@
 
 namespace nnscope {
 
-namespace {
-
-/// The transcoders in `dir` (mapped again: cheap), or none when they no longer read.
-CircuitTranscoders loadCircuitTranscodersOrEmpty(const std::string& dir) {
-    try {
-        return loadCircuitTranscoders(dir);
-    } catch (const std::exception&) {
-        return {};
-    }
-}
-}  // namespace
-
 /// What the window did, for whoever runs it from a terminal or a test: off unless asked for with
 /// QT_LOGGING_RULES="nnscope.window.info=true" (one line per model opened and per trace shown, on stderr).
 Q_LOGGING_CATEGORY(lcWindow, "nnscope.window", QtWarningMsg)
@@ -426,19 +414,20 @@ void MainWindow::createCentral() {
     circuit_ = new CircuitView(this);
     circuitJob_ = new JobWatcher(worker_, QStringLiteral("circuit"), this);
     connect(circuitJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(circuitJob_, done, total); });
-    circuitJob_->onFinished<AttributionGraphPtr>(this, [this](AttributionGraphPtr graph) {
+    circuitJob_->onFinished<ComputedCircuitPtr>(this, [this](ComputedCircuitPtr computed) {
+        const AttributionGraph& graph = computed->graph;
         const QString what = tr("Attribution graph: %1 features, %2 edges in all.")
-                                 .arg(std::count_if(graph->nodes.begin(), graph->nodes.end(),
+                                 .arg(std::count_if(graph.nodes.begin(), graph.nodes.end(),
                                                     [](const GraphNode& n) { return n.kind == GraphNode::Kind::Feature; }))
-                                 .arg(graph->edgeCount());
+                                 .arg(graph.edgeCount());
         panelEnd(circuitJob_, what);
         circuit_->setComputeMessage(circuit_->computeMessage()->text() + " " + what);
-        circuit_->setGraph(*graph);
+        circuit_->setGraph(graph);
         // a feature's card: the tokens its decoder row promotes and suppresses (per-layer transcoders that write the
         // residual stream's width; a cross-layer transcoder writes several layers and gets none)
         const ModelPtr model = snapshot_ ? snapshot_->model : nullptr;
-        const auto transcoders = std::make_shared<CircuitTranscoders>(loadCircuitTranscodersOrEmpty(graph->transcoderDir));
-        circuit_->setFeatureDetails([model, transcoders](const GraphNode& n) -> QString {
+        circuitTranscoders_ = std::shared_ptr<const CircuitTranscoders>(computed, &computed->transcoders);
+        circuit_->setFeatureDetails([model, transcoders = circuitTranscoders_](const GraphNode& n) -> QString {
             if (!model || transcoders->perLayer.empty() || n.layer < 0 || n.layer >= static_cast<int>(transcoders->perLayer.size())) return {};
             try {
                 const FeatureLogitEffects e = featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5);
@@ -2458,6 +2447,7 @@ QString MainWindow::openGraphFile(const QString& path) {
     }
     centralStack_->setCurrentWidget(views_);  // the Circuit view needs no model
     circuit_->setFeatureDetails({});        // nor its transcoders
+    circuitTranscoders_.reset();
     showView("circuit");
     statusBar()->showMessage(tr("Opened the graph %1").arg(path), 5000);
     return {};
@@ -2624,14 +2614,13 @@ void MainWindow::updateCircuitCompute() {
 }
 
 QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features, double factor) {
-    const AttributionGraph& graph = circuit_->graph();
-    const CircuitTranscoders transcoders = loadCircuitTranscodersOrEmpty(graph.transcoderDir);
-    if (transcoders.perLayer.empty()) {
-        const QString why = transcoders.crossLayer ? tr("steering a cross-layer transcoder's features is not supported yet.")
-                                                   : tr("the graph's transcoders (%1) no longer read.").arg(QString::fromStdString(graph.transcoderDir));
+    if (!circuitTranscoders_ || circuitTranscoders_->perLayer.empty()) {
+        const QString why = circuitTranscoders_ ? tr("steering a cross-layer transcoder's features is not supported yet.")
+                                                : tr("the graph was opened from a file: compute it to steer its features.");
         showError(tr("Could not steer the pinned features: %1").arg(why));
         return why;
     }
+    const CircuitTranscoders& transcoders = *circuitTranscoders_;
     int added = 0;
     for (const GraphNode& n : features) {
         if (n.layer < 0 || n.layer >= static_cast<int>(transcoders.perLayer.size())) continue;
@@ -2675,18 +2664,21 @@ QString MainWindow::computeCircuit(const QString& dirIn) {
     if (!estimate.fits) return refuse(tr("Refused: the graph will not fit in the memory available. %1 Trace a shorter prompt.").arg(estimateText));
     circuit_->setComputeMessage(estimateText);
     circuitJob_->watch(worker_->analyse([model, transcoders, ids, prompt, dir](const JobControl& control) {
-        const auto graph = std::make_shared<AttributionGraph>(computeAttributionGraph(
+        auto computed = std::make_shared<ComputedCircuit>();
+        computed->transcoders = transcoders;
+        AttributionGraph& graph = computed->graph;
+        graph = computeAttributionGraph(
             *model, transcoders, ids, CircuitOptions{},
             [&control](const std::string&, int64_t done, int64_t total) {
                 control.progress(static_cast<int>(std::min<int64_t>(done, std::numeric_limits<int>::max())),
                                  static_cast<int>(std::min<int64_t>(total, std::numeric_limits<int>::max())));
             },
-            control.cancelFlag()));
-        graph->prompt = prompt;
-        graph->modelDir = model->dir();
-        graph->transcoderDir = dir.toStdString();
-        graph->slug = QFileInfo(QString::fromStdString(model->dir())).fileName().toStdString() + "-graph";
-        return QVariant::fromValue(AttributionGraphPtr(graph));
+            control.cancelFlag());
+        graph.prompt = prompt;
+        graph.modelDir = model->dir();
+        graph.transcoderDir = dir.toStdString();
+        graph.slug = QFileInfo(QString::fromStdString(model->dir())).fileName().toStdString() + "-graph";
+        return QVariant::fromValue(ComputedCircuitPtr(std::move(computed)));
     }));
     panelShow(circuitJob_, tr("attribution graph"), 0);
     updateCircuitCompute();

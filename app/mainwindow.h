@@ -10,7 +10,7 @@
 #include "traceworker.h"
 #include "viewregistry.h"
 
-#include "core/analysis/circuitgraph.h"
+#include "core/analysis/circuit.h"
 #include "core/analysis/valuestats.h"
 #include "core/run/features.h"
 #include "widgets/views/featuresview.h"
@@ -38,6 +38,13 @@ class QTextBrowser;
 class QUrl;
 
 namespace nnscope {
+
+/// A graph the worker computed (MainWindow::computeCircuit) and the transcoders it was computed with.
+struct ComputedCircuit {
+    AttributionGraph graph;
+    CircuitTranscoders transcoders;
+};
+using ComputedCircuitPtr = std::shared_ptr<const ComputedCircuit>;
 
 class AttentionView;
 class CompareView;
@@ -386,6 +393,9 @@ private:
     JobWatcher* featuresJob_;
     JobWatcher* dashboardJob_;
     JobWatcher* circuitJob_ = nullptr;
+    /// The transcoders the Circuit view's graph was computed with (its feature cards and Steer pinned… read them);
+    /// null for a graph opened from a file.
+    std::shared_ptr<const CircuitTranscoders> circuitTranscoders_;
     /// Whether the Circuit view can compute a graph now (a trace run in this window on a model with weights), and its
     /// default transcoders folder (<model>/transcoders where it exists).
     void updateCircuitCompute();
@@ -491,3 +501,5 @@ private:
 };
 
 }  // namespace nnscope
+
+Q_DECLARE_METATYPE(nnscope::ComputedCircuitPtr)

@@ -29,9 +29,6 @@ class QTextBrowser;
 
 namespace nnscope {
 
-/// A graph computed in the worker, handed to the window (MainWindow::computeCircuit).
-using AttributionGraphPtr = std::shared_ptr<const AttributionGraph>;
-
 class CircuitCanvas;
 
 class CircuitView : public QWidget {
@@ -145,5 +142,3 @@ private:
 };
 
 }  // namespace nnscope
-
-Q_DECLARE_METATYPE(nnscope::AttributionGraphPtr)
