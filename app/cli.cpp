@@ -124,6 +124,15 @@ int fail(const std::string& message, int status = 1) {
 
 }  // namespace
 
+long long integerOption(const QCommandLineParser& p, const QCommandLineOption& option, long long minimum) {
+    bool ok = false;
+    const long long v = p.value(option).toLongLong(&ok);
+    if (!ok || v < minimum)
+        throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
+                         ", not \"" + p.value(option).toStdString() + "\".");
+    return v;
+}
+
 void parseCommandLine(QCommandLineParser& p, const QStringList& args) {
     if (!p.parse(args)) {
         QString text = p.errorText();  // "Unknown option 'bogus'."
@@ -782,20 +791,13 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
             throw UsageError("--" + s(option.names().front()) + " must be a number between 0 and 1, not '" + s(p.value(option)) + "'.");
         return v;
     };
-    auto integer = [&](const QCommandLineOption& option, long long minimum) {
-        const long long v = p.value(option).toLongLong(&ok);
-        if (!ok || v < minimum)
-            throw UsageError("--" + s(option.names().front()) + " must be an integer of at least " + std::to_string(minimum) + ", not '" +
-                             s(p.value(option)) + "'.");
-        return v;
-    };
     const double nodeT = fraction(nodeThreshold), edgeT = fraction(edgeThreshold);
     CircuitOptions o;
-    o.maxFeatureNodes = integer(maxFeatureNodes, 0);
-    o.maxNLogits = static_cast<int>(integer(maxLogits, 1));
+    o.maxFeatureNodes = integerOption(p, maxFeatureNodes, 0);
+    o.maxNLogits = static_cast<int>(integerOption(p, maxLogits, 1));
     o.desiredLogitProb = fraction(logitProb);
-    o.batchSize = static_cast<int>(integer(batchSize, 1));
-    const int threads = static_cast<int>(integer(c.threads, 0));
+    o.batchSize = static_cast<int>(integerOption(p, batchSize, 1));
+    const int threads = static_cast<int>(integerOption(p, c.threads, 0));
     configureThreads(threads);
     // Attribution graphs are computed in float32, as circuit-tracer computes them.
     auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(torch::kFloat32));

@@ -23,6 +23,10 @@ public:
 /// UsageError ("Unknown option 'x' (see nnscope trace --help).") instead of exiting with status 1.
 void parseCommandLine(QCommandLineParser& p, const QStringList& args);
 
+/// `option`'s value in `p` as an integer of at least `minimum`; a UsageError naming the option and the value otherwise
+/// ("--steps must be an integer of at least 1, not \"x\".").
+long long integerOption(const QCommandLineParser& p, const QCommandLineOption& option, long long minimum);
+
 /// The value `parse` returns (a core parser of one option's value, such as parseDtypeRequest); its Error, a malformed
 /// value, rethrown as a UsageError.
 template <class Parse>

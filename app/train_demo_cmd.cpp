@@ -14,18 +14,6 @@
 
 namespace nnscope {
 
-namespace {
-/// `option`'s value as an integer of at least `minimum`; a UsageError naming the option otherwise.
-int integerOption(const QCommandLineParser& p, const QCommandLineOption& option, int minimum) {
-    bool ok = false;
-    const int v = p.value(option).toInt(&ok);
-    if (!ok || v < minimum)
-        throw UsageError("--" + option.names().front().toStdString() + " must be an integer of at least " + std::to_string(minimum) +
-                         ", not \"" + p.value(option).toStdString() + "\".");
-    return v;
-}
-}  // namespace
-
 int runTrainDemoCommand(const QStringList& arguments) {
     QCommandLineParser p;
     p.setApplicationDescription(
@@ -128,9 +116,9 @@ int runTrainDemoSaeCommand(const QStringList& arguments) {
     o.modelDir = p.value(model).toStdString();
     o.outDir = p.value(out).toStdString();
     bool ok = false;
-    o.layer = integerOption(p, layer, 0);
-    o.steps = integerOption(p, steps, 1);
-    o.threads = integerOption(p, threads, 0);
+    o.layer = static_cast<int>(integerOption(p, layer, 0));
+    o.steps = static_cast<int>(integerOption(p, steps, 1));
+    o.threads = static_cast<int>(integerOption(p, threads, 0));
     o.seed = p.value(seed).toULongLong(&ok);
     if (!ok) throw UsageError("--seed must be a non-negative integer.");
     std::printf("training a %lld-feature TopK (k = %lld) SAE on %s, layers.%d.layer_output, %d steps\n",
@@ -167,9 +155,9 @@ int runTrainDemoTranscodersCommand(const QStringList& arguments) {
     o.modelDir = p.value(model).toStdString();
     o.outDir = p.value(out).toStdString();
     bool ok = false;
-    o.steps = integerOption(p, steps, 1);
-    o.width = integerOption(p, width, 1);
-    o.threads = integerOption(p, threads, 0);
+    o.steps = static_cast<int>(integerOption(p, steps, 1));
+    o.width = static_cast<int>(integerOption(p, width, 1));
+    o.threads = static_cast<int>(integerOption(p, threads, 0));
     o.l1 = p.value(l1).toDouble(&ok);
     if (!ok || o.l1 < 0) throw UsageError("--l1 must be a number of at least 0, not \"" + p.value(l1).toStdString() + "\".");
     o.seed = p.value(seed).toULongLong(&ok);
