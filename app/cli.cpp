@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 #include <atomic>
@@ -196,6 +197,33 @@ struct InterventionOptions {
     QStringList lines(const QCommandLineParser& p) const { return interventionLines(p.values(edit), p.values(skip), p.values(steer)); }
 };
 
+/// A command's progress on stderr: rewritten in place on a terminal (padded to `width`), one line at most once a second
+/// otherwise; the last step (done == total) is always shown. `text(done, total, elapsedSeconds)` makes the line.
+class StderrProgress {
+public:
+    StderrProgress(int width, std::function<std::string(int64_t, int64_t, double)> text)
+        : width_(width), text_(std::move(text)), terminal_(isatty(fileno(stderr))) {}
+    void operator()(int64_t done, int64_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (done < total && now - lastShown_ < std::chrono::seconds(1)) return;
+        lastShown_ = now;
+        const std::string text = text_(done, total, std::chrono::duration<double>(now - started_).count());
+        if (terminal_)
+            std::fprintf(stderr, "\r%-*s%s", width_, text.c_str(), done == total ? "\n" : "");
+        else
+            std::fprintf(stderr, "%s\n", text.c_str());
+        std::fflush(stderr);
+    }
+    double elapsedSeconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
+
+private:
+    int width_;
+    std::function<std::string(int64_t, int64_t, double)> text_;
+    bool terminal_;
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point lastShown_ = started_ - std::chrono::seconds(2);
+};
+
 int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption clean("clean", "The clean prompt.", "TEXT");
     QCommandLineOption corrupted("corrupted", "The corrupted prompt (same number of tokens).", "TEXT");
@@ -245,21 +273,11 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
         o.batch = p.value(batch).toInt(&ok);
         if (!ok || o.batch < 1) throw UsageError("--batch must be a positive number of rows, not '" + s(p.value(batch)) + "'.");
     }
-    // "cell K of N, about T s left" on stderr: rewritten in place on a terminal, at most once a second otherwise
-    const auto started = std::chrono::steady_clock::now();
-    auto lastShown = started - std::chrono::seconds(2);
-    const bool terminal = isatty(fileno(stderr));
-    o.progress = [&](int done, int total) {
-        const auto now = std::chrono::steady_clock::now();
-        if (done < total && now - lastShown < std::chrono::seconds(1)) return;
-        lastShown = now;
-        const std::string text = patchProgressText(done, total, std::chrono::duration<double>(now - started).count());
-        if (terminal)
-            std::fprintf(stderr, "\r%-48s%s", text.c_str(), done == total ? "\n" : "");
-        else
-            std::fprintf(stderr, "%s\n", text.c_str());
-        std::fflush(stderr);
-    };
+    // "cell K of N, about T s left" on stderr
+    StderrProgress cells(48, [](int64_t done, int64_t total, double seconds) {
+        return patchProgressText(static_cast<int>(done), static_cast<int>(total), seconds);
+    });
+    o.progress = [&cells](int done, int total) { cells(done, total); };
     const QString how = p.value(method);
     if (how != "exact" && how != "attribution" && how != "both") throw UsageError("--method must be exact, attribution or both, not '" + s(how) + "'.");
     std::optional<PatchingResult> estimate;
@@ -823,46 +841,38 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
     if (!estimate.fits)
         throw CircuitTooLarge("the graph will not fit in the memory available: " + estimate.text() +
                                   ". Pass a shorter prompt or --max-feature-nodes N.", estimate);
-    const auto started = std::chrono::steady_clock::now();
-    auto lastShown = started - std::chrono::seconds(2);
-    const bool terminal = isatty(fileno(stderr));
-    const CircuitProgress progress = [&](const std::string& phase, int64_t done, int64_t total) {
-        const auto now = std::chrono::steady_clock::now();
-        if (done < total && now - lastShown < std::chrono::seconds(1)) return;
-        lastShown = now;
+    // "feature rows: K of N (T s)" on stderr
+    std::string phase;
+    StderrProgress rows(60, [&phase](int64_t done, int64_t total, double seconds) {
         char text[160];
-        std::snprintf(text, sizeof text, "%s: %lld of %lld (%.1f s)", phase.c_str(), static_cast<long long>(done), static_cast<long long>(total),
-                      std::chrono::duration<double>(now - started).count());
-        if (terminal)
-            std::fprintf(stderr, "\r%-60s%s", text, done == total ? "\n" : "");
-        else
-            std::fprintf(stderr, "%s\n", text);
-        std::fflush(stderr);
+        std::snprintf(text, sizeof text, "%s: %lld of %lld (%.1f s)", phase.c_str(), static_cast<long long>(done),
+                      static_cast<long long>(total), seconds);
+        return std::string(text);
+    });
+    const CircuitProgress progress = [&](const std::string& now, int64_t done, int64_t total) {
+        phase = now;
+        rows(done, total);
     };
     CircuitStats stats;
+    // (the engine names the tokens, with the model's tokenizer, and the scan, after the transcoders' folder)
     AttributionGraph graph = computeAttributionGraph(*model, set, ids, o, progress, nullptr, &stats);
     graph.prompt = s(p.value(prompt));
-    if (graph.tokenStrings.empty()) {
-        const nlohmann::json labels = tokensJson(*model, ids);
-        for (const auto& t : labels) graph.tokenStrings.push_back(t.get<std::string>());
-    }
     graph.modelDir = s(p.value(c.model));
     graph.transcoderDir = s(p.value(transcoders));
     graph.slug = p.isSet(slug) ? s(p.value(slug)) : std::filesystem::path(s(p.value(out))).stem().string();
-    if (graph.scan.empty()) graph.scan = std::filesystem::path(graph.transcoderDir).filename().string();
     const PruneResult pruned = pruneGraph(graph, nodeT, edgeT);
     const GraphScores scores = graphScores(graph);
-    AttributionGraph written;
+    AttributionGraph prunedGraph;  // --no-prune writes `graph` itself, with the influence of each node
     if (p.isSet(noPrune)) {
-        written = graph;
-        for (size_t i = 0; i < written.nodes.size(); ++i) written.nodes[i].influence = pruned.cumulativeScores[i];
-        written.nodeThreshold = nodeT;
-        written.edgeThreshold = edgeT;
+        for (size_t i = 0; i < graph.nodes.size(); ++i) graph.nodes[i].influence = pruned.cumulativeScores[i];
+        graph.nodeThreshold = nodeT;
+        graph.edgeThreshold = edgeT;
     } else {
-        written = prunedSubgraph(graph, pruned, nodeT, edgeT);
+        prunedGraph = prunedSubgraph(graph, pruned, nodeT, edgeT);
     }
+    const AttributionGraph& written = p.isSet(noPrune) ? graph : prunedGraph;
     writeGraphJson(written, s(p.value(out)));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds = rows.elapsedSeconds();
     int64_t byKind[4] = {0, 0, 0, 0};
     for (const GraphNode& n : written.nodes) ++byKind[static_cast<int>(n.kind)];
     struct rusage usage {};
