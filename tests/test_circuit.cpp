@@ -195,7 +195,8 @@ private slots:
     /// scale; 1e-4 leaves a margin while any wrong path, freezing or vector moves an edge by far more.
     void matchesCircuitTracer_data() {
         QTest::addColumn<QString>("run");
-        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max", "plt-qwen3"}) QTest::newRow(r) << QString(r);
+        for (const char* r : {"plt-llama", "plt-llama-max", "plt-gemma2", "clt-llama", "clt-llama-max", "plt-qwen3", "gs2-gemma2", "topk-skip-llama"})
+            QTest::newRow(r) << QString(r);
     }
     void matchesCircuitTracer() {
         QFETCH(QString, run);

@@ -46,7 +46,8 @@ struct Dictionary {
     /// ("model.layers.3.post_feedforward_layernorm"), a sparsify hookpoint ("layers.3.mlp"). `siteOut` for transcoders.
     std::string site, siteOut;
     /// How the file's site reads: "tl" (a TransformerLens hook name), "hf" (an HF module path ending in .output or
-    /// .input: Gemma Scope 2), "hf-output" / "hf-input" (an HF module path whose output or input is read: sparsify).
+    /// .input: Gemma Scope 2), "hf-output" / "hf-input" (an HF module path whose output or input is read: sparsify; a sparsify transcoder
+    /// reads its hookpoint's input and writes, as `siteOut`, the same module's output).
     std::string siteConvention = "tl";
     /// SAELens' reshape_activations "hook_z": the site is every head's output side by side ([..., heads, head_dim]
     /// flattened to [..., heads * head_dim]; runDictionary and the feature edits flatten a site's trailing axes).

@@ -78,7 +78,8 @@ ValueKey dictionarySite(const Model& model, const Dictionary& d, bool out) {
         // an HF module path, with or without the base model's prefix
         path = site;
         if (!f.basePrefix.empty() && path.rfind(f.basePrefix, 0) == 0) path = path.substr(f.basePrefix.size());
-        if (d.siteConvention != "hf") path += d.siteConvention == "hf-input" ? ".input" : ".output";
+        // "hf-input" (a sparsify transcoder): it reads the module's input and stands for the module, so it writes its output
+        if (d.siteConvention != "hf") path += d.siteConvention == "hf-input" && !out ? ".input" : ".output";
         // o_proj's input is every head's output side by side: attention_premix, flattened head-major
         static const std::regex oProjInput(R"(^layers\.(\d+)\.(\w+)\.(\w+)\.input$)");
         std::smatch m;
