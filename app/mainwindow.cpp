@@ -460,7 +460,9 @@ void MainWindow::createCentral() {
     });
     connect(circuit_, &CircuitView::computeRequested, this, [this](const QString& dir) { computeCircuit(dir); });
     connect(circuit_, &CircuitView::steerRequested, this,
-            [this](const std::vector<GraphNode>& features, double factor) { steerCircuitFeatures(features, factor); });
+            [this](const std::vector<GraphNode>& features, double value, bool clamp, bool atOwnPosition) {
+                steerCircuitFeatures(features, value, clamp, atOwnPosition);
+            });
     // the tabs, in the registry's order (viewregistry.h): each name's widget
     const std::map<QString, QWidget*> widgets = {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
@@ -2613,7 +2615,7 @@ void MainWindow::updateCircuitCompute() {
     circuit_->setComputeEnabled(true, {});
 }
 
-QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features, double factor) {
+QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features, double value, bool clamp, bool atOwnPosition) {
     if (!circuitTranscoders_ || circuitTranscoders_->perLayer.empty()) {
         const QString why = circuitTranscoders_ ? tr("steering a cross-layer transcoder's features is not supported yet.")
                                                 : tr("the graph was opened from a file: compute it to steer its features.");
@@ -2624,10 +2626,12 @@ QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features,
     int added = 0;
     for (const GraphNode& n : features) {
         if (n.layer < 0 || n.layer >= static_cast<int>(transcoders.perLayer.size())) continue;
-        const QString line = QStringLiteral("feature %1:%2 *= %3")
+        const QString line = QStringLiteral("feature %1:%2%3 %4 %5")
                                  .arg(QString::fromStdString(transcoders.perLayer[static_cast<size_t>(n.layer)]->dir))
                                  .arg(n.index)
-                                 .arg(factor);
+                                 .arg(atOwnPosition ? QStringLiteral("@%1").arg(n.position) : QString())
+                                 .arg(clamp ? QStringLiteral("=") : QStringLiteral("*="))
+                                 .arg(value);
         const QString error = addIntervention(line);
         if (!error.isEmpty()) return error;
         ++added;

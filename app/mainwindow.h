@@ -203,9 +203,10 @@ public:
     /// there. Returns "" when started, else why not (also shown in the Circuit view).
     QString computeCircuit(const QString& dir);
     JobWatcher* circuitJob() const { return circuitJob_; }
-    /// Adds `feature <transcoder>:<F> *= factor` to the interventions for each of `features` (feature nodes of the
-    /// Circuit view's graph, per-layer transcoders): the graph's story checked by steering. Returns "" or why not.
-    QString steerCircuitFeatures(const std::vector<GraphNode>& features, double factor);
+    /// Adds `feature <transcoder>:<F>@<position> *= value` (with `clamp`: `= value`; without `atOwnPosition`: no
+    /// `@position`, every position) to the interventions for each of `features` (feature nodes of the Circuit view's
+    /// graph, per-layer transcoders): the graph's story checked by steering. Returns "" or why not.
+    QString steerCircuitFeatures(const std::vector<GraphNode>& features, double value, bool clamp = false, bool atOwnPosition = true);
     /// The watcher of the attached dictionaries' run on the last trace (computeFeatureRuns, in the worker).
     JobWatcher* featuresJob() const { return featuresJob_; }
     /// Adds an intervention (addIntervention syntax) to the Interventions dock; the next trace applies it. Returns ""

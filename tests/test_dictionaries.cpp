@@ -30,6 +30,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 using namespace nnscope;
 
@@ -513,6 +514,61 @@ private slots:
         g.intervention = strong;
         const std::vector<int64_t> edited = idsOf(reference.tensor(name + ".generate.generated"));
         QCOMPARE(generate(*model, prompt, g).ids, edited);
+    }
+
+    // A feature edit at one prompt position (`feature DIR:F@P = v`, what circuit-tracer's interventions do): the output
+    // site at P equals the every-position edit's there (itself checked against sae-lens above: the site's block sees no
+    // other position's edit), every other position of the site and the logits before P keep the plain trace's values,
+    // the logits from P on move; in a left-padded batch @-1 edits each row's own last token; a position no row has is
+    // refused.
+    void transcoderFeatureEditAtOnePosition_data() {
+        QTest::addColumn<QString>("entry");
+        for (const char* entry : kTranscoderEdits) QTest::newRow(entry) << entry;
+    }
+    void transcoderFeatureEditAtOnePosition() {
+        QFETCH(QString, entry);
+        const std::string name = entry.toStdString();
+        auto model = Model::load(test::fixture(fixtureOf(name)), test::float32());
+        const std::string everywhere = editLine(name, "steer");
+        static const std::regex featureNumber(R"((:\s*\d+)\s*(\+=|=|\*=))");
+        auto at = [&](const std::string& positions) { return std::regex_replace(everywhere, featureNumber, "$1@" + positions + " $2"); };
+        QVERIFY(at("3") != everywhere);
+        const std::string dir = everywhere.substr(8, everywhere.find_last_of(':') - 8);
+        const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dir));
+        auto run = [&](const std::string& line, const std::vector<std::string>& prompts) {
+            TraceOptions o;
+            o.save = {{Value::Logits, -1}, attached.siteOut};
+            if (!line.empty()) {
+                auto list = std::make_shared<EditList>();
+                addIntervention(*list, *model, line);
+                o.intervention = list;
+            }
+            return trace(*model, encodeBatch(*model, prompts), o);
+        };
+        const int64_t P = 4;
+        const TraceResult plain = run("", {kPrompt}), all = run(everywhere, {kPrompt}), one = run(at(std::to_string(P)), {kPrompt});
+        const torch::Tensor y = one.value(attached.siteOut), yPlain = plain.value(attached.siteOut), yAll = all.value(attached.siteOut);
+        const int64_t n = y.size(1);
+        NNSCOPE_COMPARE_TENSORS(y.select(1, P), yAll.select(1, P), 1e-5, 1e-6);
+        QVERIFY((y.select(1, P) - yPlain.select(1, P)).abs().max().item<double>() > 1e-3);
+        NNSCOPE_COMPARE_TENSORS(y.narrow(1, 0, P), yPlain.narrow(1, 0, P), 0, 0);
+        NNSCOPE_COMPARE_TENSORS(y.narrow(1, P + 1, n - P - 1), yPlain.narrow(1, P + 1, n - P - 1), 0, 0);
+        const torch::Tensor logits = one.value({Value::Logits, -1}), logitsPlain = plain.value({Value::Logits, -1});
+        NNSCOPE_COMPARE_TENSORS(logits.narrow(1, 0, P), logitsPlain.narrow(1, 0, P), 0, 0);
+        QVERIFY((logits.select(1, P) - logitsPlain.select(1, P)).abs().max().item<double>() > 1e-3);
+
+        // a left-padded batch: @-1 is each row's own last token, as the every-position edit gives there
+        const std::vector<std::string> prompts = {kPrompt, "Lily went to the park."};
+        const TraceResult last = run(at("-1"), prompts), lastAll = run(everywhere, prompts), lastPlain = run("", prompts);
+        const torch::Tensor b = last.value(attached.siteOut), bAll = lastAll.value(attached.siteOut), bPlain = lastPlain.value(attached.siteOut);
+        const int64_t seq = b.size(1);
+        for (int64_t r = 0; r < 2; ++r) {
+            NNSCOPE_COMPARE_TENSORS(b[r][seq - 1], bAll[r][seq - 1], 1e-5, 1e-6);
+            NNSCOPE_COMPARE_TENSORS(b[r].narrow(0, 0, seq - 1), bPlain[r].narrow(0, 0, seq - 1), 0, 0);
+        }
+        QVERIFY_THROWS_EXCEPTION(Error, run(at("40"), {kPrompt}));
+        EditList list;
+        QVERIFY_THROWS_EXCEPTION(Error, addIntervention(list, *model, at("x")));
     }
 
     // A transcoder whose output site the pass reaches without its input site is refused with both named.

@@ -64,6 +64,8 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QCheckBox>
+#include <QDialog>
+#include <QDoubleSpinBox>
 #include <QToolButton>
 #include <QWindow>
 #include <QFile>
@@ -3702,14 +3704,29 @@ void TestGui::circuitComputedInWindow() {
     cv->togglePin(feature->nodeId());
     QVERIFY(cv->steerButton()->isEnabled());
     QCOMPARE(cv->pinnedFeatures().size(), size_t(1));
+    // By default at the node's own position only (circuit-tracer's interventions).
+    const QString dir = QString::fromStdString(layers[static_cast<size_t>(feature->layer)]->dir);
     QVERIFY2(w.steerCircuitFeatures(cv->pinnedFeatures(), 0.0).isEmpty(), qPrintable(w.errorText()));
-    const QString line = QString("feature %1:%2 *= 0").arg(QString::fromStdString(layers[static_cast<size_t>(feature->layer)]->dir)).arg(feature->index);
+    const QString line = QString("feature %1:%2@%3 *= 0").arg(dir).arg(feature->index).arg(feature->position);
     QCOMPARE(w.interventionPanel()->active(), QStringList{line});
     const torch::Tensor before = w.snapshot()->result.nextTokenProbs[0].clone();  // [vocab] of the one prompt
     QVERIFY(runFromPanel(w, {w.snapshot()->result.batch.prompts[0].c_str()}));
     QCOMPARE(w.snapshot()->interventions, QStringList{line});
     const torch::Tensor after = w.snapshot()->result.nextTokenProbs[0];
     QVERIFY((after - before).abs().max().item<double>() > 1e-4);
+
+    // The dialog behind Steer pinned…: "Set to" 3 with the position box unticked clamps the feature everywhere.
+    w.interventionPanel()->clear();
+    QTimer::singleShot(0, [] {
+        auto* dialog = qobject_cast<QDialog*>(QApplication::activeModalWidget());
+        QVERIFY(dialog);
+        dialog->findChild<QComboBox*>("circuitSteerHow")->setCurrentIndex(1);
+        dialog->findChild<QDoubleSpinBox*>("circuitSteerValue")->setValue(3.0);
+        dialog->findChild<QCheckBox*>("circuitSteerOwnPosition")->setChecked(false);
+        dialog->accept();
+    });
+    cv->steerButton()->click();
+    QCOMPARE(w.interventionPanel()->active(), QStringList{QString("feature %1:%2 = 3").arg(dir).arg(feature->index)});
 }
 
 void TestGui::circuitView() {

@@ -133,7 +133,8 @@ private:
 ///   `feature DIR:F OP VALUE`  a sparse dictionary's feature F at its site (DIR: the dictionary's folder): `= v` clamps
 ///                      its activation to v (0 zeroes it), `*= s` scales it, `+= d` / `-= d` moves it (steering by d times
 ///                      its decoder row); the site's value changes by decode(edited) - decode(features), so the
-///                      dictionary's error term stays and only that feature changes (FeatureIntervention)
+///                      dictionary's error term stays and only that feature changes (FeatureIntervention);
+///                      `feature DIR:F@P,... OP VALUE` changes it at those prompt positions only (negative from the end)
 ///   `splice DIR`       the site's value replaced by the dictionary's reconstruction (its error term dropped)
 /// Relative .npy paths are resolved against `baseDir`. Throws nnscope::Error naming the text and the problem (a
 /// block out of range, a vector of the wrong size, an unreadable file, a bad edit).

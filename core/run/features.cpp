@@ -425,18 +425,41 @@ bool FeatureIntervention::touches(Value v, int layer) const {
     return key == attached_.site || key == attached_.siteOut;
 }
 
+torch::Tensor FeatureIntervention::positionMask(const Change& c, int64_t batch, int64_t seq) const {
+    torch::Tensor mask = torch::zeros({batch, seq}, torch::kBool);
+    const bool known = static_cast<int64_t>(pass_.padding.size()) == batch;
+    for (int64_t r = 0; r < batch; ++r) {
+        const int64_t padding = known ? pass_.padding[static_cast<size_t>(r)] : 0;
+        const int64_t prompt = known ? pass_.promptLength[static_cast<size_t>(r)] : seq;
+        for (int64_t p : c.positions) {
+            const int64_t at = padding + (p < 0 ? prompt + p : p);
+            if (at >= padding && at < seq) mask[r][at] = true;
+        }
+    }
+    if (!mask.any().item<bool>()) {
+        std::string list;
+        for (int64_t p : c.positions) list += (list.empty() ? "" : ",") + std::to_string(p);
+        throw Error("feature " + std::to_string(c.feature) + "@" + list + " of " + attached_.dictionary->dir + ": no such position in this pass (" +
+                    std::to_string(seq) + " tokens per row, the prompt's first at position 0).");
+    }
+    return mask;
+}
+
 torch::Tensor FeatureIntervention::edited(const torch::Tensor& f) const {
     if (changes_.empty()) return f;
     torch::Tensor out = f.clone();
     for (const Change& c : changes_) {
         torch::Tensor col = out.select(-1, c.feature);
+        torch::Tensor changed = col.clone();
         switch (c.op) {
-            case Edit::Op::Set: col.fill_(c.value); break;
-            case Edit::Op::Mul: col.mul_(c.value); break;
-            case Edit::Op::Div: col.div_(c.value); break;
-            case Edit::Op::Add: col.add_(c.value); break;
-            case Edit::Op::Sub: col.sub_(c.value); break;
+            case Edit::Op::Set: changed.fill_(c.value); break;
+            case Edit::Op::Mul: changed.mul_(c.value); break;
+            case Edit::Op::Div: changed.div_(c.value); break;
+            case Edit::Op::Add: changed.add_(c.value); break;
+            case Edit::Op::Sub: changed.sub_(c.value); break;
         }
+        if (!c.positions.empty() && f.dim() == 3) changed = torch::where(positionMask(c, f.size(0), f.size(1)).to(f.device()), changed, col);
+        col.copy_(changed);
     }
     return out;
 }
@@ -494,21 +517,34 @@ std::unique_ptr<FeatureIntervention> parseFeatureIntervention(const Model& model
         fi->setSplice(true);
         return fi;
     }
-    // feature DIR:F OP VALUE
-    static const std::regex re(R"(^feature\s+(.+):\s*(\d+)\s*(=|\+=|-=|\*=|/=)\s*([-+0-9.eE]+)\s*$)");
+    // feature DIR:F[@P,...] OP VALUE
+    static const std::regex re(R"(^feature\s+(.+):\s*(\d+)\s*(?:@\s*(-?\d+(?:\s*,\s*-?\d+)*))?\s*(=|\+=|-=|\*=|/=)\s*([-+0-9.eE]+)\s*$)");
     std::smatch m;
     if (!std::regex_match(text, m, re))
-        throw Error(what + ": expected feature DIR:F OP VALUE (OP one of = += -= *= /=), e.g. feature saes/layer_12:1234 = 0, or splice DIR.");
+        throw Error(what + ": expected feature DIR:F[@POSITIONS] OP VALUE (OP one of = += -= *= /=; POSITIONS prompt positions, "
+                    "comma-separated, negative from the prompt's end), e.g. feature saes/layer_12:1234 = 0, "
+                    "feature tc/layer_3:77@5 *= 2, or splice DIR.");
     FeatureIntervention::Change c{};
+    if (m[3].matched) {
+        static const std::regex number(R"(-?\d+)");
+        const std::string list = m[3].str();
+        for (auto it = std::sregex_iterator(list.begin(), list.end(), number); it != std::sregex_iterator(); ++it) {
+            try {
+                c.positions.push_back(std::stoll(it->str()));
+            } catch (...) {
+                throw Error(what + ": position '" + it->str() + "' is out of range.");
+            }
+        }
+    }
     try {
         c.feature = std::stoll(m[2].str());
         size_t used = 0;
-        c.value = std::stod(m[4].str(), &used);
-        if (used != m[4].str().size()) throw std::invalid_argument(m[4].str());
+        c.value = std::stod(m[5].str(), &used);
+        if (used != m[5].str().size()) throw std::invalid_argument(m[5].str());
     } catch (...) {
-        throw Error(what + ": '" + m[4].str() + "' is not a number.");
+        throw Error(what + ": '" + m[5].str() + "' is not a number.");
     }
-    const std::string op = m[3].str();
+    const std::string op = m[4].str();
     c.op = op == "=" ? Edit::Op::Set : op == "+=" ? Edit::Op::Add : op == "-=" ? Edit::Op::Sub : op == "*=" ? Edit::Op::Mul : Edit::Op::Div;
     auto fi = std::make_unique<FeatureIntervention>(AttachedDictionary::attach(model, loadDictionary(folder(trimmed(m[1].str())))));
     try {

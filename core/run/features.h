@@ -150,12 +150,19 @@ std::vector<FeatureActivation> topFeatures(const torch::Tensor& features, int k)
 /// dropped). This is what a hook on the MLP's output computing the same difference with SAELens' own encode/decode does
 /// (tests/fixtures/make_feature_edits.py). Each pass (a whole prompt, or a generation step's new positions) pairs its
 /// own x_in with its own y.
+///
+/// A change may name prompt positions (Change::positions, `feature DIR:F@P,... OP VALUE`): each row's position p counted
+/// from its prompt's first token (negative from the prompt's last), as edits count them (PassPositions); the feature is
+/// changed there only and every other position keeps its value exactly (circuit-tracer's interventions on one node at
+/// its own position).
 class FeatureIntervention : public Intervention {
 public:
     struct Change {
         int64_t feature;
         Edit::Op op;   ///< Set (clamp), Mul (scale), Add / Sub (move by a multiple of the decoder row)
         double value;
+        /// Prompt positions (negative from the prompt's last token) where the change applies; empty: every position.
+        std::vector<int64_t> positions = {};
     };
     explicit FeatureIntervention(AttachedDictionary attached);
     /// Throws nnscope::Error when `feature` is outside [0, d_sae).
@@ -168,11 +175,18 @@ public:
     /// Throws nnscope::Error when a transcoder's output site comes without its input site before it in the pass, or
     /// their batch and position axes differ (both shapes named).
     void apply(Value v, int layer, torch::Tensor& t) const override;
-    void begin(const PassPositions&) const override { pending_ = torch::Tensor(); }
+    void begin(const PassPositions& positions) const override {
+        pending_ = torch::Tensor();
+        pass_ = positions;
+    }
 
 private:
-    /// f' from f [..., d_sae]: the changes applied in order (f itself when there are none).
+    /// f' from f [batch, seq, d_sae]: the changes applied in order, each at its positions of this pass (f itself when
+    /// there are none).
     torch::Tensor edited(const torch::Tensor& f) const;
+    /// Where change `c` applies in this pass: bool [batch, seq]. Throws nnscope::Error when none of its positions lies
+    /// in any row.
+    torch::Tensor positionMask(const Change& c, int64_t batch, int64_t seq) const;
 
     AttachedDictionary attached_;
     std::vector<Change> changes_;
@@ -180,9 +194,10 @@ private:
     /// A transcoder's change of its output site, [batch, seq, d_out] float32, made at its input site and used once at its
     /// output site in the same pass (splice: the whole new value).
     mutable torch::Tensor pending_;
+    mutable PassPositions pass_;  ///< where each row's prompt sits in the current pass (begin)
 };
 
-/// Parses `feature DIR:F OP VALUE` or `splice DIR` (addIntervention's syntax, core/run/edit.h) for `model`: reads the
+/// Parses `feature DIR:F[@P,...] OP VALUE` or `splice DIR` (addIntervention's syntax, core/run/edit.h) for `model`: reads the
 /// dictionary in DIR (relative to `baseDir`) and attaches it. Throws nnscope::Error naming the text and the problem.
 std::unique_ptr<FeatureIntervention> parseFeatureIntervention(const Model& model, const std::string& text, const std::string& baseDir);
 

@@ -6,6 +6,10 @@
 #include "widgets/panels/palette.h"
 
 #include <QCheckBox>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -497,8 +501,9 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     group_->setEnabled(false);
     steer_ = new QPushButton(tr("Steer pinned…"), this);
     steer_->setObjectName("circuitSteer");
-    steer_->setToolTip(tr("Scale the pinned features (0 ablates them) wherever they fire, as interventions: run the trace to see the "
-                          "new next-token probabilities (Before / after compares them) and generate with them"));
+    steer_->setToolTip(tr("Scale or clamp the pinned features (0 ablates them), at each node's own position or wherever they fire, as "
+                          "interventions: run the trace to see the new next-token probabilities (Before / after compares them) and "
+                          "generate with them"));
     steer_->setEnabled(false);
     groups_ = new QLabel(this);
     groups_->setWordWrap(true);
@@ -579,12 +584,35 @@ CircuitView::CircuitView(QWidget* parent) : QWidget(parent) {
     connect(steer_, &QPushButton::clicked, this, [this] {
         const std::vector<GraphNode> features = pinnedFeatures();
         if (features.empty()) return;
-        bool ok = false;
-        const double factor = QInputDialog::getDouble(this, tr("Steer pinned features"),
-                                                      tr("Scale the %n pinned feature(s) by (0 ablates, 2 doubles, -1 flips):", "",
-                                                         static_cast<int>(features.size())),
-                                                      0.0, -100.0, 100.0, 2, &ok);
-        if (ok) emit steerRequested(features, factor);
+        QDialog dialog(this);
+        dialog.setWindowTitle(tr("Steer pinned features"));
+        auto* how = new QComboBox(&dialog);
+        how->setObjectName("circuitSteerHow");
+        how->addItems({tr("Scale by"), tr("Set to")});
+        auto* value = new QDoubleSpinBox(&dialog);
+        value->setObjectName("circuitSteerValue");
+        value->setRange(-1000.0, 1000.0);
+        value->setDecimals(3);
+        value->setValue(0.0);
+        value->setToolTip(tr("Scale: 0 ablates, 2 doubles, -1 flips. Set: the activation the features are clamped to."));
+        auto* own = new QCheckBox(tr("Only at each node's own position"), &dialog);
+        own->setObjectName("circuitSteerOwnPosition");
+        own->setChecked(true);
+        own->setToolTip(tr("A feature node is one feature at one position: change it there only (circuit-tracer's interventions), "
+                           "or, unchecked, at every position of the prompt and of the generation"));
+        auto* row = new QHBoxLayout;
+        row->addWidget(how);
+        row->addWidget(value, 1);
+        auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+        connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+        connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+        auto* layout = new QVBoxLayout(&dialog);
+        layout->addWidget(new QLabel(tr("The %n pinned feature(s):", "", static_cast<int>(features.size())), &dialog));
+        layout->addLayout(row);
+        layout->addWidget(own);
+        layout->addWidget(buttons);
+        if (dialog.exec() == QDialog::Accepted)
+            emit steerRequested(features, value->value(), how->currentIndex() == 1, own->isChecked());
     });
     connect(chooseTranscoders_, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Transcoders"), transcoders_->text());

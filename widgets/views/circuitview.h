@@ -105,9 +105,10 @@ signals:
     void graphChanged();
     /// Compute was pressed: a graph of the trace's prompt through the transcoders in `dir`.
     void computeRequested(const QString& dir);
-    /// Steer pinned… was pressed: scale the pinned feature nodes' features by `factor` (0 ablates them) wherever they
-    /// fire, to check the graph's story on the model.
-    void steerRequested(const std::vector<nnscope::GraphNode>& features, double factor);
+    /// Steer pinned… was pressed: scale the pinned feature nodes' features by `value` (0 ablates them), or with `clamp`
+    /// set them to `value`, at each node's own prompt position (`atOwnPosition`, circuit-tracer's interventions) or
+    /// wherever they fire, to check the graph's story on the model.
+    void steerRequested(const std::vector<nnscope::GraphNode>& features, double value, bool clamp, bool atOwnPosition);
 
 private:
     void reprune();
