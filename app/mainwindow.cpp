@@ -103,6 +103,30 @@ namespace nnscope {
 Q_LOGGING_CATEGORY(lcWindow, "nnscope.window", QtWarningMsg)
 
 namespace {
+/// A feature card's top contexts from its dashboard: up to `n` of feature `feature`'s top activating windows, each with
+/// its activation and the top token in bold, and the feature's density; "" when the feature never fired there.
+QString dashboardExamplesHtml(const Model& model, const Dashboard& dash, int64_t feature, int n) {
+    if (feature < 0 || feature >= dash.dSae()) return {};
+    const int filled = std::min(n, dash.filledSlots(feature));
+    if (filled == 0) return QObject::tr("<p><b>Top contexts</b>: it never fired on the dashboard's text.</p>");
+    auto label = [&](int64_t id) {
+        return QString::fromStdString(model.tokenizer() ? model.tokenizer()->tokenLabel(id) : std::to_string(id)).toHtmlEscaped();
+    };
+    QString html = QObject::tr("<p><b>Top contexts</b> <span style='color:gray'>(density %1 over %2 positions of the dashboard's text)</span>")
+                       .arg(dash.density(feature), 0, 'g', 3)
+                       .arg(dash.positions);
+    for (int slot = 0; slot < filled; ++slot) {
+        QStringList tokens;
+        for (int c = 0; c < kDashboardWindow; ++c) {
+            const int64_t id = dash.contextIds[feature][slot][c].item<int64_t>();
+            if (id < 0) continue;
+            tokens << (c == kDashboardBefore ? QStringLiteral("<b>%1</b>").arg(label(id)) : label(id));
+        }
+        html += QStringLiteral("<br>%1 · %2").arg(dash.topActivation[feature][slot].item<double>(), 0, 'f', 2).arg(tokens.join(QString()));
+    }
+    return html + QStringLiteral("</p>");
+}
+
 /// The prompt box's text on a machine with no saved prompts.
 const QString kGenericPrompt = QStringLiteral("Once upon a time, there was a little girl named Lily.");
 constexpr int kMaxRecent = 8;
@@ -427,8 +451,24 @@ void MainWindow::createCentral() {
         // residual stream's width; a cross-layer transcoder writes several layers and gets none)
         const ModelPtr model = snapshot_ ? snapshot_->model : nullptr;
         circuitTranscoders_ = std::shared_ptr<const CircuitTranscoders>(computed, &computed->transcoders);
-        circuit_->setFeatureDetails([model, transcoders = circuitTranscoders_](const GraphNode& n) -> QString {
+        // and its top contexts where a dashboard sits beside the layer's transcoder (looked for once per layer)
+        auto dashboards = std::make_shared<std::map<int, std::pair<std::shared_ptr<const Dashboard>, QString>>>();
+        circuit_->setFeatureDetails([model, transcoders = circuitTranscoders_, dashboards](const GraphNode& n) -> QString {
             if (!model || transcoders->perLayer.empty() || n.layer < 0 || n.layer >= static_cast<int>(transcoders->perLayer.size())) return {};
+            auto found = dashboards->find(n.layer);
+            if (found == dashboards->end()) {
+                std::pair<std::shared_ptr<const Dashboard>, QString> entry;
+                try {
+                    entry.first = findDashboard(*transcoders->perLayer[static_cast<size_t>(n.layer)]);
+                } catch (const std::exception& e) {
+                    entry.second = QString::fromStdString(e.what());
+                }
+                found = dashboards->emplace(n.layer, std::move(entry)).first;
+            }
+            const QString examples = found->second.first ? dashboardExamplesHtml(*model, *found->second.first, n.index, 5)
+                                     : found->second.second.isEmpty()
+                                         ? QString()
+                                         : QObject::tr("<p style='color:gray'>No dashboard: %1</p>").arg(found->second.second.toHtmlEscaped());
             try {
                 const FeatureLogitEffects e = featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5);
                 auto tokens = [&](const std::vector<TokenEffect>& effects) {
@@ -441,9 +481,10 @@ void MainWindow::createCentral() {
                 };
                 return QObject::tr("<p><b>Promotes</b> %1<br><b>Suppresses</b> %2<br><span style='color:gray'>its decoder row through the "
                                    "final norm's gain and the unembedding</span></p>")
-                    .arg(tokens(e.promoted), tokens(e.suppressed));
+                           .arg(tokens(e.promoted), tokens(e.suppressed)) +
+                       examples;
             } catch (const std::exception& e) {
-                return QObject::tr("<p>No logit effects: %1</p>").arg(QString::fromStdString(e.what()).toHtmlEscaped());
+                return QObject::tr("<p>No logit effects: %1</p>").arg(QString::fromStdString(e.what()).toHtmlEscaped()) + examples;
             }
         });
         updateCircuitCompute();

@@ -3727,6 +3727,38 @@ void TestGui::circuitComputedInWindow() {
     });
     cv->steerButton()->click();
     QCOMPARE(w.interventionPanel()->active(), QStringList{QString("feature %1:%2 = 3").arg(dir).arg(feature->index)});
+    w.interventionPanel()->clear();
+
+    // With a dashboard beside the layer's transcoder (layer_L.dashboard.safetensors, made here from the traced prompt's
+    // text in a copy of the set), the card shows the feature's top contexts: the dashboard's first one, at least as
+    // strong as the feature's activation on this prompt.
+    QTemporaryDir copy;
+    QVERIFY(copy.isValid());
+    for (const QFileInfo& f : QDir(cv->transcodersDir()).entryInfoList(QDir::Files))
+        QVERIFY(QFile::copy(f.filePath(), copy.filePath(f.fileName())));
+    const GraphNode chosen = *feature;
+    const auto copied = loadTranscoderSet(copy.path().toStdString());
+    const std::shared_ptr<const Dictionary> layer = copied.at(static_cast<size_t>(chosen.layer));
+    QFile text(copy.filePath("text.txt"));
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write((w.snapshot()->result.batch.prompts[0] + "\n").c_str());
+    text.close();
+    DashboardOptions dashOptions;
+    dashOptions.dataset = text.fileName().toStdString();
+    dashOptions.out = defaultDashboardPath(layer->dir);
+    QCOMPARE(QFileInfo(QString::fromStdString(dashOptions.out)).fileName(), QString("layer_%1.dashboard.safetensors").arg(chosen.layer));
+    QVERIFY(makeDashboard(*w.model(), AttachedDictionary::attach(*w.model(), layer), dashOptions).complete);
+    const std::shared_ptr<const Dashboard> dash = findDashboard(*layer);
+    QVERIFY(dash && dash->filledSlots(chosen.index) >= 1);
+    QVERIFY(dash->topActivation[chosen.index][0].item<double>() >= chosen.activation - 1e-3);
+    QSignalSpy again(w.circuitJob(), &JobWatcher::ended);
+    QVERIFY2(w.computeCircuit(copy.path()).isEmpty(), qPrintable(cv->computeMessage()->text()));
+    QVERIFY(again.wait(120000));
+    cv->setThresholds(0.95, 0.98);
+    cv->selectNode(chosen.nodeId());
+    const QString withExamples = cv->card()->toPlainText();
+    QVERIFY2(withExamples.contains("Top contexts"), qPrintable(withExamples));
+    QVERIFY2(withExamples.contains(QString::number(dash->topActivation[chosen.index][0].item<double>(), 'f', 2) + " · "), qPrintable(withExamples));
 }
 
 void TestGui::circuitView() {

@@ -150,7 +150,20 @@ double Dashboard::density(int64_t feature) const {
 int Dashboard::filledSlots(int64_t feature) const { return static_cast<int>((topDocument[feature] >= 0).sum().item<int64_t>()); }
 
 std::string defaultDashboardPath(const std::string& dictionaryDir) {
-    return (std::filesystem::path(dictionaryDir) / "dashboard.safetensors").string();
+    const std::filesystem::path p(dictionaryDir);
+    if (std::filesystem::is_regular_file(p)) return (p.parent_path() / (p.stem().string() + ".dashboard.safetensors")).string();
+    return (p / "dashboard.safetensors").string();
+}
+
+std::shared_ptr<const Dashboard> findDashboard(const Dictionary& d) {
+    const std::string path = defaultDashboardPath(d.dir);
+    if (!std::filesystem::exists(path)) return nullptr;
+    auto dash = std::make_shared<Dashboard>(loadDashboard(path));
+    const std::string sha = filesSha256(d.weightFiles);
+    if (dash->metadata["dictionary_sha256"] != sha)
+        throw Error(path + " was made from other weights than " + d.dir + "'s (sha256 " + dash->metadata["dictionary_sha256"] + ", now " +
+                    sha + "): make it again with nnscope features --dataset.");
+    return dash;
 }
 
 Dashboard loadDashboard(const std::string& path) {

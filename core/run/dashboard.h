@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace nnscope {
@@ -59,8 +60,16 @@ struct Dashboard {
 /// safetensors file, not a dashboard (metadata "format" is not nnscope-dashboard-1), a tensor missing or of the wrong shape.
 Dashboard loadDashboard(const std::string& path);
 
-/// Where a dashboard of the dictionary in `dictionaryDir` is looked for: `<dictionaryDir>/dashboard.safetensors`.
+/// Where a dashboard of the dictionary in `dictionaryDir` is looked for: `<dictionaryDir>/dashboard.safetensors`; for
+/// one layer of a circuit-tracer transcoder set (its Dictionary::dir is the layer's weights file, `layer_3.safetensors`)
+/// the file beside it, `layer_3.dashboard.safetensors`.
 std::string defaultDashboardPath(const std::string& dictionaryDir);
+
+/// The dashboard beside dictionary `d` (defaultDashboardPath of its dir), or nullptr when there is none. Throws
+/// nnscope::Error when the file is not a dashboard (loadDashboard) or was made from other weights than `d`'s (its
+/// dictionary_sha256 is not filesSha256 of d's weight files: a dictionary trained again in its folder makes the old
+/// dashboard stale). Hashes d's weights once per call.
+std::shared_ptr<const Dashboard> findDashboard(const Dictionary& d);
 
 /// Progress of makeDashboard, reported after every batch.
 struct DashboardProgress {

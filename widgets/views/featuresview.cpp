@@ -568,19 +568,10 @@ const Dashboard* FeaturesView::currentDashboard() const {
     if (it == dashboards_.end()) {  // looked for once, beside the dictionary (a file mapped: reading it costs little)
         auto& self = const_cast<FeaturesView&>(*this);
         std::shared_ptr<const Dashboard> found;
-        const std::string path = defaultDashboardPath(d->attached.dictionary->dir);
-        if (QFileInfo::exists(QString::fromStdString(path))) {
-            try {
-                auto dash = std::make_shared<Dashboard>(loadDashboard(path));
-                // made from these weights (a dictionary trained again in its folder makes the old dashboard stale)
-                const std::string sha = filesSha256(d->attached.dictionary->weightFiles);
-                if (dash->metadata["dictionary_sha256"] != sha)
-                    throw Error(path + " was made from other weights than " + d->attached.dictionary->dir + "'s (sha256 " +
-                                dash->metadata["dictionary_sha256"] + ", now " + sha + "): make it again with nnscope features --dataset.");
-                found = std::move(dash);
-            } catch (const Error& e) {
-                self.dashboardErrors_[dir] = QString::fromStdString(e.what());
-            }
+        try {
+            found = findDashboard(*d->attached.dictionary);
+        } catch (const Error& e) {
+            self.dashboardErrors_[dir] = QString::fromStdString(e.what());
         }
         it = self.dashboards_.emplace(dir, std::move(found)).first;
     }
