@@ -1064,19 +1064,13 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
     if (p.isSet(dataset)) {
         if (p.isSet(prompt)) throw UsageError("features takes --prompt or --dataset, not both.");
         if (!p.isSet(out)) throw UsageError("features --dataset needs --out FILE (the dashboard; resumed when it exists).");
-        auto integer = [&](const QCommandLineOption& option, const char* name, int64_t least) {
-            bool ok = false;
-            const qlonglong v = p.value(option).toLongLong(&ok);
-            if (!ok || v < least) throw UsageError(std::string("--") + name + " must be an integer of at least " + std::to_string(least) + ".");
-            return static_cast<int64_t>(v);
-        };
         DashboardOptions o;
         o.dataset = s(p.value(dataset));
         o.out = s(p.value(out));
-        o.contextSize = integer(contextSize, "context-size", 2);
-        o.batchSize = static_cast<int>(std::min<int64_t>(integer(batch, "batch", 1), 4096));
-        o.maxDocuments = integer(maxDocuments, "max-documents", 0);
-        o.maxTokens = integer(maxTokens, "max-tokens", 0);
+        o.contextSize = integerOption(p, contextSize, 2);
+        o.batchSize = static_cast<int>(std::min<long long>(integerOption(p, batch, 1), 4096));
+        o.maxDocuments = integerOption(p, maxDocuments, 0);
+        o.maxTokens = integerOption(p, maxTokens, 0);
         auto model = loadModel(p, c);
         const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(s(p.value(dictionary))));
         return featuresDashboard(*model, attached, o, p.isSet(c.json));
