@@ -946,6 +946,7 @@ RotationCmp compareRotation(const Ctx& x, const T& invFreq, double scale, Rotary
     RotationCmp out;
     for (int i = 0; i < x.L; ++i)
         for (bool keys : {false, true}) {
+            if (!x.c.rotates(i)) continue;  // a NoPE block (SmolLM3): no_rope_layers checks it
             T pre = x.preRotary(i, keys);
             T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
             merge(out.both, compareRecomputed(actual, rotate64(pre, invFreq, scale, style, rot), x.dt()));
@@ -1192,6 +1193,38 @@ CheckResult checkSinkNorm(Ctx& x, const std::string&) {
     return r;
 }
 
+CheckResult checkNoRopeLayers(Ctx& x, const std::string&) {
+    std::vector<int> nope;
+    for (int i = 0; i < x.L; ++i)
+        if (!x.c.rotates(i)) nope.push_back(i);
+    if (nope.empty())
+        return skipped("no block of this checkpoint is a NoPE block (no_rope_layers: every entry 1, or fewer blocks than "
+                       "no_rope_layer_interval), so there is no unturned block to check.");
+    Cmp unturned;
+    double moved = 0;  // how far the rotary blocks' queries/keys moved from their projections (positions >= 1)
+    std::string listed;
+    for (int i = 0; i < x.L; ++i)
+        for (bool keys : {false, true}) {
+            T pre = x.preRotary(i, keys);
+            T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
+            if (!x.c.rotates(i)) merge(unturned, compareExact(actual, pre, x.dt()));
+            else if (x.S > 1)
+                moved = std::max(moved, (actual.index({Slice(), Slice(), Slice(1, None)}).to(torch::kFloat64) -
+                                         pre.index({Slice(), Slice(), Slice(1, None)})).abs().max().item<double>());
+        }
+    for (int i : nope) listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+    const bool anyRotary = static_cast<int>(nope.size()) < x.L;
+    const bool ok = unturned.ok && (!anyRotary || x.S < 2 || moved > recomputeTol(x.dt()));
+    std::string fig = std::string(nope.size() == 1 ? "block " : "blocks ") + listed + " of " + std::to_string(x.L) +
+                      (nope.size() == 1 ? " is NoPE" : " are NoPE") + ": attention_queries and attention_keys == " + x.preRotaryName() +
+                      " cut into heads, " + exactText(unturned, x.dt());
+    if (anyRotary) fig += "; the rotary blocks' moved by up to " + num(moved) + " at positions ≥ 1";
+    std::string det = "no_rope_layers (or every no_rope_layer_interval-th block) as config.json gives it; in a NoPE block the queries and "
+                      "keys are compared with the projections' outputs at all " + std::to_string(x.S) + " positions, in the others they must "
+                      "differ from them past position 0 (the rotary turned them).";
+    return claim(ok, fig, det);
+}
+
 CheckResult checkLoadsAs(Ctx& x, const std::string&) {
     const std::string mt = x.c.raw.contains("model_type") && x.c.raw["model_type"].is_string() ? x.c.raw["model_type"].get<std::string>() : "";
     std::vector<std::string> foreign;
@@ -1199,14 +1232,17 @@ CheckResult checkLoadsAs(Ctx& x, const std::string&) {
         if (std::find(x.f.architectures.begin(), x.f.architectures.end(), a) == x.f.architectures.end()) foreign.push_back(a);
     const auto read = namesRead(x.m);
     std::vector<std::string> unread;
+    size_t skipped = 0;  // the parts the family leaves unread on purpose (Gemma 3's vision tower)
     const auto names = x.m.weights().names();
     for (const auto& n : names)
-        if (!read.count(n)) unread.push_back(n);
+        if (x.f.skipsTensor(n)) ++skipped;
+        else if (!read.count(n)) unread.push_back(n);
     std::string archs;
     for (const auto& a : x.c.architectures) archs += (archs.empty() ? "" : ", ") + a;
     const bool ok = (mt.empty() || mt == x.f.modelType) && foreign.empty() && unread.empty();
     std::string fig = "model_type " + (mt.empty() ? std::string("(none)") : mt) + ", architectures " + archs + " → families/" + x.f.modelType +
                       ".cpp; " + std::to_string(read.size()) + " of " + std::to_string(names.size()) + " stored tensors read";
+    if (skipped > 0) fig += " (" + std::to_string(skipped) + " skipped: " + x.f.skippedNote + ")";
     std::string det;
     if (!foreign.empty()) det += "config.json names " + foreign.front() + ", which is not " + x.f.architectures.front() + ": it loads by model_type. ";
     if (!unread.empty()) {
@@ -1378,6 +1414,15 @@ const std::vector<CheckDef>& checkTable() {
              return v;
          },
          false, checkRopeKind},
+        {"no_rope_layers", "in a NoPE block attention_queries/keys are the projections' outputs, unturned; the other blocks turn them",
+         "Per block from no_rope_layers: a NoPE block's attention_queries and attention_keys against q_proj's and k_proj's outputs cut into heads "
+         "(assert_close, every position); a rotary block's must differ from them past position 0. Not run when no block is NoPE.",
+         [](const Ctx& x) {
+             auto v = x.preRotaryValues();
+             v.insert(v.end(), {Value::AttentionQueries, Value::AttentionKeys});
+             return v;
+         },
+         false, checkNoRopeLayers},
         {"unrotated_half", "past the rotary width, attention_queries/keys are the normed projection unchanged",
          "From the stored fused weight: q and k sliced [num_heads, 3, head_dim], LayerNormed with the stored q/k norm; the dims past "
          "int(head_dim·partial_rotary_factor) must equal it, the first ones must equal it turned; fails when nothing is left unrotated.",
