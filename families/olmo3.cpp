@@ -40,7 +40,7 @@ Family olmo3Family() {
          "...) see only the last sliding_window keys (4096 by default), full_attention blocks every earlier key. Each type "
          "has its own rotary: the full blocks' may be scaled (yarn on the long-context checkpoints), the sliding blocks' is "
          "plain; a top-level rope_theta sets only the full blocks' theta (Olmo3Config gives the sliding ones 500000).",
-         {"pattern_softmax", "gqa_scores"}},
+         {"sliding_window", "pattern_softmax", "gqa_scores"}},
         {"The readout", "logits is lm_head's output with nothing applied.", {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "Olmo3ForCausalLM checkpoints (model_type olmo3) load as olmo3.", {"loads_as"}},
     };

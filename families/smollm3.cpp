@@ -80,7 +80,7 @@ Family smollm3Family() {
          "attention_keys and attention_values are read before repeat_kv, [batch, num_kv_heads, seq, head_dim]; an edit to "
          "key/value head j reaches the query heads of its group. With use_sliding_window, the NoPE blocks attend through "
          "the sliding window (layer_types).",
-         {"gqa_scores", "pattern_softmax"}},
+         {"gqa_scores", "pattern_softmax", "sliding_window"}},
         {"The readout", "logits is lm_head's output with no cap or scale; the embeddings are tied by default.",
          {"lens_equals_logits", "tied_head"}},
         {"What loads as this family", "SmolLM3ForCausalLM checkpoints (model_type smollm3) load as smollm3.", {"loads_as"}},

@@ -377,7 +377,7 @@ private slots:
                               "apertus-beta", "apertus-alpha-n", "apertus-yarn", "apertus-eps", "ernie-linear", "ernie-use-bias",
                               "ernie-architecture", "persimmon-full-rotary", "persimmon-qkv-nan", "persimmon-gelu-nan", "llama-o-proj-nan",
                               "llama-final-norm-nan", "llama-k-proj-nan", "arcee-up-nan", "apertus-up-nan", "qwen3-moe-router-nan",
-                              "qwen3-moe-expert-nan", "smollm3-nope-k-proj-nan", "gemma3-mm-stray-tensor"})
+                              "qwen3-moe-expert-nan", "smollm3-nope-k-proj-nan", "gemma3-mm-stray-tensor", "olmo3-k-proj-nan"})
             QTest::newRow(c) << QString(c);
     }
     void brokenCopies() {
@@ -484,6 +484,9 @@ private slots:
         } else if (c == "smollm3-nope-k-proj-nan") {  // the NoPE block's keys are no longer k_proj's finite output
             dir = brokenCopy(tmp, "tiny-smollm3", {}, [&](TensorMap& t) { setFirst(t, "model.layers.1.self_attn.k_proj.weight", nan); });
             expectFail = "no_rope_layers";
+        } else if (c == "olmo3-k-proj-nan") {  // a sliding block's probabilities are no longer 0 outside its window
+            dir = brokenCopy(tmp, "tiny-olmo3", {}, [&](TensorMap& t) { setFirst(t, "model.layers.0.self_attn.k_proj.weight", nan); });
+            expectFail = "sliding_window";
         } else if (c == "gemma3-mm-stray-tensor") {  // the vision tower is skipped, but a stray language-model tensor is not
             dir = brokenCopy(tmp, "tiny-gemma3-mm", {}, [](TensorMap& t) {
                 t["language_model.model.layers.0.mlp.extra_proj.weight"] = torch::randn({96, 64});

@@ -1162,6 +1162,39 @@ CheckResult checkPatternSoftmax(Ctx& x, const std::string&) {
                               " positions. nnscope always runs the eager attention, so these interior values exist on every load.");
 }
 
+CheckResult checkSlidingWindow(Ctx& x, const std::string&) {
+    const int64_t W = x.c.slidingWindow;
+    std::string sliding, full;  // the blocks of each kind, "0, 2"
+    for (int i = 0; i < x.L; ++i) {
+        std::string& list = x.c.slides(i) ? sliding : full;
+        list += (list.empty() ? "" : ", ") + std::to_string(i);
+    }
+    if (sliding.empty())
+        return skipped("no block of this checkpoint attends through a sliding window (layer_types, sliding_window), so there is no "
+                       "window to check.");
+    // keys W or more positions behind their query: outside the window
+    const T far = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril(-W);
+    const bool visible = far.any().item<bool>();
+    double inSliding = 0, inFull = 0;
+    for (int i = 0; visible && i < x.L; ++i) {
+        const double m = x.v(Value::AttentionProbabilities, i).to(torch::kFloat64).index({"...", far}).max().item<double>();
+        double& most = x.c.slides(i) ? inSliding : inFull;
+        if (!(m <= most)) most = m;  // a NaN sticks
+    }
+    const bool ok = !visible || (inSliding == 0 && (full.empty() || inFull > 0));
+    std::string fig = "blocks " + sliding + " slide (sliding_window " + std::to_string(W) + ")";
+    if (!visible) {
+        fig += "; the window is at least the prompt's " + std::to_string(x.S) + " positions, so every block sees every earlier key here";
+    } else {
+        fig += ": the largest probability on keys " + std::to_string(W) + " or more positions back is " + num(inSliding);
+        if (!full.empty()) fig += "; the full-attention blocks " + full + " put up to " + num(inFull) + " there";
+    }
+    std::string det = "layer_types (or the family's default pattern) names each block's attention; a sliding block's probabilities must be "
+                      "exactly 0 on every key at least sliding_window positions behind its query, a full block's must reach them. Over " +
+                      blocksText(x.L) + " and " + std::to_string(x.S) + " positions.";
+    return claim(ok, fig, det);
+}
+
 CheckResult checkSinkNorm(Ctx& x, const std::string&) {
     CheckResult r;
     r.kind = CheckKind::Figure;
@@ -1439,6 +1472,10 @@ const std::vector<CheckDef>& checkTable() {
         {"pattern_softmax", "attention_probabilities == softmax(attention_scores), rows sum to 1, zero above the diagonal",
          "DESIGN.md's attention invariants on every block.",
          [](const Ctx&) { return std::vector<Value>{Value::AttentionScores, Value::AttentionProbabilities}; }, false, checkPatternSoftmax},
+        {"sliding_window", "sliding blocks put no probability on keys sliding_window or more positions back; full blocks reach them",
+         "Per block from layer_types: the largest attention probability on keys at least sliding_window positions behind the query, exactly 0 "
+         "on a sliding block and above 0 on a full one (when the prompt is longer than the window); not run when no block slides.",
+         [](const Ctx&) { return std::vector<Value>{Value::AttentionProbabilities}; }, false, checkSlidingWindow},
         {"sink_norm", "the norm of the residual stream at position 0 against the other positions (a figure)",
          "Per block, ‖layer_output‖ at position 0 and the median over the other positions; the block with the largest ratio is the figure.",
          [](const Ctx&) { return std::vector<Value>{Value::LayerOutput}; }, false, checkSinkNorm},
