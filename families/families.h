@@ -29,4 +29,18 @@ void readMoeConfig(const nlohmann::json& j, const std::string& file, const std::
 /// mlp.gate (nnterp's "router") and mlp.experts, each expert's projections named `gateProj`, `upProj` and `downProj`
 /// (gate_proj / up_proj / down_proj; Mixtral's w1 / w3 / w2).
 void setExpertModules(Family& f, const char* gateProj = "gate_proj", const char* upProj = "up_proj", const char* downProj = "down_proj");
+/// Reads rotary parameters keyed by layer type, as Gemma3TextConfig and Olmo3Config.convert_rope_params_to_dict do in
+/// transformers 5.23: rope_parameters.full_attention into c.rope, rope_parameters.sliding_attention into c.ropeLocal
+/// ({"rope_type": "default"} where absent; a flat rope_parameters is not read); a legacy rope_scaling is merged into the
+/// full-attention dict; a dict without rope_theta takes the top-level rope_theta (default `fullTheta`) for the full
+/// layers and the top-level `localThetaKey` (default `localTheta`) for the sliding ones. With `localThetaKey` null the
+/// sliding layers' theta is `localTheta` whatever the top level says (Olmo3Config pops rope_theta for the full dict
+/// first). Throws nnscope::Error naming the key: a per-type entry that is not an object, a rope_scaling with nothing to
+/// merge into, what cfg::readRope refuses.
+void readRopeByLayerType(const nlohmann::json& j, const std::string& file, double fullTheta, const char* localThetaKey,
+                         double localTheta, ModelConfig& c);
+
+/// Gemma 3's text model (model_type gemma3_text, families/gemma2.cpp), which the multimodal wrapper (families/gemma3.cpp)
+/// runs as its language model.
+Family gemma3Family();
 }  // namespace nnscope

@@ -47,6 +47,50 @@ void readGemmaCommon(const nlohmann::json& j, const std::string& file, const Fam
 
 }  // namespace
 
+void readRopeByLayerType(const nlohmann::json& j, const std::string& file, double fullTheta, const char* localThetaKey,
+                         double localTheta, ModelConfig& c) {
+    // rope_parameters keyed by layer type ({"rope_type": "default"} for both when the key is absent; a flat dict is not
+    // read); a legacy rope_scaling is merged into the full-attention one (so its "type" does not override a "rope_type"
+    // already there); the thetas are filled in where the dicts lack them.
+    const nlohmann::json defaultParams = {{"rope_type", "default"}};
+    nlohmann::json full, local;
+    const bool keyed = j.contains("rope_parameters") && j["rope_parameters"].is_object();
+    if (!keyed) {
+        full = local = defaultParams;
+    } else {
+        const auto& rp = j["rope_parameters"];
+        for (const auto& [key, out] : {std::pair<const char*, nlohmann::json*>{"full_attention", &full}, {"sliding_attention", &local}}) {
+            if (!rp.contains(key) || rp[key].is_null()) continue;
+            if (!rp[key].is_object())  // transformers indexes into it (a TypeError)
+                throw Error(file + ": key \"rope_parameters." + key + "\" must be an object of rotary parameters, not " +
+                            jsonExcerpt(rp[key]) + ".");
+            *out = rp[key];
+        }
+    }
+    if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+        if (keyed && full.is_null())
+            throw Error(file + ": has a legacy \"rope_scaling\" beside a \"rope_parameters\" without a \"full_attention\" "
+                        "entry: the config class has nothing to merge it into (transformers fails on this file). Key "
+                        "rope_parameters by layer type (full_attention, sliding_attention), or remove one of the two.");
+        for (auto it = j["rope_scaling"].begin(); it != j["rope_scaling"].end(); ++it) full[it.key()] = *it;
+    }
+    if (full.is_null()) full = defaultParams;
+    if (local.is_null()) local = defaultParams;
+    if (!full.contains("rope_theta")) full["rope_theta"] = cfg::optDouble(j, "rope_theta", file).value_or(fullTheta);
+    if (!local.contains("rope_theta"))
+        local["rope_theta"] = localThetaKey ? cfg::optDouble(j, localThetaKey, file).value_or(localTheta) : localTheta;
+    auto rope = [&](const nlohmann::json& params) {
+        nlohmann::json k = j;
+        k.erase("rope_scaling");
+        k["rope_parameters"] = params;
+        return cfg::readRope(k, file, c.maxPositionEmbeddings);
+    };
+    c.rope = rope(full);
+    c.ropeLocal = rope(local);
+    cfg::wholeHeadRotary(c.rope, file);
+    cfg::wholeHeadRotary(*c.ropeLocal, file);
+}
+
 Family gemma2Family() {
     Family f = llamaFamily();
     f.actKey = "hidden_activation";  // Gemma2Config reads hidden_activation, not hidden_act
@@ -135,7 +179,8 @@ Family gemma3Family() {
          "global one (rope_theta 1e6, linearly scaled on the larger checkpoints).",
          {"pattern_softmax", "gqa_scores"}},
         {"The readout",
-         "logits is lm_head's output, soft-capped only when final_logit_softcapping is set (it is null on Gemma 3).",
+         "logits is lm_head's output, soft-capped only when final_logit_softcapping is set (it is null on Gemma 3). The "
+         "scores are never capped: Gemma3Attention keeps attn_logit_softcapping but does not apply it.",
          {"tied_head", "lens_equals_logits"}},
         {"What loads as this family",
          "Gemma3ForCausalLM text checkpoints (model_type gemma3_text) load as gemma3_text; the multimodal gemma3 wrapper is "
@@ -167,46 +212,11 @@ Family gemma3Family() {
                 c.layerSliding[static_cast<size_t>(i)] = pattern <= 0 || (i + 1) % pattern != 0;
         }
         cfg::checkSlidingLayersHaveWindow(c, file);
-        // Gemma3TextConfig.convert_rope_params_to_dict: rope_parameters keyed by layer type ({"rope_type": "default"} for
-        // both when the key is absent; a flat dict is not read); a legacy rope_scaling is merged into the full-attention
-        // one (so its "type" does not override a "rope_type" already there); rope_theta / rope_local_base_freq fill in
-        // the thetas (1e6 and 1e4 by default).
-        const nlohmann::json defaultParams = {{"rope_type", "default"}};
-        nlohmann::json full, local;
-        const bool keyed = j.contains("rope_parameters") && j["rope_parameters"].is_object();
-        if (!keyed) {
-            full = local = defaultParams;
-        } else {
-            const auto& rp = j["rope_parameters"];
-            for (const auto& [key, out] : {std::pair<const char*, nlohmann::json*>{"full_attention", &full}, {"sliding_attention", &local}}) {
-                if (!rp.contains(key) || rp[key].is_null()) continue;
-                if (!rp[key].is_object())  // transformers indexes into it (a TypeError)
-                    throw Error(file + ": key \"rope_parameters." + key + "\" must be an object of rotary parameters, not " +
-                                jsonExcerpt(rp[key]) + ".");
-                *out = rp[key];
-            }
-        }
-        if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-            if (keyed && full.is_null())
-                throw Error(file + ": has a legacy \"rope_scaling\" beside a \"rope_parameters\" without a \"full_attention\" "
-                            "entry: Gemma3TextConfig has nothing to merge it into (transformers fails on this file). Key "
-                            "rope_parameters by layer type (full_attention, sliding_attention), or remove one of the two.");
-            for (auto it = j["rope_scaling"].begin(); it != j["rope_scaling"].end(); ++it) full[it.key()] = *it;
-        }
-        if (full.is_null()) full = defaultParams;
-        if (local.is_null()) local = defaultParams;
-        if (!full.contains("rope_theta")) full["rope_theta"] = cfg::optDouble(j, "rope_theta", file).value_or(1000000.0);
-        if (!local.contains("rope_theta")) local["rope_theta"] = cfg::optDouble(j, "rope_local_base_freq", file).value_or(10000.0);
-        auto rope = [&](const nlohmann::json& params) {
-            nlohmann::json k = j;
-            k.erase("rope_scaling");
-            k["rope_parameters"] = params;
-            return cfg::readRope(k, file, c.maxPositionEmbeddings);
-        };
-        c.rope = rope(full);
-        c.ropeLocal = rope(local);
-        cfg::wholeHeadRotary(c.rope, file);
-        cfg::wholeHeadRotary(*c.ropeLocal, file);
+        // Gemma3Attention keeps attn_logit_softcapping but never hands it to the attention (transformers 5.23): the
+        // scores are not capped whatever the config says.
+        c.attnLogitSoftcap.reset();
+        // Gemma3TextConfig.convert_rope_params_to_dict: the local theta's legacy key is rope_local_base_freq.
+        readRopeByLayerType(j, file, 1000000.0, "rope_local_base_freq", 10000.0, c);
     };
     return f;
 }

@@ -109,11 +109,19 @@ Diffs compareCase(const ModelConfig& c, const json& e) {
              e["sliding_window"][static_cast<size_t>(i)]);
     }
     if (e.contains("rotary_dim")) d.eq("rotary_dim", c.rotaryDim(), e["rotary_dim"]);
+    if (e.contains("no_rope") && e["no_rope"].is_array())  // SmolLM3's NoPE blocks
+        for (int64_t i = 0; i < c.numLayers && i < static_cast<int64_t>(e["no_rope"].size()); ++i)
+            d.eq("no_rope[" + std::to_string(i) + "]", !c.rotates(i), e["no_rope"][static_cast<size_t>(i)]);
     const json& rope = e["rope"];
-    if (rope.contains("full_attention")) {  // Gemma 3: one rotary per layer type
-        d.rope("rope.full_attention", c.rope, c.rotaryDim(), c.maxPositionEmbeddings, rope["full_attention"]);
-        if (!c.ropeLocal) d.add("rope.sliding_attention", "none", "a local rotary");
-        else d.rope("rope.sliding_attention", *c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings, rope["sliding_attention"]);
+    if (rope.contains("full_attention") || rope.contains("sliding_attention")) {
+        // Gemma 3, OLMo 3: one rotary per layer type (transformers builds only the types layer_types uses)
+        if (rope.contains("full_attention")) d.rope("rope.full_attention", c.rope, c.rotaryDim(), c.maxPositionEmbeddings, rope["full_attention"]);
+        if (!rope.contains("sliding_attention")) {
+        } else if (!c.ropeLocal) {
+            d.add("rope.sliding_attention", "none", "a local rotary");
+        } else {
+            d.rope("rope.sliding_attention", *c.ropeLocal, c.rotaryDim(), c.maxPositionEmbeddings, rope["sliding_attention"]);
+        }
     } else if (rope.contains("inv_freq")) {
         d.rope("rope", c.rope, c.rotaryDim(), c.maxPositionEmbeddings, rope);
     }

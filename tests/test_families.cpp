@@ -9,6 +9,7 @@
 #include "core/io/tracefile.h"
 #include "core/pages/support.h"
 #include "core/run/trace.h"
+#include "checkpointcopy.h"
 #include "manifest.h"
 #include "testutil.h"
 
@@ -447,6 +448,200 @@ private slots:
             const torch::Tensor t = back.result.value(k);
             QVERIFY2(t.defined(), valuePath(c.model->family(), k).c_str());
             QVERIFY(torch::equal(t, saved.value(k)));
+        }
+    }
+
+    /// SmolLM3's NoPE block (tiny-smollm3: no_rope_layer_interval 2, so no_rope_layers [1, 0, 1]): its queries and keys are
+    /// q_proj's and k_proj's outputs cut into heads, bit for bit, where the rotary blocks' are turned; with
+    /// use_sliding_window the NoPE block is the sliding one (layer_types [full, sliding, full], window 4).
+    void smollm3NoPeBlockSkipsTheRotary() {
+        Case& c = load("tiny-smollm3", "float32");
+        const ModelConfig& cfg = c.model->config();
+        QCOMPARE(cfg.layerNoRope, (std::vector<bool>{false, true, false}));
+        QVERIFY(!cfg.rotates(1) && cfg.rotates(0) && cfg.rotates(2));
+        QCOMPARE(cfg.layerSliding, (std::vector<bool>{false, true, false}));
+        QCOMPARE(cfg.slidingWindow, int64_t(4));
+        QCOMPARE(cfg.rope.theta, 2000000.0);
+        const auto& r = c.runs.at("single");
+        const int64_t D = cfg.headDim;
+        auto heads = [&](const torch::Tensor& proj) { return proj.view({proj.size(0), proj.size(1), -1, D}).transpose(1, 2); };
+        QVERIFY(torch::equal(r.value({Value::AttentionQueries, 1}), heads(r.value({Value::NativeQProjOutput, 1}))));
+        QVERIFY(torch::equal(r.value({Value::AttentionKeys, 1}), heads(r.value({Value::NativeKProjOutput, 1}))));
+        // block 0 turns them: equal at position 0 (the identity rotation), not after
+        auto q0 = r.value({Value::AttentionQueries, 0}), p0 = heads(r.value({Value::NativeQProjOutput, 0}));
+        NNSCOPE_COMPARE_TENSORS(q0.index({Slice(), Slice(), 0}), p0.index({Slice(), Slice(), 0}), 0, 0);
+        QVERIFY(!torch::allclose(q0.index({Slice(), Slice(), Slice(1, None)}), p0.index({Slice(), Slice(), Slice(1, None)})));
+        // the NoPE block's window: no probability on keys 4 or more positions back
+        auto probs = r.value({Value::AttentionProbabilities, 1});
+        const int64_t S = probs.size(-1);
+        QVERIFY(S > 4);
+        auto far = torch::ones({S, S}, torch::kBool).tril(-4);
+        QCOMPARE(probs.index({"...", far}).abs().max().item<float>(), 0.0f);
+        QVERIFY(r.value({Value::AttentionProbabilities, 0}).index({"...", far}).min().item<float>() > 0);
+    }
+
+    /// OLMo 3 (tiny-olmo3): layer_types [sliding, full, sliding] with window 4, and a rotary per layer type (yarn on the
+    /// full block, default theta 10000 on the sliding ones): each block sees the keys and the frequencies of its type.
+    void olmo3SlidingWindowPerBlock() {
+        Case& c = load("tiny-olmo3", "float32");
+        const ModelConfig& cfg = c.model->config();
+        QCOMPARE(cfg.layerSliding, (std::vector<bool>{true, false, true}));
+        QCOMPARE(cfg.slidingWindow, int64_t(4));
+        QVERIFY(cfg.layerNoRope.empty() && cfg.rotates(0));
+        QCOMPARE(cfg.rope.type, std::string("yarn"));
+        QCOMPARE(cfg.rope.theta, 500000.0);
+        QVERIFY(cfg.ropeLocal.has_value());
+        QCOMPARE(cfg.ropeLocal->type, std::string("default"));
+        QCOMPARE(cfg.ropeLocal->theta, 10000.0);
+        const auto& r = c.runs.at("single");
+        const int64_t S = r.value({Value::AttentionProbabilities, 0}).size(-1);
+        QVERIFY(S > 4);
+        auto far = torch::ones({S, S}, torch::kBool).tril(-4);
+        for (int i = 0; i < 3; ++i) {
+            auto p = r.value({Value::AttentionProbabilities, i}).index({"...", far});
+            if (cfg.slides(i)) QCOMPARE(p.abs().max().item<float>(), 0.0f);
+            else QVERIFY(p.min().item<float>() > 0);
+        }
+        // the golden frequencies of both rotaries equal nnscope's tables
+        NNSCOPE_COMPARE_TENSORS(c.model->rope().invFreq, c.golden->tensor("rotary.inv_freq"), 1e-6, 0);
+    }
+
+    /// Gemma 3's multimodal wrapper (tiny-gemma3-mm): the language model under model.language_model. from text_config;
+    /// the vision tower and the projector are never read (no get() asked for one of their tensors) and the load note says
+    /// so; neither of text_config's soft caps is applied (the wrapper returns lm_head's output, Gemma3Attention drops
+    /// attn_logit_softcapping); lm_head is tied by the wrapper's key.
+    void gemma3WrapperSkipsTheVisionTower() {
+        Case& c = load("tiny-gemma3-mm", "float32");
+        const Model& m = *c.model;
+        const ModelConfig& cfg = m.config();
+        QCOMPARE(m.family().modelType, std::string("gemma3"));
+        QCOMPARE(cfg.architectures.front(), std::string("Gemma3ForConditionalGeneration"));
+        QCOMPARE(cfg.numLayers, int64_t(3));
+        QCOMPARE(cfg.raw["text_config"]["final_logit_softcapping"].get<double>(), 3.0);
+        QVERIFY(!cfg.finalLogitSoftcap);
+        // Gemma3Attention keeps attn_logit_softcapping (2.0 here) but never applies it
+        QCOMPARE(cfg.raw["text_config"]["attn_logit_softcapping"].get<double>(), 2.0);
+        QVERIFY(!cfg.attnLogitSoftcap);
+        QVERIFY(cfg.tieWordEmbeddings && m.headTied());
+        QCOMPARE(cfg.layerSliding, (std::vector<bool>{true, false, true}));
+        QVERIFY(cfg.ropeLocal.has_value());
+        const auto& r = c.runs.at("single");
+        QVERIFY(torch::equal(r.value({Value::Logits, -1}), r.value({Value::LmHeadOutput, -1})));
+        size_t vision = 0;
+        for (const auto& n : m.weights().names()) vision += m.family().skipsTensor(n);
+        QVERIFY(vision > 10);
+        for (const auto& n : m.weights().requested()) QVERIFY2(!m.family().skipsTensor(n), ("read: " + n).c_str());
+        QVERIFY(m.unusedTensors().empty());
+        QVERIFY(m.warnings().empty());
+        QCOMPARE(m.notes().size(), size_t(1));
+        const std::string note = m.notes().front();
+        QVERIFY2(note.find("vision tower skipped: text prompts only") != std::string::npos, note.c_str());
+        QVERIFY2(note.find(std::to_string(vision) + " tensors") != std::string::npos, note.c_str());
+        QVERIFY2(note.find("tiny-gemma3-mm") != std::string::npos, note.c_str());
+        // the page's first note, and the printout's line for the skipped parts
+        QCOMPARE(m.family().notes.front().title, std::string("Vision tower skipped: text prompts only"));
+        const std::string text = printout(m);
+        QVERIFY2(text.find("(vision_tower, multi_modal_projector): vision tower skipped: text prompts only") != std::string::npos, text.c_str());
+    }
+
+    /// Gemma 3's multimodal checkpoints in both spellings: transformers 5.23 saves language_model.model.* (the hub's
+    /// layout), 4.52 to 4.57 saved model.language_model.*; a copy renamed to the second computes the same logits.
+    void gemma3BothSpellingsLoad() {
+        QTemporaryDir tmp;
+        const std::string dir = tmp.path().toStdString();
+        test::copyCheckpoint(test::fixture("tiny-gemma3-mm"), dir);
+        std::vector<std::pair<std::string, torch::Tensor>> renamed;
+        size_t n = 0;
+        {
+            SafetensorsFile f(dir + "/model.safetensors");
+            for (const auto& [name, e] : f.entries()) {
+                std::string to = name;
+                for (const auto& [saved, canonical] : std::vector<std::pair<std::string, std::string>>{
+                         {"language_model.model.", "model.language_model."}, {"vision_tower.", "model.vision_tower."},
+                         {"multi_modal_projector.", "model.multi_modal_projector."}})
+                    if (name.rfind(saved, 0) == 0) to = canonical + name.substr(saved.size());
+                n += to != name;
+                renamed.emplace_back(to, f.tensor(name).clone());
+            }
+        }
+        QCOMPARE(n, renamed.size());  // every tensor of the 5.23 file has the original spelling
+        writeSafetensors(dir + "/model.safetensors", renamed, {{"format", "pt"}});
+        auto m = Model::load(dir, test::float32());
+        Case& c = load("tiny-gemma3-mm", "float32");
+        const torch::Tensor ids = c.golden->tensor("single.input_ids");
+        NNSCOPE_COMPARE_TENSORS(m->forward(ids, {}, nullptr), c.golden->tensor("single.logits"), kF32Rtol, kF32Atol);
+        QVERIFY(m->warnings().empty() && m->unusedTensors().empty());
+        QVERIFY(m->notes().front().find("vision tower skipped") != std::string::npos);
+    }
+
+    /// Broken copies of the three fixtures: each refusal is an nnscope::Error naming the file and the key or tensor.
+    void newFamiliesRefuseBadInput_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("change");
+        QTest::addColumn<QStringList>("expected");
+        QTest::newRow("gemma3 text_config not an object") << "tiny-gemma3-mm" << "text_config=string"
+                                                          << QStringList{"config.json", "text_config"};
+        QTest::newRow("gemma3 without text_config") << "tiny-gemma3-mm" << "text_config=absent"
+                                                    << QStringList{"model.safetensors", "language_model.model.embed_tokens.weight", "shape"};
+        QTest::newRow("gemma3 missing language-model weight") << "tiny-gemma3-mm" << "drop=language_model.model.layers.1.mlp.down_proj.weight"
+                                                              << QStringList{"tiny-gemma3-mm", "model.language_model.layers.1.mlp.down_proj.weight",
+                                                                             "language_model.model.layers.1.mlp.down_proj.weight", "missing"};
+        QTest::newRow("gemma3 tensor under both spellings") << "tiny-gemma3-mm" << "duplicate=language_model.model.norm.weight"
+                                                            << QStringList{"model.safetensors", "model.language_model.norm.weight", "twice"};
+        QTest::newRow("smollm3 short no_rope_layers") << "tiny-smollm3" << "no_rope_layers=short"
+                                                      << QStringList{"config.json", "no_rope_layers", "3 blocks"};
+        QTest::newRow("smollm3 no_rope_layer_interval 0") << "tiny-smollm3" << "no_rope_layer_interval=0"
+                                                          << QStringList{"config.json", "no_rope_layer_interval"};
+        QTest::newRow("olmo3 bad layer_types") << "tiny-olmo3" << "layer_types=bad" << QStringList{"config.json", "layer_types", "entry 1"};
+        QTest::newRow("olmo3 sliding without window") << "tiny-olmo3" << "sliding_window=null"
+                                                      << QStringList{"config.json", "layer_types", "sliding_window"};
+    }
+    void newFamiliesRefuseBadInput() {
+        QFETCH(QString, fixture);
+        QFETCH(QString, change);
+        QFETCH(QStringList, expected);
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const std::string dir = tmp.path().toStdString() + "/" + fixture.toStdString();
+        std::filesystem::create_directory(dir);
+        test::copyCheckpoint(test::fixture(fixture.toStdString()), dir);
+        nlohmann::json config;
+        {
+            std::ifstream in(dir + "/config.json");
+            config = nlohmann::json::parse(in);
+        }
+        const std::string key = change.section('=', 0, 0).toStdString(), how = change.section('=', 1).toStdString();
+        if (key == "drop" || key == "duplicate") {
+            std::vector<std::pair<std::string, torch::Tensor>> kept;
+            {
+                SafetensorsFile f(dir + "/model.safetensors");
+                QVERIFY(f.entries().count(how));
+                for (const auto& [name, e] : f.entries())
+                    if (name != how || key == "duplicate") kept.emplace_back(name, f.tensor(name).clone());
+                if (key == "duplicate") kept.emplace_back("model.language_model." + how.substr(std::string("language_model.model.").size()),
+                                                          f.tensor(how).clone());
+            }
+            writeSafetensors(dir + "/model.safetensors", kept, {{"format", "pt"}});
+        } else if (key == "text_config") {
+            if (how == "absent") config.erase("text_config");
+            else config["text_config"] = "tiny";
+        } else if (key == "no_rope_layers") {
+            config["no_rope_layers"] = {1, 0};
+        } else if (key == "no_rope_layer_interval") {
+            config.erase("no_rope_layers");
+            config["no_rope_layer_interval"] = 0;
+        } else if (key == "layer_types") {
+            config["layer_types"] = {"sliding_attention", "chunked_attention", "sliding_attention"};
+        } else if (key == "sliding_window") {
+            config["sliding_window"] = nullptr;
+        }
+        std::ofstream(dir + "/config.json", std::ios::trunc) << config.dump(2);
+        try {
+            Model::load(dir, test::float32());
+            QFAIL("the broken copy loaded");
+        } catch (const Error& e) {
+            const std::string what = e.what();
+            for (const QString& x : expected) QVERIFY2(what.find(x.toStdString()) != std::string::npos, what.c_str());
         }
     }
 

@@ -377,7 +377,7 @@ private slots:
                               "apertus-beta", "apertus-alpha-n", "apertus-yarn", "apertus-eps", "ernie-linear", "ernie-use-bias",
                               "ernie-architecture", "persimmon-full-rotary", "persimmon-qkv-nan", "persimmon-gelu-nan", "llama-o-proj-nan",
                               "llama-final-norm-nan", "llama-k-proj-nan", "arcee-up-nan", "apertus-up-nan", "qwen3-moe-router-nan",
-                              "qwen3-moe-expert-nan"})
+                              "qwen3-moe-expert-nan", "smollm3-nope-k-proj-nan", "gemma3-mm-stray-tensor", "olmo3-k-proj-nan"})
             QTest::newRow(c) << QString(c);
     }
     void brokenCopies() {
@@ -481,6 +481,17 @@ private slots:
                 for (int e = 0; e < 6; ++e) setFirst(t, "model.layers.0.mlp.experts." + std::to_string(e) + ".down_proj.weight", nan);
             });
             expectFail = "routed_is_weighted_sum";
+        } else if (c == "smollm3-nope-k-proj-nan") {  // the NoPE block's keys are no longer k_proj's finite output
+            dir = brokenCopy(tmp, "tiny-smollm3", {}, [&](TensorMap& t) { setFirst(t, "model.layers.1.self_attn.k_proj.weight", nan); });
+            expectFail = "no_rope_layers";
+        } else if (c == "olmo3-k-proj-nan") {  // a sliding block's probabilities are no longer 0 outside its window
+            dir = brokenCopy(tmp, "tiny-olmo3", {}, [&](TensorMap& t) { setFirst(t, "model.layers.0.self_attn.k_proj.weight", nan); });
+            expectFail = "sliding_window";
+        } else if (c == "gemma3-mm-stray-tensor") {  // the vision tower is skipped, but a stray language-model tensor is not
+            dir = brokenCopy(tmp, "tiny-gemma3-mm", {}, [](TensorMap& t) {
+                t["language_model.model.layers.0.mlp.extra_proj.weight"] = torch::randn({96, 64});
+            });
+            expectFail = "loads_as";
         } else {
             QFAIL("unknown case");
         }
@@ -750,6 +761,54 @@ private slots:
         const QString err3 = QString::fromUtf8(p.readAllStandardError());
         QVERIFY2(err3.contains("need at least 3 positions"), qPrintable(err3));
         QVERIFY(!QFileInfo::exists(never));
+    }
+
+    /// The three families that vary per block or wrap their language model: `family`, `support --json` and `print` on
+    /// their fixtures, every check passing; the multimodal wrapper says on stderr and in its printout that the vision
+    /// tower is skipped.
+    void newFamiliesOnTheCommandLine_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("title");
+        QTest::addColumn<QString>("modelType");
+        QTest::newRow("smollm3") << "tiny-smollm3" << "SmolLM3" << "smollm3";
+        QTest::newRow("olmo3") << "tiny-olmo3" << "OLMo 3" << "olmo3";
+        QTest::newRow("gemma3") << "tiny-gemma3-mm" << "Gemma 3 (multimodal, text tower)" << "gemma3";
+    }
+    void newFamiliesOnTheCommandLine() {
+        QFETCH(QString, fixture);
+        QFETCH(QString, title);
+        QFETCH(QString, modelType);
+        const QString binary = NNSCOPE_BINARY;
+        if (!QFileInfo::exists(binary)) QSKIP("the nnscope binary is not built");
+        const QString dir = QString::fromStdString(nnscope::test::fixture(fixture.toStdString()));
+        const bool wrapper = modelType == "gemma3";
+        QProcess p;
+        p.start(binary, {"family", "--model", dir, "--threads", "1"});
+        QVERIFY(p.waitForFinished(120000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(err.contains(QRegularExpression("checks: [1-9]\\d* passed, 0 failed")), qPrintable(err));
+        const QString page = QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(page.startsWith("# " + title + "\n"), qPrintable(page.left(200)));
+        if (modelType == "smollm3") QVERIFY(page.contains("NoPE blocks") && page.contains("no_rope_layers"));
+        if (modelType == "olmo3") QVERIFY(page.contains("A sliding window per block"));
+        if (wrapper) QVERIFY(page.contains("Vision tower skipped: text prompts only"));
+
+        p.start(binary, {"support", "--model", dir, "--json"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const nlohmann::json j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+        QCOMPARE(QString::fromStdString(j["family"].get<std::string>()), modelType);
+        const QString supportErr = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(supportErr.contains("vision tower skipped: text prompts only"), wrapper);
+        QVERIFY2(!supportErr.contains("warning"), qPrintable(supportErr));
+
+        p.start(binary, {"print", "--model", dir});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString printed = QString::fromUtf8(p.readAllStandardOutput());
+        QVERIFY2(printed.contains("(q_proj): Linear("), qPrintable(printed));
+        QCOMPARE(printed.contains("(vision_tower, multi_modal_projector): vision tower skipped: text prompts only"), wrapper);
     }
 
     void shortPromptRunsNoCheck() {

@@ -300,17 +300,66 @@ torch::Tensor WeightStore::get(const std::string& name) const {
     if (auto m = memory_.find(name); m != memory_.end()) return m->second;
     auto it = where_.find(name);
     if (it == where_.end())
-        throw Error(dir_ + ": the checkpoint has no tensor '" + name + "' (missing weight; is the folder complete and of the family its config.json names?).");
-    return files_[it->second]->tensor(name);
+        throw Error(dir_ + ": the checkpoint has no tensor '" + name + "'" + savedSpellings(name) +
+                    " (missing weight; is the folder complete and of the family its config.json names?).");
+    return files_[it->second]->tensor(storedName(name));
+}
+
+std::string WeightStore::savedSpellings(const std::string& name) const {
+    std::string out;
+    for (const auto& [saved, canonical] : renamed_)
+        if (name.rfind(canonical, 0) == 0) out += (out.empty() ? " (nor '" : "' nor '") + saved + name.substr(canonical.size());
+    return out.empty() ? out : out + "', as transformers saves it)";
+}
+
+std::string WeightStore::storedName(const std::string& name) const {
+    auto it = stored_.find(name);
+    return it == stored_.end() ? name : it->second;
+}
+
+size_t WeightStore::renamePrefixes(const std::vector<std::pair<std::string, std::string>>& savedToCanonical) {
+    renamed_ = savedToCanonical;
+    std::map<std::string, size_t> where;
+    std::map<std::string, std::string> problems;
+    size_t n = 0;
+    for (const auto& [name, k] : where_) {
+        std::string canonical = name;
+        for (const auto& [saved, to] : savedToCanonical)
+            if (name.rfind(saved, 0) == 0) {
+                canonical = to + name.substr(saved.size());
+                break;
+            }
+        if (canonical != name) {
+            ++n;
+            stored_[canonical] = name;
+        }
+        if (!where.emplace(canonical, k).second || (canonical != name && where_.count(canonical)))
+            throw Error(fileOf(name) + ": tensor '" + shortText(canonical) + "' is stored twice, also as '" + shortText(name) +
+                        "' (transformers reads the second spelling as the first): remove one of them.");
+        if (auto p = indexProblems_.find(name); p != indexProblems_.end()) problems[canonical] = p->second;
+    }
+    where_ = std::move(where);
+    indexProblems_ = std::move(problems);
+    if (!memory_.empty()) {  // tensors in memory are keyed by name: they take the new names themselves
+        std::map<std::string, torch::Tensor> memory;
+        for (auto& [name, t] : memory_) memory[name] = t;
+        for (const auto& [canonical, stored] : stored_) {
+            memory.erase(stored);
+            memory[canonical] = memory_.at(stored);
+        }
+        memory_ = std::move(memory);
+        stored_.clear();  // nothing is read from a file under its stored name
+    }
+    return n;
 }
 
 torch::Tensor WeightStore::get(const std::string& name, const std::vector<int64_t>& shape) const {
     torch::Tensor t = get(name);
     if (t.sizes().vec() != shape)
-        throw Error(fileOf(name) + ": tensor '" + name + "' has shape " + shapeString(t.sizes().vec()) + " but config.json implies " +
+        throw Error(fileOf(name) + ": tensor '" + storedName(name) + "' has shape " + shapeString(t.sizes().vec()) + " but config.json implies " +
                     shapeString(shape) + ".");
     if (!c10::isFloatingType(t.scalar_type()))
-        throw Error(fileOf(name) + ": tensor '" + name + "' is stored as " + safetensorsDtypeName(t.scalar_type()) +
+        throw Error(fileOf(name) + ": tensor '" + storedName(name) + "' is stored as " + safetensorsDtypeName(t.scalar_type()) +
                     ", but a model weight must be a floating type (F32, F16, BF16 or F64): the header is damaged.");
     return t;
 }
@@ -326,13 +375,17 @@ std::vector<std::string> WeightStore::names() const {
     return out;
 }
 
-std::map<torch::ScalarType, int64_t> WeightStore::floatingElements() const {
+std::map<torch::ScalarType, int64_t> WeightStore::floatingElements(const std::function<bool(const std::string&)>& skip) const {
     std::map<torch::ScalarType, int64_t> out;
     for (const auto& [name, t] : memory_)
-        if (c10::isFloatingType(t.scalar_type())) out[t.scalar_type()] += t.numel();
+        if (c10::isFloatingType(t.scalar_type()) && !(skip && skip(name))) out[t.scalar_type()] += t.numel();
+    std::map<std::string, std::string> canonicalOf;  // the file's name -> the name after renamePrefixes
+    if (skip)
+        for (const auto& [canonical, stored] : stored_) canonicalOf[stored] = canonical;
     for (const auto& file : files_)
         for (const auto& [name, e] : file->entries()) {
-            if (!c10::isFloatingType(e.dtype)) continue;
+            const auto renamed = canonicalOf.find(name);
+            if (!c10::isFloatingType(e.dtype) || (skip && skip(renamed == canonicalOf.end() ? name : renamed->second))) continue;
             int64_t n = 1;
             for (int64_t d : e.shape) n *= d;  // the header check bounded every product
             out[e.dtype] += n;

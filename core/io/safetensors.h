@@ -2,6 +2,7 @@
 #pragma once
 #include <torch/types.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,11 +97,21 @@ public:
     const std::map<std::string, std::string>& indexProblems() const { return indexProblems_; }
     /// Every tensor name across the files.
     std::vector<std::string> names() const;
-    /// Elements stored per floating dtype, over every tensor (from the headers: nothing is read). Model::load takes
-    /// the checkpoint's dtype and the size of a float32 copy from it.
-    std::map<torch::ScalarType, int64_t> floatingElements() const;
+    /// Elements stored per floating dtype, over every tensor but those `skip` names (from the headers: nothing is
+    /// read). Model::load takes the checkpoint's dtype and the size of a float32 copy from it, leaving out the tensors
+    /// the family never reads (Family::skippedTensorPrefixes: Gemma 3's vision tower).
+    std::map<torch::ScalarType, int64_t> floatingElements(const std::function<bool(const std::string&)>& skip = {}) const;
     /// The file that holds `name` (for messages).
     std::string fileOf(const std::string& name) const;
+    /// Reads the tensors stored under another spelling of their names' prefixes under the family's names: every stored
+    /// name that starts with `saved` of a pair (saved, canonical) is known from then on as canonical + the rest, in
+    /// names(), contains(), get() and requested() (transformers 5.23 saves Gemma 3's multimodal checkpoints as
+    /// language_model.model.layers..., which it loads as model.language_model.layers...). Returns how many names were
+    /// renamed. Throws nnscope::Error naming the file when a tensor is stored under both spellings.
+    size_t renamePrefixes(const std::vector<std::pair<std::string, std::string>>& savedToCanonical);
+    /// The name `name` has in the file ("language_model.model.norm.weight" for "model.language_model.norm.weight" after
+    /// renamePrefixes); `name` itself when it was not renamed.
+    std::string storedName(const std::string& name) const;
     const std::string& dir() const { return dir_; }
 
 private:
@@ -109,6 +120,10 @@ private:
     std::map<std::string, size_t> where_;
     std::map<std::string, torch::Tensor> memory_;  ///< in-memory tensors (the second constructor)
     std::map<std::string, std::string> indexProblems_;
+    std::map<std::string, std::string> stored_;  ///< renamed name -> the name in the file (renamePrefixes)
+    std::vector<std::pair<std::string, std::string>> renamed_;  ///< renamePrefixes' (saved, canonical) pairs
+    /// " (nor 'language_model.model.x', as transformers saves it)" for a missing renamed name, for messages.
+    std::string savedSpellings(const std::string& name) const;
     mutable std::mutex requestedMutex_;  // get() may run on several threads after load
     mutable std::set<std::string> requested_;
 };

@@ -302,6 +302,10 @@ std::vector<std::string> blockStepLines(const Family& f, const ModelConfig& c) {
                                          : std::string("rotary (") + (f.rotary == RotaryStyle::AdjacentPairs ? "adjacent pairs" : "rotate_half") +
                                                ", " + std::to_string(c.rotaryDim()) + " of " + std::to_string(c.headDim) +
                                                " dims of each head, rope_type " + c.rope.type + ")";
+                std::string nope;  // SmolLM3's NoPE blocks: no rotary at all
+                for (int64_t i = 0; i < c.numLayers; ++i)
+                    if (!c.rotates(i)) nope += (nope.empty() ? "" : ", ") + std::to_string(i);
+                if (!nope.empty()) rotary += ", none in the NoPE blocks " + nope;
                 std::string scores = c.attnLogitSoftcap ? "softcap(q·kᵀ·scaling) + mask" : "q·kᵀ·scaling + mask";
                 if (c.slidingWindow > 0) scores += " (a window of " + std::to_string(c.slidingWindow) + " keys on sliding layers)";
                 line = "attention interior: " + rotary + " → `attention_queries`, `attention_keys` (" + std::to_string(c.numKvHeads) +

@@ -107,6 +107,9 @@ struct ModelConfig {
     int64_t slidingWindow = 0;
     /// Per block, whether it attends through the sliding window (config layer_types "sliding_attention").
     std::vector<bool> layerSliding;
+    /// Per block, whether it is a NoPE block: its queries and keys enter the attention without the rotary (SmolLM3's
+    /// no_rope_layers entry 0). Empty (every family but SmolLM3): every block turns them.
+    std::vector<bool> layerNoRope;
     /// GPT-NeoX's use_parallel_residual: out = x + attn(ln1(x)) + mlp(ln2(x)).
     bool parallelResidual = false;
 
@@ -131,6 +134,11 @@ struct ModelConfig {
     bool slides(int64_t layer) const {
         return slidingWindow > 0 && layer >= 0 && layer < static_cast<int64_t>(layerSliding.size()) &&
                layerSliding[static_cast<size_t>(layer)];
+    }
+
+    /// Whether block `layer` turns its queries and keys with the rotary (false on a NoPE block, see layerNoRope).
+    bool rotates(int64_t layer) const {
+        return layer < 0 || layer >= static_cast<int64_t>(layerNoRope.size()) || !layerNoRope[static_cast<size_t>(layer)];
     }
 
     /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor).

@@ -58,6 +58,12 @@ Family& Family::setModule(Module m, std::string native, std::string standard, Mo
     return *this;
 }
 
+bool Family::skipsTensor(const std::string& name) const {
+    for (const auto& prefix : skippedTensorPrefixes)
+        if (name.rfind(prefix, 0) == 0) return true;
+    return false;
+}
+
 Family& Family::dropModule(Module m) {
     modules.erase(m);
     return *this;

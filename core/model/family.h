@@ -157,6 +157,20 @@ struct Family {
     /// Checkpoint tensors the family never reads and transformers ignores without a warning (GPT-2's attn.bias
     /// causal-mask buffers in old files), as name suffixes.
     std::vector<std::string> ignoredTensorSuffixes;
+    /// Other spellings of the tensor names' prefixes, as (the prefix the file uses, the prefix of the family's names): the
+    /// checkpoint's tensors are read under the family's names whichever spelling the file has (WeightStore::renamePrefixes).
+    /// transformers 5.23 saves Gemma 3's multimodal checkpoints in their original layout, language_model.model.* and
+    /// language_model.lm_head, and loads them as model.language_model.* and lm_head (its "llava" conversion mapping).
+    std::vector<std::pair<std::string, std::string>> savedPrefixes;
+    /// Parts of a multimodal checkpoint nnscope does not compute, as tensor name prefixes (Gemma 3's
+    /// "model.vision_tower." and "model.multi_modal_projector."). Their tensors stay in the mapped files: they are never
+    /// read or copied, count neither in the checkpoint's dtype nor in its float32 size, and load adds `skippedNote` to
+    /// Model::notes() instead of an unread-tensors warning.
+    std::vector<std::string> skippedTensorPrefixes;
+    /// What the skipped parts mean for the user, one phrase ("vision tower skipped: text prompts only").
+    std::string skippedNote;
+    /// Whether tensor `name` lies under one of skippedTensorPrefixes.
+    bool skipsTensor(const std::string& name) const;
 
     /// The module table: every module the family's tree has, each once. The checkpoint's tensor names, the printout,
     /// the "read at" places and the native value paths all come from it (tensorName, moduleLabel, moduleNames).

@@ -95,6 +95,13 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch
     return torch::linear(x, w, b);
 }
 
+/// "model.vision_tower. and model.multi_modal_projector." for the load note.
+std::string joinPrefixes(const std::vector<std::string>& prefixes) {
+    std::string out;
+    for (size_t i = 0; i < prefixes.size(); ++i) out += (i == 0 ? "" : i + 1 == prefixes.size() ? " and " : ", ") + prefixes[i];
+    return out;
+}
+
 /// Warnings about tensors the files hold but the model never asked for (a config with fewer layers than stored, the
 /// wrong model_type, a stored lm_head beside tie_word_embeddings), and about index entries that do not match the
 /// shards for such tensors. Lists are cut to a few names and a count.
@@ -245,6 +252,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     m->dir_ = store->dir();
     m->config_ = std::move(config);
     m->family_ = &family;
+    if (!family.savedPrefixes.empty()) store->renamePrefixes(family.savedPrefixes);  // Gemma 3: language_model.model.*
     m->device_ = options.device;
     {
         // The compute dtype, decided before any weight is converted (a float32 copy that does not fit is refused).
@@ -254,7 +262,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             if (!request.stored && raw.contains(key) && raw[key].is_string()) request.stored = configDtype(raw[key].get<std::string>());
         int64_t elements = 0, most = 0;
         std::optional<torch::ScalarType> majority;  // the dtype of most weights, when config.json does not say
-        for (const auto& [type, n] : store->floatingElements()) {
+        for (const auto& [type, n] : store->floatingElements([&family](const std::string& name) { return family.skipsTensor(name); })) {
             elements += n;
             if (n > most) most = n, majority = type;
         }
@@ -350,8 +358,13 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         }
         read.insert(headName);
     }
+    size_t skipped = 0;
     for (const auto& name : ws.names()) {
         if (read.count(name)) continue;
+        if (fam.skipsTensor(name)) {  // a part nnscope does not compute (Gemma 3's vision tower): left in the mapped file
+            ++skipped;
+            continue;
+        }
         bool ignored = false;
         for (const auto& suffix : fam.ignoredTensorSuffixes)
             ignored |= name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -359,6 +372,9 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     }
     m->warnings_ = unreadWeightWarnings(ws, c, m->unused_);
     if (!untiedWarning.empty()) m->warnings_.push_back(untiedWarning);
+    if (skipped > 0)
+        m->notes_.push_back(m->dir_ + ": " + fam.skippedNote + " (" + std::to_string(skipped) + (skipped == 1 ? " tensor" : " tensors") +
+                            " under " + joinPrefixes(fam.skippedTensorPrefixes) + " left unread).");
     // After the weights: their shapes have confirmed head_dim, so the tables' size comes from the files, not from a
     // config that could ask for terabytes.
     if (fam.positions == PositionKind::Rotary) {
@@ -574,7 +590,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
         keyStates = norm(keyStates, lw[Module::KNorm], f.qkNormKind);
         tapValue(taps, Value::NativeKNormOutput, layer, keyStates);
     }
-    if (f.positions == PositionKind::Rotary) {
+    if (f.positions == PositionKind::Rotary && c.rotates(layer)) {  // a NoPE block (SmolLM3) skips the rotary
         const int64_t rot = c.rotaryDim();
         if (rot == D) {
             queryStates = applyRotary(queryStates, in.cos, in.sin);

@@ -946,6 +946,7 @@ RotationCmp compareRotation(const Ctx& x, const T& invFreq, double scale, Rotary
     RotationCmp out;
     for (int i = 0; i < x.L; ++i)
         for (bool keys : {false, true}) {
+            if (!x.c.rotates(i)) continue;  // a NoPE block (SmolLM3): no_rope_layers checks it
             T pre = x.preRotary(i, keys);
             T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
             merge(out.both, compareRecomputed(actual, rotate64(pre, invFreq, scale, style, rot), x.dt()));
@@ -1161,6 +1162,39 @@ CheckResult checkPatternSoftmax(Ctx& x, const std::string&) {
                               " positions. nnscope always runs the eager attention, so these interior values exist on every load.");
 }
 
+CheckResult checkSlidingWindow(Ctx& x, const std::string&) {
+    const int64_t W = x.c.slidingWindow;
+    std::string sliding, full;  // the blocks of each kind, "0, 2"
+    for (int i = 0; i < x.L; ++i) {
+        std::string& list = x.c.slides(i) ? sliding : full;
+        list += (list.empty() ? "" : ", ") + std::to_string(i);
+    }
+    if (sliding.empty())
+        return skipped("no block of this checkpoint attends through a sliding window (layer_types, sliding_window), so there is no "
+                       "window to check.");
+    // keys W or more positions behind their query: outside the window
+    const T far = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril(-W);
+    const bool visible = far.any().item<bool>();
+    double inSliding = 0, inFull = 0;
+    for (int i = 0; visible && i < x.L; ++i) {
+        const double m = x.v(Value::AttentionProbabilities, i).to(torch::kFloat64).index({"...", far}).max().item<double>();
+        double& most = x.c.slides(i) ? inSliding : inFull;
+        if (!(m <= most)) most = m;  // a NaN sticks
+    }
+    const bool ok = !visible || (inSliding == 0 && (full.empty() || inFull > 0));
+    std::string fig = "blocks " + sliding + " slide (sliding_window " + std::to_string(W) + ")";
+    if (!visible) {
+        fig += "; the window is at least the prompt's " + std::to_string(x.S) + " positions, so every block sees every earlier key here";
+    } else {
+        fig += ": the largest probability on keys " + std::to_string(W) + " or more positions back is " + num(inSliding);
+        if (!full.empty()) fig += "; the full-attention blocks " + full + " put up to " + num(inFull) + " there";
+    }
+    std::string det = "layer_types (or the family's default pattern) names each block's attention; a sliding block's probabilities must be "
+                      "exactly 0 on every key at least sliding_window positions behind its query, a full block's must reach them. Over " +
+                      blocksText(x.L) + " and " + std::to_string(x.S) + " positions.";
+    return claim(ok, fig, det);
+}
+
 CheckResult checkSinkNorm(Ctx& x, const std::string&) {
     CheckResult r;
     r.kind = CheckKind::Figure;
@@ -1192,6 +1226,38 @@ CheckResult checkSinkNorm(Ctx& x, const std::string&) {
     return r;
 }
 
+CheckResult checkNoRopeLayers(Ctx& x, const std::string&) {
+    std::vector<int> nope;
+    for (int i = 0; i < x.L; ++i)
+        if (!x.c.rotates(i)) nope.push_back(i);
+    if (nope.empty())
+        return skipped("no block of this checkpoint is a NoPE block (no_rope_layers: every entry 1, or fewer blocks than "
+                       "no_rope_layer_interval), so there is no unturned block to check.");
+    Cmp unturned;
+    double moved = 0;  // how far the rotary blocks' queries/keys moved from their projections (positions >= 1)
+    std::string listed;
+    for (int i = 0; i < x.L; ++i)
+        for (bool keys : {false, true}) {
+            T pre = x.preRotary(i, keys);
+            T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
+            if (!x.c.rotates(i)) merge(unturned, compareExact(actual, pre, x.dt()));
+            else if (x.S > 1)
+                moved = std::max(moved, (actual.index({Slice(), Slice(), Slice(1, None)}).to(torch::kFloat64) -
+                                         pre.index({Slice(), Slice(), Slice(1, None)})).abs().max().item<double>());
+        }
+    for (int i : nope) listed += (listed.empty() ? "" : ", ") + std::to_string(i);
+    const bool anyRotary = static_cast<int>(nope.size()) < x.L;
+    const bool ok = unturned.ok && (!anyRotary || x.S < 2 || moved > recomputeTol(x.dt()));
+    std::string fig = std::string(nope.size() == 1 ? "block " : "blocks ") + listed + " of " + std::to_string(x.L) +
+                      (nope.size() == 1 ? " is NoPE" : " are NoPE") + ": attention_queries and attention_keys == " + x.preRotaryName() +
+                      " cut into heads, " + exactText(unturned, x.dt());
+    if (anyRotary) fig += "; the rotary blocks' moved by up to " + num(moved) + " at positions ≥ 1";
+    std::string det = "no_rope_layers (or every no_rope_layer_interval-th block) as config.json gives it; in a NoPE block the queries and "
+                      "keys are compared with the projections' outputs at all " + std::to_string(x.S) + " positions, in the others they must "
+                      "differ from them past position 0 (the rotary turned them).";
+    return claim(ok, fig, det);
+}
+
 CheckResult checkLoadsAs(Ctx& x, const std::string&) {
     const std::string mt = x.c.raw.contains("model_type") && x.c.raw["model_type"].is_string() ? x.c.raw["model_type"].get<std::string>() : "";
     std::vector<std::string> foreign;
@@ -1199,14 +1265,17 @@ CheckResult checkLoadsAs(Ctx& x, const std::string&) {
         if (std::find(x.f.architectures.begin(), x.f.architectures.end(), a) == x.f.architectures.end()) foreign.push_back(a);
     const auto read = namesRead(x.m);
     std::vector<std::string> unread;
+    size_t skipped = 0;  // the parts the family leaves unread on purpose (Gemma 3's vision tower)
     const auto names = x.m.weights().names();
     for (const auto& n : names)
-        if (!read.count(n)) unread.push_back(n);
+        if (x.f.skipsTensor(n)) ++skipped;
+        else if (!read.count(n)) unread.push_back(n);
     std::string archs;
     for (const auto& a : x.c.architectures) archs += (archs.empty() ? "" : ", ") + a;
     const bool ok = (mt.empty() || mt == x.f.modelType) && foreign.empty() && unread.empty();
     std::string fig = "model_type " + (mt.empty() ? std::string("(none)") : mt) + ", architectures " + archs + " → families/" + x.f.modelType +
                       ".cpp; " + std::to_string(read.size()) + " of " + std::to_string(names.size()) + " stored tensors read";
+    if (skipped > 0) fig += " (" + std::to_string(skipped) + " skipped: " + x.f.skippedNote + ")";
     std::string det;
     if (!foreign.empty()) det += "config.json names " + foreign.front() + ", which is not " + x.f.architectures.front() + ": it loads by model_type. ";
     if (!unread.empty()) {
@@ -1378,6 +1447,15 @@ const std::vector<CheckDef>& checkTable() {
              return v;
          },
          false, checkRopeKind},
+        {"no_rope_layers", "in a NoPE block attention_queries/keys are the projections' outputs, unturned; the other blocks turn them",
+         "Per block from no_rope_layers: a NoPE block's attention_queries and attention_keys against q_proj's and k_proj's outputs cut into heads "
+         "(assert_close, every position); a rotary block's must differ from them past position 0. Not run when no block is NoPE.",
+         [](const Ctx& x) {
+             auto v = x.preRotaryValues();
+             v.insert(v.end(), {Value::AttentionQueries, Value::AttentionKeys});
+             return v;
+         },
+         false, checkNoRopeLayers},
         {"unrotated_half", "past the rotary width, attention_queries/keys are the normed projection unchanged",
          "From the stored fused weight: q and k sliced [num_heads, 3, head_dim], LayerNormed with the stored q/k norm; the dims past "
          "int(head_dim·partial_rotary_factor) must equal it, the first ones must equal it turned; fails when nothing is left unrotated.",
@@ -1394,6 +1472,10 @@ const std::vector<CheckDef>& checkTable() {
         {"pattern_softmax", "attention_probabilities == softmax(attention_scores), rows sum to 1, zero above the diagonal",
          "DESIGN.md's attention invariants on every block.",
          [](const Ctx&) { return std::vector<Value>{Value::AttentionScores, Value::AttentionProbabilities}; }, false, checkPatternSoftmax},
+        {"sliding_window", "sliding blocks put no probability on keys sliding_window or more positions back; full blocks reach them",
+         "Per block from layer_types: the largest attention probability on keys at least sliding_window positions behind the query, exactly 0 "
+         "on a sliding block and above 0 on a full one (when the prompt is longer than the window); not run when no block slides.",
+         [](const Ctx&) { return std::vector<Value>{Value::AttentionProbabilities}; }, false, checkSlidingWindow},
         {"sink_norm", "the norm of the residual stream at position 0 against the other positions (a figure)",
          "Per block, ‖layer_output‖ at position 0 and the median over the other positions; the block with the largest ratio is the figure.",
          [](const Ctx&) { return std::vector<Value>{Value::LayerOutput}; }, false, checkSinkNorm},

@@ -221,6 +221,15 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     const int64_t H = c.hiddenSize, D = c.headDim, QW = c.numHeads * D, KW = c.numKvHeads * D, I = c.intermediateSize;
     plain(hostClass(f, Host::Model) + "(");
     module("  ", Module::LmHead, linearRepr(H, c.vocabSize, false));
+    if (!f.skippedTensorPrefixes.empty()) {  // Gemma 3's vision tower and projector: in the file, never loaded
+        std::string parts;
+        for (const std::string& prefix : f.skippedTensorPrefixes) {
+            std::string name = prefix.substr(0, prefix.size() - (!prefix.empty() && prefix.back() == '.' ? 1 : 0));
+            name = name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
+            parts += (parts.empty() ? "" : ", ") + name;
+        }
+        plain("  (" + parts + "): " + f.skippedNote);
+    }
     plain("  (generator): Generator(");
     plain("    (streamer): Streamer()");
     plain("  )");

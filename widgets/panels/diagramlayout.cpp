@@ -198,6 +198,11 @@ private:
         if (c_.rope.partialRotaryFactor < 1.0) rotary += QString(" · %1%").arg(qRound(c_.rope.partialRotaryFactor * 100));
         if (c_.rope.type != "default") rotary += " · " + q(c_.rope.type);
         if (c_.ropeLocal) rotary += " · local/global";
+        QStringList nope;  // SmolLM3's NoPE blocks pass queries and keys through unturned
+        for (int64_t i = 0; i < c_.numLayers; ++i)
+            if (!c_.rotates(i)) nope << QString::number(i);
+        if (nope.size() > 4) nope = nope.mid(0, 3) << QStringLiteral("…");
+        if (!nope.isEmpty()) rotary += " · none on " + nope.join(QStringLiteral(", "));
         const bool learned = f_.positions == PositionKind::Learned;  // GPT-2: no rotary, the heads are only split
         const QString turn = learned ? "split heads" : "rotary";
         if (learned) rotary = "no rotary";
