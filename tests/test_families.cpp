@@ -395,7 +395,7 @@ private slots:
     void mixtureOfExperts_data() {
         QTest::addColumn<QString>("fixture");
         for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
-            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos)
+            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos || e.name.find("gpt-oss") != std::string::npos)
                 QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
     }
     void mixtureOfExperts() {
@@ -447,6 +447,45 @@ private slots:
             const torch::Tensor t = back.result.value(k);
             QVERIFY2(t.defined(), valuePath(c.model->family(), k).c_str());
             QVERIFY(torch::equal(t, saved.value(k)));
+        }
+    }
+
+    /// gpt-oss's MXFP4 checkpoint (tiny-gpt-oss-mxfp4: the experts as *_blocks / *_scales, written by make_fixtures.py from
+    /// tiny-gpt-oss's experts, which lie on the MXFP4 grid) computes every value of its float twin bit for bit, in float32
+    /// and bfloat16, so it equals transformers on the twin (valuesEqualTransformers). The experts stay packed: the loaded
+    /// model holds the file's uint8 blocks (the mapped memory itself), and each expert's weight is dequantized only when
+    /// asked for, equal to the float twin's.
+    void mxfp4TwinEqualsFloatTwin_data() {
+        QTest::addColumn<QString>("dtype");
+        QTest::newRow("float32") << "float32";
+        QTest::newRow("bfloat16") << "bfloat16";
+    }
+    void mxfp4TwinEqualsFloatTwin() {
+        QFETCH(QString, dtype);
+        Case& twin = load("tiny-gpt-oss", dtype.toStdString());
+        auto packed = Model::load(test::fixture("tiny-gpt-oss") + "-mxfp4", LoadOptions().withDtype(parseDtype(dtype.toStdString())));
+        const ExpertWeights& gu = packed->layer(0)[Module::ExpertGateProj].experts;
+        QVERIFY(gu.weight.empty() && gu.blocks.defined());
+        QCOMPARE(gu.blocks.data_ptr(), packed->weights().get("model.layers.0.mlp.experts.gate_up_proj_blocks").data_ptr());
+        QVERIFY(packed->unusedTensors().empty());
+        for (int i = 0; i < 2; ++i)
+            for (int64_t e = 0; e < packed->config().moe.numExperts; ++e)
+                for (Module m : {Module::ExpertGateProj, Module::ExpertDownProj}) {
+                    QVERIFY(torch::equal(packed->expertWeight(i, m, e), twin.model->expertWeight(i, m, e)));
+                    QVERIFY(torch::equal(packed->expertBias(i, m, e), twin.model->expertBias(i, m, e)));
+                }
+        TraceOptions all;
+        all.save = allValueKeys(*packed, true);
+        for (const std::string run : {"single", "batch"}) {
+            const TraceResult got = trace(*packed, twin.runs.at(run).batch, all);
+            int compared = 0;
+            for (const ValueKey& k : all.save) {
+                const torch::Tensor a = got.value(k), b = twin.runs.at(run).value(k);
+                if (!a.defined() && !b.defined()) continue;
+                QVERIFY2(a.defined() && b.defined() && torch::equal(a, b), (run + " " + valuePath(packed->family(), k)).c_str());
+                ++compared;
+            }
+            QVERIFY2(compared > 40, std::to_string(compared).c_str());  // every value of two blocks and the root
         }
     }
 
