@@ -2,6 +2,7 @@
 // Every standard value of every family against HuggingFace transformers (tests/fixtures/models/*/golden_*.safetensors,
 // written by tests/fixtures/make_fixtures.py), and the checks of the seeds' notes on the matching fixture.
 #include "core/analysis/analysis.h"
+#include "core/analysis/headscores.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
 #include "core/io/export.h"
@@ -487,6 +488,33 @@ private slots:
             }
             QVERIFY2(compared > 40, std::to_string(compared).c_str());  // every value of two blocks and the root
         }
+    }
+
+    /// gpt-oss's sinks stay visible: attention_probabilities keeps transformers' layout (rows sum to less than 1), the
+    /// sink's share 1 - the row's sum equals softmax([scores | sink])'s last column recomputed from the stored sinks, and
+    /// the head scores report it as sink_share (0 on a family without sinks).
+    void gptOssSinksVisible() {
+        Case& c = load("tiny-gpt-oss", "float32");
+        const auto& r = c.runs.at("single");
+        const auto& w = c.model->weights();
+        double largest = 0;
+        for (int i = 0; i < 2; ++i) {
+            const torch::Tensor p = r.value({Value::AttentionProbabilities, i}), s = r.value({Value::AttentionScores, i}).to(torch::kFloat64);
+            const torch::Tensor sinks = w.get("model.layers." + std::to_string(i) + ".self_attn.sinks").to(torch::kFloat64);
+            const torch::Tensor full = torch::softmax(torch::cat({s, sinks.reshape({1, -1, 1, 1}).expand({s.size(0), -1, s.size(2), 1})}, -1), -1);
+            NNSCOPE_COMPARE_TENSORS(attentionSinkShare(p), full.select(-1, s.size(-1)), 1e-5, 1e-6);
+            QVERIFY((p.sum(-1) < 1 - 1e-3).any().item<bool>());
+            largest = std::max(largest, attentionSinkShare(p).max().item<double>());
+        }
+        QVERIFY(largest > 0.1);
+        const std::vector<HeadScore> scores = headScores(*c.model, r, 0);
+        QCOMPARE(static_cast<int64_t>(scores.size()), 2 * c.model->config().numHeads);
+        for (const HeadScore& h : scores) {
+            const double want = attentionSinkShare(attentionPattern(*c.model, r, h.layer, 0)[h.head]).mean().item<double>();
+            QVERIFY(std::abs(h.sinkShare - want) < 1e-9 && h.sinkShare > 0);
+        }
+        for (const HeadScore& h : headScores(*load("tiny-llama", "float32").model, load("tiny-llama", "float32").runs.at("single"), 0))
+            QVERIFY(h.sinkShare < 1e-5);
     }
 
     void unknownModelTypeNamesTheFamilies() {
