@@ -609,20 +609,27 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                      {"first_token", num(chance.firstToken)}, {"diagonal", num(chance.diagonal)}}},
                          {"heads", nlohmann::json::array()}};
         if (p.isSet(repeated)) j["repeated_random"] = {{"length", repeatedLength}, {"seed", seedValue}};
-        for (const auto& h : rows)
+        const bool sinks = model->family().attentionSinks;
+        for (const auto& h : rows) {
             j["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"previous_token", num(h.previousToken)},
                                   {"induction", num(h.induction)}, {"first_token", num(h.firstToken)}, {"diagonal", num(h.diagonal)}});
+            if (sinks) j["heads"].back()["sink_share"] = num(h.sinkShare);  // gpt-oss: what the rows leave to the sink
+        }
         std::cout << j.dump(2) << std::endl;
         return 0;
     }
     if (p.isSet(repeated))
         std::printf("%lld random tokens repeated once (seed %llu), %zu tokens in all\n", static_cast<long long>(repeatedLength),
                     static_cast<unsigned long long>(seedValue), result.batch.ids[0].size());
-    std::printf("block head  previous_token  induction  first_token  diagonal\n");
+    const bool sinks = model->family().attentionSinks;  // gpt-oss: one more column, the share left to the head's sink
+    std::printf("block head  previous_token  induction  first_token  diagonal%s\n", sinks ? "  sink_share" : "");
     std::printf("   chance  %14.4f  %9.4f  %11.4f  %8.4f   (a head attending uniformly to its causal prefix)\n", chance.previousToken,
                 chance.induction, chance.firstToken, chance.diagonal);
-    for (const auto& h : rows)
-        std::printf("%5d %4d  %14.4f  %9.4f  %11.4f  %8.4f\n", h.layer, h.head, h.previousToken, h.induction, h.firstToken, h.diagonal);
+    for (const auto& h : rows) {
+        std::printf("%5d %4d  %14.4f  %9.4f  %11.4f  %8.4f", h.layer, h.head, h.previousToken, h.induction, h.firstToken, h.diagonal);
+        if (sinks) std::printf("  %10.4f", h.sinkShare);
+        std::printf("\n");
+    }
     if (!rows.empty() && std::isnan(rows.front().induction))
         std::cerr << "nnscope: note: induction is nan: no token of the prompt occurs twice (the score reads the attention from a "
                      "repeated token to the token after its earlier occurrence); repeat a phrase in --prompt." << std::endl;

@@ -250,35 +250,70 @@ private slots:
         QCOMPARE(stored, schema);
     }
 
-    // A tensor stored as several (the per-expert layout transformers' conversion mapping merges) loads through the same
-    // loop: its parts stacked on the spec's axis, each checked; a missing or misshapen part is named.
-    void stackedWeightsLoadThroughTheSchema() {
+    // The experts are read per expert, never stacked into a copy: each stored part is the mapped tensor itself (the same
+    // memory), each expert of a fused tensor a view of it; a missing or misshapen part is named.
+    void expertWeightsAreViewsOfTheFile() {
         std::map<std::string, torch::Tensor> tensors;
         const torch::Tensor e0 = torch::randn({3, 4}), e1 = torch::randn({3, 4});
         tensors["model.layers.0.mlp.experts.0.gate_proj.weight"] = e0;
         tensors["model.layers.0.mlp.experts.1.gate_proj.weight"] = e1;
         tensors["model.layers.0.mlp.experts.0.up_proj.weight"] = torch::randn({4, 3});  // the wrong way round
+        tensors["model.layers.0.mlp.experts.gate_up_proj"] = torch::randn({2, 4, 6});   // gpt-oss's [experts, in, out]
         WeightStore store("(experts)", tensors);
-        WeightSpec spec{{Module::GateProj}, 0, "model.layers.0.mlp.experts.gate_proj", {2, 3, 4}};
+        WeightSpec spec{{Module::ExpertGateProj}, 0, "model.layers.0.mlp.experts.gate_proj", {2, 3, 4}};
+        spec.perExpert = true;
         spec.parts = {"model.layers.0.mlp.experts.0.gate_proj.weight", "model.layers.0.mlp.experts.1.gate_proj.weight"};
-        QVERIFY(torch::equal(readWeight(store, spec), torch::stack({e0, e1}, 0)));
-        spec.stackDim = 1;
-        spec.shape = {3, 2, 4};
-        QVERIFY(torch::equal(readWeight(store, spec), torch::stack({e0, e1}, 1)));
+        ExpertWeights w = readExpertWeights(store, spec);
+        QCOMPARE(w.weight.size(), size_t(2));
+        QCOMPARE(w.weight[0].data_ptr(), store.get(spec.parts[0]).data_ptr());  // no copy
+        QVERIFY(torch::equal(w.weight[1], e1));
+        QVERIFY_THROWS_EXCEPTION(Error, readWeight(store, spec));  // per-expert specs never load as one tensor
+        // a fused transposed tensor: expert e is gate_up_proj[e].t(), a view
+        WeightSpec fused{{Module::ExpertGateProj}, 0, "model.layers.0.mlp.experts.gate_up_proj", {2, 6, 4}};
+        fused.perExpert = true;
+        fused.fused = fused.name;
+        fused.fusedShape = {2, 4, 6};
+        fused.fusedTransposed = true;
+        w = readExpertWeights(store, fused);
+        const torch::Tensor whole = store.get(fused.name);
+        QVERIFY(torch::equal(w.weight[1], whole[1].t()));
+        QCOMPARE(w.weight[1].data_ptr(), whole[1].data_ptr());
         spec.parts[1] = "model.layers.0.mlp.experts.1.up_proj.weight";  // not stored
-        QVERIFY_THROWS_EXCEPTION(Error, readWeight(store, spec));
         try {
-            readWeight(store, spec);
+            readExpertWeights(store, spec);
+            QFAIL("a missing expert was accepted");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("experts.1.up_proj") != std::string::npos, e.what());
         }
         spec.parts[1] = "model.layers.0.mlp.experts.0.up_proj.weight";  // stored [4, 3], a part must be [3, 4]
         try {
-            readWeight(store, spec);
-            QFAIL("a part of the wrong shape was stacked");
+            readExpertWeights(store, spec);
+            QFAIL("a part of the wrong shape was read");
         } catch (const Error& e) {
             QVERIFY2(std::string(e.what()).find("[4, 3]") != std::string::npos, e.what());
         }
+    }
+
+    // MXFP4 dequantization against values written out by hand: byte 0x2F holds code 0xF (-6) low and 0x2 (+1) high, so
+    // elements 0 and 1 are -6 and 1 times 2^(scale - 127); each group of 32 has its own exponent.
+    void mxfp4DequantizesByHand() {
+        auto blocks = torch::zeros({1, 2, 16}, torch::kUInt8);  // one row, two groups of 32 values
+        blocks[0][0][0] = 0x2F;
+        blocks[0][0][15] = 0x97;  // element 30: code 7 (+6); element 31: code 9 (-0.5)
+        blocks[0][1][3] = 0x5A;   // group 1 elements 6, 7: code 0xA (-1), code 5 (+3)
+        auto scales = torch::tensor({{127 + 2, 127 - 3}}, torch::kUInt8);
+        const torch::Tensor got = dequantizeMxfp4(blocks, scales, torch::kFloat32);
+        QCOMPARE(got.sizes(), torch::IntArrayRef({1, 64}));
+        auto want = torch::zeros({1, 64});
+        want[0][0] = -6.0 * 4;
+        want[0][1] = 1.0 * 4;
+        want[0][30] = 6.0 * 4;
+        want[0][31] = -0.5 * 4;
+        want[0][32 + 6] = -1.0 / 8;
+        want[0][32 + 7] = 3.0 / 8;
+        QVERIFY(torch::equal(got, want));
+        QVERIFY(torch::equal(dequantizeMxfp4(blocks, scales, torch::kBFloat16).to(torch::kFloat32), want));  // exact in bfloat16
+        QVERIFY_THROWS_EXCEPTION(Error, dequantizeMxfp4(blocks, scales.narrow(1, 0, 1), torch::kFloat32));
     }
 
     // A rename keeps the checkpoint's own name reachable: Persimmon's final norm prints as norm (nnterp renames it) and

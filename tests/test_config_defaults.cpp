@@ -97,6 +97,10 @@ Diffs compareCase(const ModelConfig& c, const json& e) {
     d.eq("qk_norm", c.qkNorm, e["qk_norm"]);
     d.eq("max_position_embeddings", c.maxPositionEmbeddings, e["max_position_embeddings"]);
     d.eq("parallel_residual", c.parallelResidual, e["parallel_residual"]);
+    if (e.contains("swiglu")) {  // gpt-oss's experts
+        d.num("swiglu_alpha", c.moe.swigluAlpha, e["swiglu"][0], 1e-12);
+        d.num("swiglu_limit", c.moe.swigluLimit, e["swiglu"][1], 1e-12);
+    }
     d.optNum("attn_logit_softcap", c.attnLogitSoftcap, e["attn_logit_softcap"]);
     d.optNum("final_logit_softcap", c.finalLogitSoftcap, e["final_logit_softcap"]);
     d.optId("bos_token_id", c.bosTokenId, e["bos_token_id"]);

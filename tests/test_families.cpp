@@ -2,6 +2,7 @@
 // Every standard value of every family against HuggingFace transformers (tests/fixtures/models/*/golden_*.safetensors,
 // written by tests/fixtures/make_fixtures.py), and the checks of the seeds' notes on the matching fixture.
 #include "core/analysis/analysis.h"
+#include "core/analysis/headscores.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
 #include "core/io/export.h"
@@ -396,7 +397,7 @@ private slots:
     void mixtureOfExperts_data() {
         QTest::addColumn<QString>("fixture");
         for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
-            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos)
+            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos || e.name.find("gpt-oss") != std::string::npos)
                 QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
     }
     void mixtureOfExperts() {
@@ -643,6 +644,72 @@ private slots:
             const std::string what = e.what();
             for (const QString& x : expected) QVERIFY2(what.find(x.toStdString()) != std::string::npos, what.c_str());
         }
+    }
+
+    /// gpt-oss's MXFP4 checkpoint (tiny-gpt-oss-mxfp4: the experts as *_blocks / *_scales, written by make_fixtures.py from
+    /// tiny-gpt-oss's experts, which lie on the MXFP4 grid) computes every value of its float twin bit for bit, in float32
+    /// and bfloat16, so it equals transformers on the twin (valuesEqualTransformers). The experts stay packed: the loaded
+    /// model holds the file's uint8 blocks (the mapped memory itself), and each expert's weight is dequantized only when
+    /// asked for, equal to the float twin's.
+    void mxfp4TwinEqualsFloatTwin_data() {
+        QTest::addColumn<QString>("dtype");
+        QTest::newRow("float32") << "float32";
+        QTest::newRow("bfloat16") << "bfloat16";
+    }
+    void mxfp4TwinEqualsFloatTwin() {
+        QFETCH(QString, dtype);
+        Case& twin = load("tiny-gpt-oss", dtype.toStdString());
+        auto packed = Model::load(test::fixture("tiny-gpt-oss") + "-mxfp4", LoadOptions().withDtype(parseDtype(dtype.toStdString())));
+        const ExpertWeights& gu = packed->layer(0)[Module::ExpertGateProj].experts;
+        QVERIFY(gu.weight.empty() && gu.blocks.defined());
+        QCOMPARE(gu.blocks.data_ptr(), packed->weights().get("model.layers.0.mlp.experts.gate_up_proj_blocks").data_ptr());
+        QVERIFY(packed->unusedTensors().empty());
+        for (int i = 0; i < 2; ++i)
+            for (int64_t e = 0; e < packed->config().moe.numExperts; ++e)
+                for (Module m : {Module::ExpertGateProj, Module::ExpertDownProj}) {
+                    QVERIFY(torch::equal(packed->expertWeight(i, m, e), twin.model->expertWeight(i, m, e)));
+                    QVERIFY(torch::equal(packed->expertBias(i, m, e), twin.model->expertBias(i, m, e)));
+                }
+        TraceOptions all;
+        all.save = allValueKeys(*packed, true);
+        for (const std::string run : {"single", "batch"}) {
+            const TraceResult got = trace(*packed, twin.runs.at(run).batch, all);
+            int compared = 0;
+            for (const ValueKey& k : all.save) {
+                const torch::Tensor a = got.value(k), b = twin.runs.at(run).value(k);
+                if (!a.defined() && !b.defined()) continue;
+                QVERIFY2(a.defined() && b.defined() && torch::equal(a, b), (run + " " + valuePath(packed->family(), k)).c_str());
+                ++compared;
+            }
+            QVERIFY2(compared > 40, std::to_string(compared).c_str());  // every value of two blocks and the root
+        }
+    }
+
+    /// gpt-oss's sinks stay visible: attention_probabilities keeps transformers' layout (rows sum to less than 1), the
+    /// sink's share 1 - the row's sum equals softmax([scores | sink])'s last column recomputed from the stored sinks, and
+    /// the head scores report it as sink_share (0 on a family without sinks).
+    void gptOssSinksVisible() {
+        Case& c = load("tiny-gpt-oss", "float32");
+        const auto& r = c.runs.at("single");
+        const auto& w = c.model->weights();
+        double largest = 0;
+        for (int i = 0; i < 2; ++i) {
+            const torch::Tensor p = r.value({Value::AttentionProbabilities, i}), s = r.value({Value::AttentionScores, i}).to(torch::kFloat64);
+            const torch::Tensor sinks = w.get("model.layers." + std::to_string(i) + ".self_attn.sinks").to(torch::kFloat64);
+            const torch::Tensor full = torch::softmax(torch::cat({s, sinks.reshape({1, -1, 1, 1}).expand({s.size(0), -1, s.size(2), 1})}, -1), -1);
+            NNSCOPE_COMPARE_TENSORS(attentionSinkShare(p), full.select(-1, s.size(-1)), 1e-5, 1e-6);
+            QVERIFY((p.sum(-1) < 1 - 1e-3).any().item<bool>());
+            largest = std::max(largest, attentionSinkShare(p).max().item<double>());
+        }
+        QVERIFY(largest > 0.1);
+        const std::vector<HeadScore> scores = headScores(*c.model, r, 0);
+        QCOMPARE(static_cast<int64_t>(scores.size()), 2 * c.model->config().numHeads);
+        for (const HeadScore& h : scores) {
+            const double want = attentionSinkShare(attentionPattern(*c.model, r, h.layer, 0)[h.head]).mean().item<double>();
+            QVERIFY(std::abs(h.sinkShare - want) < 1e-9 && h.sinkShare > 0);
+        }
+        for (const HeadScore& h : headScores(*load("tiny-llama", "float32").model, load("tiny-llama", "float32").runs.at("single"), 0))
+            QVERIFY(h.sinkShare < 1e-5);
     }
 
     void unknownModelTypeNamesTheFamilies() {

@@ -377,7 +377,8 @@ private slots:
                               "apertus-beta", "apertus-alpha-n", "apertus-yarn", "apertus-eps", "ernie-linear", "ernie-use-bias",
                               "ernie-architecture", "persimmon-full-rotary", "persimmon-qkv-nan", "persimmon-gelu-nan", "llama-o-proj-nan",
                               "llama-final-norm-nan", "llama-k-proj-nan", "arcee-up-nan", "apertus-up-nan", "qwen3-moe-router-nan",
-                              "qwen3-moe-expert-nan", "smollm3-nope-k-proj-nan", "gemma3-mm-stray-tensor", "olmo3-k-proj-nan"})
+                              "qwen3-moe-expert-nan", "smollm3-nope-k-proj-nan", "gemma3-mm-stray-tensor", "olmo3-k-proj-nan",
+                              "gpt-oss-sink-nan", "gpt-oss-expert-bias-nan"})
             QTest::newRow(c) << QString(c);
     }
     void brokenCopies() {
@@ -492,6 +493,13 @@ private slots:
                 t["language_model.model.layers.0.mlp.extra_proj.weight"] = torch::randn({96, 64});
             });
             expectFail = "loads_as";
+        } else if (c == "gpt-oss-sink-nan") {  // a sink that is not a number: rows no longer sum to 1 - a share
+            dir = brokenCopy(tmp, "tiny-gpt-oss", {}, [&](TensorMap& t) { setFirst(t, "model.layers.1.self_attn.sinks", nan); });
+            expectFail = "attention_sinks";
+            alsoFail = "pattern_softmax";
+        } else if (c == "gpt-oss-expert-bias-nan") {  // every expert's down_proj bias of block 0
+            dir = brokenCopy(tmp, "tiny-gpt-oss", {}, [&](TensorMap& t) { setFirst(t, "model.layers.0.mlp.experts.down_proj_bias", nan); });
+            expectFail = "routed_is_weighted_sum";
         } else {
             QFAIL("unknown case");
         }

@@ -359,6 +359,7 @@ private slots:
     void attentionAtAnyLength_data();
     void attentionAtAnyLength();
     void attentionLogScale();
+    void attentionShowsTheSink();
     void contextMenuFromPlots();
     void headOverview();
     void textView();
@@ -2138,6 +2139,48 @@ void TestGui::attentionAtAnyLength() {
     qInfo().noquote() << QString("attention at %1 tokens: a head drawn in %2 ms, a wheel zoom in %3 ms, a pan (4 moves) in %4 ms")
                              .arg(n).arg(headMs).arg(zoomMs).arg(panMs);
     QVERIFY2(headMs < 3000 && zoomMs < 1000 && panMs < 2000, "the view is not interactive at this length");
+}
+
+void TestGui::attentionShowsTheSink() {
+    // gpt-oss: the attention view adds a "sink" column holding 1 - each row's sum (the share transformers drops with the
+    // sink's column), and the heads view shows sink_share; a family without sinks has neither.
+    auto w = openWindow(modelDir("tiny-gpt-oss"));
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QVERIFY2(runFromPanel(*w, {"Tom and Lily went to the park."}), qPrintable(w->errorText()));
+    QVERIFY(w->showView("attention"));
+    AttentionView* av = w->attentionView();
+    av->setBlock(0);
+    av->setHead(1);
+    const torch::Tensor probs = w->snapshot()->result.value({Value::AttentionProbabilities, 0})[0][1].to(torch::kFloat64);
+    const int n = static_cast<int>(probs.size(0));
+    const MatrixModel* mm = av->matrixModel();
+    QCOMPARE(mm->columnCount(), n + 1);
+    QCOMPARE(mm->headerData(n, Qt::Horizontal, Qt::DisplayRole).toString(), QString("sink"));
+    double largest = 0;
+    for (int q = 0; q < n; ++q) {
+        const double share = 1 - probs[q].sum().item<double>();
+        QVERIFY2(std::abs(mm->value(q, n) - share) < 1e-6, qPrintable(QString("row %1: %2 vs %3").arg(q).arg(mm->value(q, n)).arg(share)));
+        QVERIFY(std::abs(mm->value(q, 0) - probs[q][0].item<double>()) < 1e-6);  // the keys unchanged
+        largest = std::max(largest, share);
+    }
+    QVERIFY(largest > 1e-2);  // the sink takes a visible share somewhere
+    QVERIFY(w->showView("heads"));
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(!w->headsView()->table()->isColumnHidden(6));
+    QCOMPARE(w->headsView()->model()->headerData(6, Qt::Horizontal).toString(), QString("sink_share"));
+
+    auto llama = openWindow(modelDir("tiny-llama"));
+    QVERIFY(llama);
+    QVERIFY(startTraceDone(*llama));
+    QVERIFY(runFromPanel(*llama, {"Tom and Lily went to the park."}));
+    QVERIFY(llama->showView("attention"));
+    llama->attentionView()->setHead(1);
+    QCOMPARE(llama->attentionView()->matrixModel()->columnCount(),
+             static_cast<int>(llama->snapshot()->result.value({Value::AttentionProbabilities, 0}).size(-1)));
+    QVERIFY(llama->showView("heads"));
+    QVERIFY(viewJobsDone(*llama));
+    QVERIFY(llama->headsView()->table()->isColumnHidden(6));
 }
 
 void TestGui::attentionLogScale() {

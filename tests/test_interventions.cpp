@@ -84,6 +84,8 @@ private slots:
         }
         QTest::newRow("tiny-qwen3-moe/forbid_expert") << "tiny-qwen3-moe" << "forbid_expert"
                                                      << QStringList{"layers.0.mlp.router_logits[:, :, 1] = -inf"};
+        QTest::newRow("tiny-gpt-oss/forbid_expert") << "tiny-gpt-oss" << "forbid_expert"
+                                                   << QStringList{"layers.0.mlp.router_logits[:, :, 1] = -inf"};
         QTest::newRow("tiny-apertus/qproj_head") << "tiny-apertus" << "qproj_head"
                                                  << QStringList{"layers.1.self_attn.q_proj.output[:, :, 16:32] *= 2"};
         QTest::newRow("tiny-persimmon/qkv_q_head") << "tiny-persimmon" << "qkv_q_head"
@@ -157,6 +159,46 @@ private slots:
         QCOMPARE(parseValuePath(*f.model, "layers.2.mlp.expert_indices").value, Value::ExpertIndices);
         QCOMPARE(parseValuePath(*f.model, "layers.1.mlp.mlp_neurons").value, Value::MlpNeurons);
         QVERIFY_THROWS_EXCEPTION(Error, parseValuePath(*f.model, "layers.0.mlp.mlp_neurons"));
+    }
+
+    /// gpt-oss's routing through the same edits: forbidding expert 1 gives the top 2 of the other logits, weighed by a
+    /// softmax over those 2 alone; forcing expert 3 into slot 0 runs expert 3's clamped SwiGLU there (recomputed in
+    /// float64 from the stored stacked tensors, gate and up interleaved, with the biases).
+    void gptOssRoutingEdits() {
+        const Fixture f = load("tiny-gpt-oss");
+        const auto& cfg = f.model->config();
+        TraceOptions o;
+        o.save = {{Value::ExpertIndices, 0}, {Value::ExpertWeights, 0}, {Value::RouterLogits, 0}};
+        const TraceResult clean = trace(*f.model, f.batch, o);
+        QVERIFY((clean.value({Value::ExpertIndices, 0}) == 1).any().item<bool>());
+        auto forbid = std::make_shared<EditList>();
+        forbid->add(parseEdit(*f.model, "layers.0.mlp.router_logits[:, :, 1] = -inf"));
+        o.intervention = forbid;
+        const TraceResult edited = trace(*f.model, f.batch, o);
+        const torch::Tensor idx = edited.value({Value::ExpertIndices, 0});
+        QVERIFY(!(idx == 1).any().item<bool>());
+        auto logits = clean.value({Value::RouterLogits, 0}).to(torch::kFloat64).index_fill(-1, torch::tensor({1}), -INFINITY);
+        auto [top, want] = logits.topk(cfg.moe.topK, -1);
+        QVERIFY(torch::equal(idx, want));
+        NNSCOPE_COMPARE_TENSORS(edited.value({Value::ExpertWeights, 0}), torch::softmax(top, -1), 1e-5, 1e-6);
+
+        auto force = std::make_shared<EditList>();
+        force->add(parseEdit(*f.model, "layers.0.mlp.expert_indices[:, :, 0] = 3"));
+        o.intervention = force;
+        o.save = {{Value::ExpertOutputs, 0}, {Value::MlpInput, 0}, {Value::ExpertIndices, 0}};
+        const TraceResult forced = trace(*f.model, f.batch, o);
+        QVERIFY((forced.value({Value::ExpertIndices, 0}).index({"...", 0}) == 3).all().item<bool>());
+        const auto& w = f.model->weights();
+        auto x = forced.value({Value::MlpInput, 0}).to(torch::kFloat64);
+        auto gu = w.get("model.layers.0.mlp.experts.gate_up_proj")[3].to(torch::kFloat64);  // [hidden, 2 · intermediate]
+        auto guBias = w.get("model.layers.0.mlp.experts.gate_up_proj_bias")[3].to(torch::kFloat64);
+        auto down = w.get("model.layers.0.mlp.experts.down_proj")[3].to(torch::kFloat64);  // [intermediate, hidden]
+        auto downBias = w.get("model.layers.0.mlp.experts.down_proj_bias")[3].to(torch::kFloat64);
+        auto h = torch::matmul(x, gu) + guBias;
+        const double limit = cfg.moe.swigluLimit, alpha = cfg.moe.swigluAlpha;
+        auto gate = h.index({"...", Slice(0, None, 2)}).clamp_max(limit), up = h.index({"...", Slice(1, None, 2)}).clamp(-limit, limit);
+        auto expert3 = torch::matmul((up + 1) * gate * torch::sigmoid(alpha * gate), down) + downBias;
+        NNSCOPE_COMPARE_TENSORS(forced.value({Value::ExpertOutputs, 0}).index({"...", 0, Slice()}), expert3, 1e-4, 1e-5);
     }
 
     void normsUndoEditsBeforeThem() {

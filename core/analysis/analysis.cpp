@@ -55,6 +55,10 @@ torch::Tensor attentionPattern(const Model& model, const TraceResult& result, in
     return promptValue(model, result, {Value::AttentionProbabilities, layer}, row);
 }
 
+torch::Tensor attentionSinkShare(const torch::Tensor& pattern) {
+    return (1.0 - pattern.to(torch::kFloat32).sum(-1)).clamp_min(0);
+}
+
 torch::Tensor neuronActivations(const Model& model, const TraceResult& result, int layer, int64_t row) {
     return promptValue(model, result, {Value::MlpNeurons, layer}, row);
 }

@@ -38,6 +38,10 @@ torch::Tensor promptValue(const Model& model, const TraceResult& result, const V
 
 /// attention_probabilities of block `layer` for prompt `row`: float32 [num_heads, length, length].
 torch::Tensor attentionPattern(const Model& model, const TraceResult& result, int layer, int64_t row);
+/// The attention each query row gave to its head's learned sink (gpt-oss, Family::attentionSinks): 1 minus the row's sum,
+/// pattern [..., query, key] -> [..., query], float32, clamped at 0 (a row of a family without sinks sums to 1, up to
+/// rounding, and gives 0). transformers drops the sink's column after the softmax; this gives it back.
+torch::Tensor attentionSinkShare(const torch::Tensor& pattern);
 /// mlp_neurons of block `layer` for prompt `row`: float32 [length, intermediate_size].
 torch::Tensor neuronActivations(const Model& model, const TraceResult& result, int layer, int64_t row);
 

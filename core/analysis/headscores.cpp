@@ -43,6 +43,7 @@ HeadScore patternScores(const torch::Tensor& pattern, const std::vector<int64_t>
     s.firstToken = n > 1 ? first / static_cast<double>(n - 1) : nan;
     s.diagonal = n > 1 ? diag / static_cast<double>(n - 1) : nan;
     s.induction = inductionCount > 0 ? ind / static_cast<double>(inductionCount) : nan;
+    s.sinkShare = n > 0 ? attentionSinkShare(a).mean().item<double>() : nan;
     return s;
 }
 

@@ -20,11 +20,14 @@ namespace nnscope {
 ///                    induction score)
 ///   first_token    = mean over i in 1..n-1 of A[i, 0]     (the attention sink, Xiao et al. 2023)
 ///   diagonal       = mean over i in 1..n-1 of A[i, i]     (attention to the token itself)
-/// Position 0 is left out of the means where it can only attend to itself.
+///   sink_share     = mean over i in 0..n-1 of 1 - Σ_j A[i, j]  (gpt-oss's learned sinks: the attention given to no
+///                    token, which transformers drops after the softmax; 0 up to rounding where the family has none)
+/// Position 0 is left out of the means where it can only attend to itself. The four pattern scores read the key columns
+/// only, so a head that parks its attention on its sink scores low on every one of them and high on sink_share.
 struct HeadScore {
     int layer = 0;
     int head = 0;
-    double previousToken = 0, induction = 0, firstToken = 0, diagonal = 0;
+    double previousToken = 0, induction = 0, firstToken = 0, diagonal = 0, sinkShare = 0;
 };
 
 /// The scores of every (block, head) of prompt `row` of `result`, a trace that saved every block's

@@ -41,7 +41,9 @@ struct GenerationConfig {
 /// How a router turns its logits into the chosen experts and their weights.
 /// SoftmaxTopK: p = softmax(logits) in float32, the top_k largest p, divided by their sum under norm_topk_prob
 /// (Qwen2/3-MoE, OLMoE, and Mixtral, whose renormalised top-k of the softmax equals a softmax over the top-k logits).
-enum class RouterKind { SoftmaxTopK };
+/// TopKThenSoftmax: the top_k largest logits, then a softmax over those k alone, in the compute dtype (GptOssTopKRouter:
+/// `softmax(topk(logits).values, dim=1, dtype=logits.dtype)`); the weights always sum to 1.
+enum class RouterKind { SoftmaxTopK, TopKThenSoftmax };
 
 /// A mixture of experts in place of some blocks' MLPs (Qwen3MoeSparseMoeBlock and its relatives): num_experts
 /// gated MLPs of moe_intermediate_size neurons, a router (mlp.gate, a Linear hidden_size -> num_experts without bias)
@@ -52,6 +54,11 @@ struct MoeConfig {
     int64_t expertIntermediateSize = 0; ///< moe_intermediate_size (Mixtral: intermediate_size): neurons of one expert
     bool normTopkProb = false;          ///< the chosen experts' probabilities are divided by their sum
     RouterKind router = RouterKind::SoftmaxTopK;
+    bool routerBias = false;            ///< the router is a Linear with a bias (gpt-oss: mlp.router.bias)
+    /// gpt-oss's clamped SwiGLU (GptOssExperts._apply_gate): gate clamped above at swiglu_limit, up to [-limit, limit],
+    /// (up + 1) · gate · sigmoid(swiglu_alpha · gate). Read only by families whose experts are ExpertMlp::ClampedSwiGlu.
+    double swigluAlpha = 1.702;
+    double swigluLimit = 7.0;
     /// The routing weights multiply the experts' outputs in float32 (Mixtral's router returns them uncast); elsewhere
     /// they are cast to the compute dtype first. The same numbers in float32.
     bool weightsInFloat32 = false;

@@ -48,6 +48,7 @@ const char* paramName(Param p) {
         case Param::AlphaN: return "alpha_n";
         case Param::Beta: return "beta";
         case Param::Eps: return "eps";
+        case Param::Sinks: return "sinks";
         default: return "";
     }
 }

@@ -30,6 +30,14 @@ enum class QkNormScope { PerHead, PerHeadTransposed, WholeProjection };
 /// How positions enter the model: a rotary embedding inside the attention, or learned absolute position
 /// embeddings added to the token embeddings before the first block (GPT-2's wpe).
 enum class PositionKind { Rotary, Learned };
+/// What one expert of a mixture computes and how the file stores the experts. Gated: down(act(gate(x)) · up(x)) without
+/// biases, stored one tensor per expert (mlp.experts.{e}.gate_proj.weight) or stacked as transformers holds them.
+/// ClampedSwiGlu (gpt-oss, GptOssExperts): one biased gate_up projection whose output interleaves gate (even columns)
+/// and up (odd columns), the clamped SwiGLU (MoeConfig::swigluAlpha / swigluLimit), a biased down projection; stored
+/// stacked and transposed, mlp.experts.gate_up_proj [num_experts, hidden_size, 2 · intermediate_size] and
+/// mlp.experts.down_proj [num_experts, intermediate_size, hidden_size] with their _bias, or MXFP4-packed
+/// (gate_up_proj_blocks / _scales, down_proj_blocks / _scales).
+enum class ExpertMlp { Gated, ClampedSwiGlu };
 
 /// Where a family's block puts its norms and adds its branches. Llama: pre-norms before the attention and the MLP.
 /// Gemma 2/3 add a norm on each branch's output before the add (sandwich); OLMo 2 has only those output norms;
@@ -65,9 +73,10 @@ Host moduleHost(Module m);
 
 /// A parameter of a module, named in the checkpoint after the module's path ("...q_proj.weight"): nn.Linear's and the
 /// norms' weight and bias, and the four scalars of Apertus' xIELU activation.
-enum class Param { Weight, Bias, AlphaP, AlphaN, Beta, Eps, Count };
+/// Sinks: gpt-oss's learned attention sinks, one logit per query head on self_attn ("self_attn.sinks").
+enum class Param { Weight, Bias, AlphaP, AlphaN, Beta, Eps, Sinks, Count };
 constexpr int kNumParams = static_cast<int>(Param::Count);
-/// The parameter's name in the checkpoint: "weight", "bias", "alpha_p", "alpha_n", "beta", "eps".
+/// The parameter's name in the checkpoint: "weight", "bias", "alpha_p", "alpha_n", "beta", "eps", "sinks".
 const char* paramName(Param p);
 
 /// One stored tensor of a module: (module, parameter), e.g. {Module::OProj, Param::Bias}.
@@ -143,6 +152,12 @@ struct Family {
     /// The family's MLP is a mixture of experts on the blocks config.json says (MoeConfig::layerSparse), a gated MLP
     /// on the others; the router and the experts are in the module table (Module::Router ...).
     bool experts = false;
+    /// What each expert computes and how the file stores the experts (ExpertMlp).
+    ExpertMlp expertMlp = ExpertMlp::Gated;
+    /// Learned attention sinks (gpt-oss): self_attn.sinks [num_heads], one logit per head concatenated to each row of
+    /// scores before the softmax and dropped after it, so a row of attention_probabilities sums to 1 minus the sink's
+    /// share (GptOss eager_attention_forward).
+    bool attentionSinks = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
     /// Config keys that switch the projections' biases on, as the family's modeling code reads them: attention_bias
     /// (q/k/v/o) and mlp_bias (the MLP's projections). Empty: the family's modules are built without that bias whatever

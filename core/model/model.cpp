@@ -181,6 +181,7 @@ torch::Tensor& ModuleWeights::operator[](Param p) {
         case Param::AlphaN: return alphaN;
         case Param::Beta: return beta;
         case Param::Eps: return eps;
+        case Param::Sinks: return sinks;
         default: break;
     }
     throw Error("internal: no parameter " + std::to_string(static_cast<int>(p)) + " on a module.");
@@ -301,6 +302,30 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
     const std::string headName = fam.tensorName({Module::LmHead});
     bool embeddingFromHead = false;
     for (const WeightSpec& spec : schema) {
+        if (spec.perExpert) {
+            // read per expert, never stacked: views of the mapped file, converted expert by expert where the dtype differs
+            ExpertWeights got = readExpertWeights(ws, spec);
+            for (torch::Tensor& t : got.weight)
+                if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
+            if (got.blocks.defined() && got.blocks.device() != options.device) {
+                got.blocks = got.blocks.to(options.device);
+                got.scales = got.scales.to(options.device);
+            }
+            ExpertWeights& owner = m->layers_[static_cast<size_t>(spec.layer)][spec.key.module].experts;
+            if (spec.key.param == Param::Bias) {
+                owner.bias = std::move(got.weight);
+            } else {
+                owner.weight = std::move(got.weight);
+                owner.blocks = got.blocks;
+                owner.scales = got.scales;
+                owner.transposedLayout = got.transposedLayout;
+            }
+            read.insert(spec.name);
+            read.insert(spec.parts.begin(), spec.parts.end());
+            for (const std::string* n : {&spec.fused, &spec.packedBlocks, &spec.packedScales})
+                if (!n->empty()) read.insert(*n);
+            continue;
+        }
         torch::Tensor t;
         const bool xieluBuffer = spec.key.module == Module::ActFn && (spec.key.param == Param::Beta || spec.key.param == Param::Eps);
         if (xieluBuffer) {
@@ -327,8 +352,6 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             t = readWeight(ws, spec);
         }
         read.insert(spec.name);
-        read.insert(spec.parts.begin(), spec.parts.end());
-        if (!spec.fused.empty()) read.insert(spec.fused);
         // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
         if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
         if (spec.transposed) t = t.t();
@@ -629,8 +652,19 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     }
     attnWeights = attnWeights + in.mask;
     tapValue(taps, Value::AttentionScores, layer, attnWeights);
-    // softmax in float32, then back to the query dtype (transformers upcasts here)
-    attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+    if (f.attentionSinks) {
+        // gpt-oss: each head's sink logit joins every row as one more key, the row's maximum is subtracted in the compute
+        // dtype, the softmax runs over keys and sink, and the sink's column is dropped: a row sums to 1 - the sink's share.
+        const torch::Tensor sinks = lw[Module::SelfAttn].sinks.to(attnWeights.scalar_type()).reshape({1, -1, 1, 1})
+                                        .expand({attnWeights.size(0), -1, attnWeights.size(2), 1});
+        torch::Tensor combined = torch::cat({attnWeights, sinks}, -1);
+        combined = combined - std::get<0>(combined.max(-1, /*keepdim=*/true));
+        attnWeights = torch::softmax(combined, -1, torch::kFloat32).to(queryStates.scalar_type())
+                          .narrow(-1, 0, attnWeights.size(-1));
+    } else {
+        // softmax in float32, then back to the query dtype (transformers upcasts here)
+        attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+    }
     tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
     auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
     tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
@@ -645,19 +679,67 @@ torch::Tensor Model::gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW
     return linear(activation(linear(x, gateW, torch::Tensor()), lw) * linear(x, upW, torch::Tensor()), downW, torch::Tensor());
 }
 
+torch::Tensor Model::expertWeight(int layer, Module m, int64_t e) const {
+    requireWeights();
+    if (layer < 0 || layer >= config_.numLayers || !config_.sparseMlp(layer))
+        throw Error("block " + std::to_string(layer) + " of " + dir_ + " has no experts.");
+    if (e < 0 || e >= config_.moe.numExperts)
+        throw Error("expert " + std::to_string(e) + " is outside [0, " + std::to_string(config_.moe.numExperts) + ") in " + dir_ + ".");
+    const ExpertWeights& w = layers_[static_cast<size_t>(layer)][m].experts;
+    if (!w.weight.empty()) return w.weight[static_cast<size_t>(e)];
+    if (!w.blocks.defined())
+        throw Error("block " + std::to_string(layer) + "'s experts of " + dir_ + " have no " + family_->moduleLabel(m) + " projection.");
+    // MXFP4: this expert's blocks and scales alone, dequantized now (the others stay packed in the mapped file)
+    torch::Tensor t = dequantizeMxfp4(w.blocks.select(0, e), w.scales.select(0, e), dtype_);  // [out, in]
+    if (w.transposedLayout) t = t.t().contiguous().t();  // the float file's strides: each expert stored [in, out]
+    return t;
+}
+
+torch::Tensor Model::expertBias(int layer, Module m, int64_t e) const {
+    (void)expertWeight(layer, m, e);  // the same checks
+    const ExpertWeights& w = layers_[static_cast<size_t>(layer)][m].experts;
+    return w.bias.empty() ? torch::Tensor() : w.bias[static_cast<size_t>(e)];
+}
+
+torch::Tensor Model::expert(int layer, int64_t e, const torch::Tensor& x) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    if (family_->expertMlp == ExpertMlp::Gated)
+        return gatedMlp(x, expertWeight(layer, Module::ExpertGateProj, e), expertWeight(layer, Module::ExpertUpProj, e),
+                        expertWeight(layer, Module::ExpertDownProj, e), lw);
+    // gpt-oss (GptOssExperts.forward): x @ gate_up_proj[e] + bias, then the bias added as its own rounding step, as the
+    // modeling file writes `@` and `+` apart; gate the even columns, up the odd ones.
+    const double alpha = config_.moe.swigluAlpha, limit = config_.moe.swigluLimit;
+    const torch::Tensor gateUp = torch::matmul(x, expertWeight(layer, Module::ExpertGateProj, e).t()) +
+                                 expertBias(layer, Module::ExpertGateProj, e);
+    torch::Tensor gate = gateUp.index({"...", Slice(0, None, 2)}).clamp_max(limit);
+    const torch::Tensor up = gateUp.index({"...", Slice(1, None, 2)}).clamp(-limit, limit);
+    // glu = gate * sigmoid(gate * alpha) (alpha a Python float: multiplied in float32 as torch 2.x does), then (up + 1) * glu
+    const torch::Tensor glu = gate * inFloat32(timesNumber(gate, alpha), [](const torch::Tensor& t) { return torch::sigmoid(t); });
+    const torch::Tensor gated = (up + 1) * glu;
+    return torch::matmul(gated, expertWeight(layer, Module::ExpertDownProj, e).t()) + expertBias(layer, Module::ExpertDownProj, e);
+}
+
 torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps) const {
     const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
     const MoeConfig& moe = config_.moe;
     const int64_t b = hidden.size(0), s = hidden.size(1), H = hidden.size(2), k = moe.topK, E = moe.numExperts;
     const torch::Tensor flat = hidden.reshape({b * s, H});
-    // The router (Qwen3MoeTopKRouter): logits in the compute dtype, softmax in float32, the top k, renormalised where
-    // norm_topk_prob says, cast back to the compute dtype (Mixtral keeps them float32: weightsInFloat32).
-    torch::Tensor routerLogits = linear(flat, lw[Module::Router].weight, torch::Tensor()).view({b, s, E});
+    torch::Tensor routerLogits = linear(flat, lw[Module::Router].weight, lw[Module::Router].bias).view({b, s, E});
     tapValue(taps, Value::RouterLogits, layer, routerLogits);
-    const torch::Tensor probs = torch::softmax(routerLogits, -1, torch::kFloat32);
-    auto [topWeights, topIndices] = probs.topk(k, -1);
-    if (moe.normTopkProb) topWeights = topWeights / topWeights.sum(-1, /*keepdim=*/true);
-    if (!moe.weightsInFloat32) topWeights = topWeights.to(dtype_);
+    torch::Tensor topWeights, topIndices;
+    if (moe.router == RouterKind::TopKThenSoftmax) {
+        // GptOssTopKRouter: the top k logits, then a softmax over those k in the logits' dtype (computed in float32 and
+        // rounded once, as torch's CPU softmax does)
+        std::tie(topWeights, topIndices) = routerLogits.topk(k, -1);
+        topWeights = torch::softmax(topWeights, -1, torch::kFloat32).to(routerLogits.scalar_type());
+    } else {
+        // Qwen3MoeTopKRouter: logits in the compute dtype, softmax in float32, the top k, renormalised where
+        // norm_topk_prob says, cast back to the compute dtype (Mixtral keeps them float32: weightsInFloat32).
+        const torch::Tensor probs = torch::softmax(routerLogits, -1, torch::kFloat32);
+        std::tie(topWeights, topIndices) = probs.topk(k, -1);
+        if (moe.normTopkProb) topWeights = topWeights / topWeights.sum(-1, /*keepdim=*/true);
+        if (!moe.weightsInFloat32) topWeights = topWeights.to(dtype_);
+    }
     tapValue(taps, Value::ExpertIndices, layer, topIndices);
     tapValue(taps, Value::ExpertWeights, layer, topWeights);
     if (topIndices.sizes() != torch::IntArrayRef({b, s, k}) || topWeights.sizes() != torch::IntArrayRef({b, s, k}))
@@ -668,19 +750,17 @@ torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps)
     if (!meta && indices.numel() && (indices.min().item<int64_t>() < 0 || indices.max().item<int64_t>() >= E))
         throw Error("expert_indices of block " + std::to_string(layer) + " name an expert outside [0, " + std::to_string(E) + ").");
 
-    // The experts (Qwen3MoeExperts): each expert the batch routes to runs once on the tokens that chose it; the others
-    // are never computed. Each chosen slot's output, before its weight, lands at [token, slot].
+    // The experts (Qwen3MoeExperts, GptOssExperts): each expert the batch routes to runs once on the tokens that chose
+    // it, its weights read (or dequantized) then; the others are never touched. Each chosen slot's output, before its
+    // weight, lands at [token, slot].
     torch::Tensor expertOutputs = torch::zeros({b * s * k, H}, options());
     const torch::Tensor hit = meta ? torch::empty({0}, indices.options().device(torch::kCPU))
                                    : std::get<0>(at::_unique(indices, /*sorted=*/true));
-    const torch::Tensor& gate = lw[Module::ExpertGateProj].weight;  // [E, I, H]
-    const torch::Tensor& up = lw[Module::ExpertUpProj].weight;
-    const torch::Tensor& down = lw[Module::ExpertDownProj].weight;  // [E, H, I]
     for (int64_t n = 0; n < hit.numel(); ++n) {
         const int64_t e = hit[n].item<int64_t>();
         const torch::Tensor slots = (indices == e).nonzero().flatten();       // positions in [token * k + slot]
         const torch::Tensor rows = flat.index_select(0, slots.div(k, "floor"));  // the tokens that chose e
-        expertOutputs.index_copy_(0, slots, gatedMlp(rows, gate[e], up[e], down[e], lw));
+        expertOutputs.index_copy_(0, slots, expert(layer, e, rows));
     }
     expertOutputs = expertOutputs.view({b, s, k, H});
     tapValue(taps, Value::ExpertOutputs, layer, expertOutputs);

@@ -5,6 +5,7 @@
 #include "core/model/rope.h"
 #include "core/io/safetensors.h"
 #include "core/model/taps.h"
+#include "core/model/weights.h"
 #include "core/io/tokenizer.h"
 
 #include <torch/types.h>
@@ -47,9 +48,12 @@ std::string dtypeRequestName(const std::optional<torch::ScalarType>& requested);
 
 /// One module's parameters, in the compute dtype (undefined where the family or config has none). Projections are
 /// nn.Linear's [out, in] (a Conv1D checkpoint's are transposed views); alphaP, alphaN, beta, eps are Apertus' xIELU
-/// scalars (raw, before softplus).
+/// scalars (raw, before softplus); sinks gpt-oss's attention sinks [num_heads] (on self_attn). `experts`: an expert
+/// projection's per-expert weights (Module::ExpertGateProj, ExpertUpProj, ExpertDownProj; read them through
+/// Model::expertWeight).
 struct ModuleWeights {
-    torch::Tensor weight, bias, alphaP, alphaN, beta, eps;
+    torch::Tensor weight, bias, alphaP, alphaN, beta, eps, sinks;
+    ExpertWeights experts;
 
     torch::Tensor& operator[](Param p);
     const torch::Tensor& operator[](Param p) const { return const_cast<ModuleWeights&>(*this)[p]; }
@@ -133,6 +137,15 @@ public:
     /// The final norm's weight [hidden_size] and bias (undefined where the family's norm has none), compute dtype.
     const torch::Tensor& finalNormWeight() const { return root()[Module::Norm].weight; }
     const torch::Tensor& finalNormBias() const { return root()[Module::Norm].bias; }
+    /// Expert `expert`'s projection `m` of block `layer`, nn.Linear's weight [out, in] in the compute dtype: a view of the
+    /// mapped file (or of its converted copy) where the file stores the experts in float, dequantized from the MXFP4 blocks
+    /// and scales of this expert alone where it packs them (nothing else is dequantized). m: ExpertGateProj, ExpertUpProj,
+    /// ExpertDownProj; on gpt-oss (ExpertMlp::ClampedSwiGlu) ExpertGateProj is the interleaved gate_up projection
+    /// [2 · intermediate_size, hidden_size] and there is no ExpertUpProj. Throws nnscope::Error for a block without
+    /// experts, a projection it lacks, or an expert outside [0, num_experts).
+    torch::Tensor expertWeight(int layer, Module m, int64_t expert) const;
+    /// That projection's bias [out] (gpt-oss), undefined where the experts have none.
+    torch::Tensor expertBias(int layer, Module m, int64_t expert) const;
     /// Whether lm_head is embed_tokens' matrix (tie_word_embeddings and no lm_head.weight stored).
     bool headTied() const { return tied_; }
     const RopeTables& rope() const { return rope_; }
@@ -207,6 +220,9 @@ private:
     /// an edited expert_indices or expert_weights is what the experts then use. Throws nnscope::Error when an edit leaves
     /// expert_indices outside [0, num_experts) or changes their shape.
     torch::Tensor mixture(int layer, const torch::Tensor& hidden, Taps* taps) const;
+    /// One expert's output for its rows x [n, hidden_size] -> [n, hidden_size]: the gated MLP, or gpt-oss's biased
+    /// clamped SwiGLU (ExpertMlp::ClampedSwiGlu, GptOssExperts.forward and _apply_gate).
+    torch::Tensor expert(int layer, int64_t e, const torch::Tensor& x) const;
     /// down(act(x · gateᵀ) * (x · upᵀ)) with the block's activation, no biases (one expert, or the shared expert).
     torch::Tensor gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW, const torch::Tensor& upW, const torch::Tensor& downW,
                            const LayerWeights& lw) const;

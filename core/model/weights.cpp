@@ -52,23 +52,50 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
         linear(separate, Module::VProj, i, KW, H, c.attentionBias);
         linear(!separate, Module::QkvProj, i, QW + 2 * KW, H, c.attentionBias);
         linear(true, Module::OProj, i, H, QW, c.oProjBias);
+        add(f.attentionSinks, Module::SelfAttn, Param::Sinks, i, {c.numHeads});
         if (c.qkNorm) {
             const bool whole = f.qkNormScope == QkNormScope::WholeProjection;
             norm(true, Module::QNorm, i, whole ? QW : D, f.qkNormKind);
             norm(true, Module::KNorm, i, whole ? KW : D, f.qkNormKind);
         }
         if (f.experts && c.sparseMlp(i)) {
-            // A mixture of experts: the router, every expert's three projections stacked [num_experts, out, in] (stored one
-            // tensor per expert, or stacked as transformers holds them), the shared expert and its gate.
+            // A mixture of experts: the router, every expert's projections (read per expert: stored one tensor per
+            // expert, stacked as transformers holds them, or MXFP4-packed), the shared expert and its gate.
             const int64_t E = c.moe.numExperts, EI = c.moe.expertIntermediateSize, S = c.moe.sharedExpertIntermediateSize;
             add(true, Module::Router, Param::Weight, i, {E, H});
+            add(c.moe.routerBias, Module::Router, Param::Bias, i, {E});
             const std::string experts = f.nativeModulePath(Module::Experts, i);
-            auto stacked = [&](Module m, int64_t outDim, int64_t inDim, const std::string& fusedLeaf, int chunk) {
+            auto perExpert = [&](Module m, Param p, std::vector<int64_t> shape) {
                 WeightSpec spec;
-                spec.key = {m, Param::Weight};
+                spec.key = {m, p};
                 spec.layer = i;
+                spec.shape = std::move(shape);
+                spec.perExpert = true;
+                return spec;
+            };
+            if (f.expertMlp == ExpertMlp::ClampedSwiGlu) {
+                // gpt-oss (GptOssExperts): gate_up_proj [E, H, 2 EI] (gate and up interleaved on the last axis) and
+                // down_proj [E, EI, H], each with a bias [E, out]; the hub's files hold the weights MXFP4-packed.
+                auto stacked = [&](Module m, int64_t outDim, int64_t inDim, const std::string& leaf) {
+                    WeightSpec w = perExpert(m, Param::Weight, {E, outDim, inDim});
+                    w.name = w.fused = experts + "." + leaf;
+                    w.fusedShape = {E, inDim, outDim};
+                    w.fusedTransposed = true;
+                    w.packedBlocks = w.name + "_blocks";
+                    w.packedScales = w.name + "_scales";
+                    out.push_back(std::move(w));
+                    WeightSpec b = perExpert(m, Param::Bias, {E, outDim});
+                    b.name = b.fused = experts + "." + leaf + "_bias";
+                    b.fusedShape = {E, outDim};
+                    out.push_back(std::move(b));
+                };
+                stacked(Module::ExpertGateProj, 2 * EI, H, "gate_up_proj");
+                stacked(Module::ExpertDownProj, H, EI, "down_proj");
+                continue;
+            }
+            auto stacked = [&](Module m, int64_t outDim, int64_t inDim, const std::string& fusedLeaf, int chunk) {
+                WeightSpec spec = perExpert(m, Param::Weight, {E, outDim, inDim});
                 spec.name = experts + "." + f.modules.at(m).native;
-                spec.shape = {E, outDim, inDim};
                 for (int64_t e = 0; e < E; ++e) spec.parts.push_back(f.expertTensorName(m, i, e));
                 spec.fused = experts + "." + fusedLeaf;
                 spec.fusedShape = {E, chunk >= 0 ? 2 * outDim : outDim, inDim};
@@ -96,20 +123,76 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
 }
 
 torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec) {
-    if (spec.parts.empty()) return store.get(spec.name, spec.shape);
-    if (spec.stackDim < 0 || spec.stackDim >= static_cast<int64_t>(spec.shape.size()) ||
-        spec.shape[static_cast<size_t>(spec.stackDim)] != static_cast<int64_t>(spec.parts.size()))
-        throw Error("internal: " + spec.name + " stacks " + std::to_string(spec.parts.size()) + " parts on an axis of another size.");
-    if (!spec.fused.empty() && !store.contains(spec.parts.front()) && store.contains(spec.fused)) {
-        const torch::Tensor whole = store.get(spec.fused, spec.fusedShape);
-        return spec.fusedChunk < 0 ? whole : whole.chunk(2, 1)[static_cast<size_t>(spec.fusedChunk)];
+    if (spec.perExpert) throw Error("internal: " + spec.name + " is read per expert (readExpertWeights), not as one tensor.");
+    return store.get(spec.name, spec.shape);
+}
+
+const float kFp4Values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                              -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+torch::Tensor dequantizeMxfp4(const torch::Tensor& blocks, const torch::Tensor& scales, torch::ScalarType dtype) {
+    if (blocks.scalar_type() != torch::kUInt8 || scales.scalar_type() != torch::kUInt8 || blocks.dim() < 2 ||
+        blocks.size(-1) != 16 || scales.sizes() != blocks.sizes().slice(0, blocks.dim() - 1))
+        throw Error(std::string("MXFP4 blocks must be uint8 [..., groups, 16] and scales uint8 [..., groups]; got blocks ") +
+                    c10::toString(blocks.scalar_type()) + " " + c10::str(blocks.sizes()) + " and scales " +
+                    c10::toString(scales.scalar_type()) + " " + c10::str(scales.sizes()) + ".");
+    const torch::Tensor lut = torch::from_blob(const_cast<float*>(kFp4Values), {16}, torch::kFloat32).to(blocks.device());
+    const torch::Tensor codes = blocks.to(torch::kInt64);
+    // [..., G, 16, 2]: the low nibble is the even element, the high nibble the odd one
+    torch::Tensor values = torch::stack({lut.index({codes.bitwise_and(0x0F)}), lut.index({codes.bitwise_right_shift(4)})}, -1);
+    values = values.flatten(-3);  // [..., G * 32]
+    // each group of 32 times 2^(scale - 127): a power of two, exact in float32 (and in bfloat16 after the cast)
+    const torch::Tensor factor = torch::exp2((scales.to(torch::kFloat32) - 127.0f)).repeat_interleave(32, -1);
+    return (values * factor).to(dtype);
+}
+
+ExpertWeights readExpertWeights(const WeightStore& store, const WeightSpec& spec) {
+    if (!spec.perExpert || spec.shape.size() < 2)
+        throw Error("internal: " + spec.name + " is not an expert spec of shape [num_experts, ...].");
+    const int64_t E = spec.shape.front();
+    const std::vector<int64_t> partShape(spec.shape.begin() + 1, spec.shape.end());
+    ExpertWeights out;
+    if (!spec.parts.empty() && (spec.fused.empty() || store.contains(spec.parts.front()) || !store.contains(spec.fused))) {
+        if (static_cast<int64_t>(spec.parts.size()) != E)
+            throw Error("internal: " + spec.name + " names " + std::to_string(spec.parts.size()) + " experts, not " + std::to_string(E) + ".");
+        for (const std::string& part : spec.parts) out.weight.push_back(store.get(part, partShape));  // the mapped tensor itself
+        return out;
     }
-    std::vector<int64_t> partShape = spec.shape;
-    partShape.erase(partShape.begin() + spec.stackDim);
-    std::vector<torch::Tensor> parts;
-    parts.reserve(spec.parts.size());
-    for (const std::string& part : spec.parts) parts.push_back(store.get(part, partShape));
-    return torch::stack(parts, spec.stackDim);
+    if (!spec.fused.empty() && store.contains(spec.fused)) {
+        const torch::Tensor whole = store.get(spec.fused, spec.fusedShape);
+        for (int64_t e = 0; e < E; ++e) {  // views of the mapped tensor, one per expert
+            torch::Tensor t = whole.select(0, e);
+            if (spec.fusedChunk >= 0) t = t.chunk(2, 0)[static_cast<size_t>(spec.fusedChunk)];
+            if (spec.fusedTransposed && t.dim() == 2) t = t.t();
+            out.weight.push_back(t);
+        }
+        out.transposedLayout = spec.fusedTransposed;
+        return out;
+    }
+    if (!spec.packedBlocks.empty() && store.contains(spec.packedBlocks)) {
+        if (partShape.size() != 2 || partShape[1] % 32 != 0)
+            throw Error(store.dir() + ": " + spec.packedBlocks + " packs rows of " + std::to_string(partShape.back()) +
+                        " values, not a multiple of the MXFP4 group of 32.");
+        const int64_t groups = partShape[1] / 32;
+        auto packed = [&](const std::string& name, std::vector<int64_t> shape) {
+            if (!store.contains(name))
+                throw Error(store.dir() + ": the checkpoint stores " + spec.packedBlocks + " but not " + name + " (MXFP4 needs both).");
+            const torch::Tensor t = store.get(name);
+            if (t.scalar_type() != torch::kUInt8 || t.sizes() != torch::IntArrayRef(shape))
+                throw Error(store.fileOf(name) + ": " + name + " is " + std::string(c10::toString(t.scalar_type())) + " " + c10::str(t.sizes()) +
+                            "; MXFP4 needs uint8 " + c10::str(torch::IntArrayRef(shape)) + ".");
+            return t;
+        };
+        out.blocks = packed(spec.packedBlocks, {E, partShape[0], groups, 16});
+        out.scales = packed(spec.packedScales, {E, partShape[0], groups});
+        out.transposedLayout = spec.fusedTransposed;
+        return out;
+    }
+    std::string tried;
+    if (!spec.parts.empty()) tried += "'" + spec.parts.front() + "' (one tensor per expert)";
+    if (!spec.fused.empty()) tried += std::string(tried.empty() ? "" : " nor ") + "'" + spec.fused + "' (every expert stacked)";
+    if (!spec.packedBlocks.empty()) tried += " nor '" + spec.packedBlocks + "' (MXFP4)";
+    throw Error(store.dir() + ": the checkpoint has no tensor " + tried + ".");
 }
 
 }  // namespace nnscope

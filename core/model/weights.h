@@ -18,24 +18,61 @@ struct WeightSpec {
     std::string name;            ///< the checkpoint's name (Family::tensorName, with the block filled in)
     std::vector<int64_t> shape;  ///< the stored shape implied by the config (GPT-2's Conv1D: [in, out])
     bool transposed = false;     ///< stored [in, out]: the forward reads its transpose, nn.Linear's [out, in]
-    /// A tensor the checkpoint stores as several tensors stacked on axis `stackDim` (the per-expert layout,
-    /// `mlp.experts.{e}.gate_proj.weight`, that transformers' conversion mapping merges into one): their names, in
-    /// order; empty when the checkpoint stores `name` itself. Each part has `shape` without axis `stackDim`.
+    /// An expert projection (or its bias), read per expert into ExpertWeights by readExpertWeights rather than as one
+    /// tensor: `shape` is [num_experts, out, in] ([num_experts, out] for a bias), each expert's part `shape` without its
+    /// first axis. The file stores it one of three ways, tried in this order:
+    ///  - `parts`: one tensor per expert (`mlp.experts.{e}.gate_proj.weight`), in expert order;
+    ///  - `fused`: one tensor holding every expert stacked, of shape `fusedShape` (transformers' own in-memory layout:
+    ///    `mlp.experts.gate_up_proj [num_experts, 2 * moe_intermediate_size, hidden_size]` with gate then up on axis 1,
+    ///    `fusedChunk` >= 0 taking that chunk of two per expert (0 gate, 1 up), -1 the whole; gpt-oss stores each expert
+    ///    [in, out], `fusedTransposed`);
+    ///  - `packedBlocks` / `packedScales`: MXFP4 (gpt-oss hub files: `gate_up_proj_blocks` uint8 [num_experts, out, in / 32,
+    ///    16], `gate_up_proj_scales` uint8 [num_experts, out, in / 32]), dequantized one expert at a time when it runs.
+    bool perExpert = false;
     std::vector<std::string> parts;
-    int64_t stackDim = 0;
-    /// Where the parts are not stored, the one tensor that holds them stacked (transformers' own in-memory layout of
-    /// the experts: `mlp.experts.gate_up_proj [num_experts, 2 * moe_intermediate_size, hidden_size]` with gate then up
-    /// on axis 1, `mlp.experts.down_proj [num_experts, hidden_size, moe_intermediate_size]`), of shape `fusedShape`;
-    /// `fusedChunk` >= 0 takes that chunk of two on axis 1 (0 gate, 1 up), -1 the whole tensor. Empty: none.
     std::string fused;
     std::vector<int64_t> fusedShape;
     int fusedChunk = -1;
+    bool fusedTransposed = false;
+    std::string packedBlocks, packedScales;
 };
+
+/// Every expert's copy of one projection of a block, held per expert (no stacked copy is ever made): `weight[e]` is
+/// nn.Linear's [out, in], a view of the memory-mapped file (converted once where the stored dtype is not the compute
+/// dtype); for an MXFP4 checkpoint `weight` is empty and `blocks` [num_experts, out, in / 32, 16] / `scales`
+/// [num_experts, out, in / 32] (uint8 views of the mapped file) are dequantized for one expert when it runs
+/// (Model::expertWeight). `bias[e]` [out] where the experts have biases (gpt-oss), else empty.
+struct ExpertWeights {
+    std::vector<torch::Tensor> weight, bias;
+    torch::Tensor blocks, scales;
+    /// The float layout stores each expert [in, out] (gpt-oss): a dequantized expert is given the same strides, so its
+    /// products run the same kernels as the float twin's.
+    bool transposedLayout = false;
+    bool empty() const { return weight.empty() && !blocks.defined(); }
+};
+
+/// The e2m1 values of the 16 four-bit MXFP4 codes (OCP Microscaling Formats v1.0; transformers' FP4_VALUES): codes 0-7
+/// are +0, 0.5, 1, 1.5, 2, 3, 4, 6 and codes 8-15 the same with the sign bit set.
+extern const float kFp4Values[16];
+
+/// Dequantizes MXFP4: blocks uint8 [..., G, 16] (two codes per byte, the low nibble first), scales uint8 [..., G] (e8m0
+/// exponents biased by 127) -> [..., G * 32] in `dtype`, element 2j of group g = kFp4Values[low nibble of byte j] ·
+/// 2^(scale[g] - 127), element 2j + 1 the high nibble's. transformers' _convert_moe_packed_tensors
+/// (integrations/mxfp4.py) before its final transpose; exact in float32 and bfloat16 (a code times a power of two).
+/// Throws nnscope::Error when the shapes do not match or the dtypes are not uint8.
+torch::Tensor dequantizeMxfp4(const torch::Tensor& blocks, const torch::Tensor& scales, torch::ScalarType dtype);
 
 class WeightStore;
 /// The tensor `spec` names, read from `store` with the shape the config implies: the stored tensor itself (a view of the
-/// mapped file), or its parts stacked, or (where the parts are not stored) its chunk of the fused tensor. Throws nnscope::Error naming the missing tensor or the wrong shape.
+/// mapped file). Throws nnscope::Error naming the missing tensor or the wrong shape, or for a per-expert spec
+/// (readExpertWeights reads those).
 torch::Tensor readWeight(const WeightStore& store, const WeightSpec& spec);
+
+/// The experts of a per-expert spec (WeightSpec::perExpert), read from `store` without copying: each stored part, or
+/// each expert's slice of the fused tensor (a view), or the MXFP4 blocks and scales. Returns the weights in `weight`
+/// (also for a bias spec: the caller files them). Throws nnscope::Error naming the tensors the file lacks (every layout
+/// tried) or a wrong shape.
+ExpertWeights readExpertWeights(const WeightStore& store, const WeightSpec& spec);
 
 /// The weights the family's forward reads for `config`, in load order: root tensors first, then block by block.
 /// Shapes follow the config (hidden_size H, num_heads × head_dim QW, num_kv_heads × head_dim KW, intermediate_size

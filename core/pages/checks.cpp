@@ -462,25 +462,54 @@ CheckResult checkRouterTopk(Ctx& x, const std::string&) {
     bool sameChoice = true;
     double smallestSum = 1e9;
     const int64_t k = x.c.moe.topK;
+    const bool topkFirst = x.c.moe.router == RouterKind::TopKThenSoftmax;
     for (int i : blocks) {
-        // the router's logits from the stored gate weight and the MLP's input, then softmax and top-k in float64
-        const T rl = linear64(x.v(Value::MlpInput, i), x.stored(ParamKey{Module::Router}, i), T());
+        // the router's logits from the stored router weight (and bias) and the MLP's input, then top-k and softmax in float64
+        const T rl = linear64(x.v(Value::MlpInput, i), x.stored(ParamKey{Module::Router}, i),
+                              x.c.moe.routerBias ? x.stored(ParamKey{Module::Router, Param::Bias}, i) : T());
         merge(logits, compareRecomputed(x.v(Value::RouterLogits, i), rl, x.dt()));
-        const T p = torch::softmax(x.v(Value::RouterLogits, i).to(torch::kFloat64), -1);
-        auto [top, idx] = p.topk(k, -1);
+        const T logits64 = x.v(Value::RouterLogits, i).to(torch::kFloat64);
+        T top, idx;
+        if (topkFirst) {  // gpt-oss: the top k logits, then a softmax over those k alone
+            std::tie(top, idx) = logits64.topk(k, -1);
+            smallestSum = std::min(smallestSum, std::get<0>(torch::softmax(logits64, -1).topk(k, -1)).sum(-1).min().item<double>());
+            top = torch::softmax(top, -1);
+        } else {
+            const T p = torch::softmax(logits64, -1);
+            std::tie(top, idx) = p.topk(k, -1);
+            smallestSum = std::min(smallestSum, top.sum(-1).min().item<double>());
+            if (x.c.moe.normTopkProb) top = top / top.sum(-1, true);
+        }
         sameChoice = sameChoice && torch::equal(idx, x.v(Value::ExpertIndices, i).to(torch::kInt64));
-        smallestSum = std::min(smallestSum, top.sum(-1).min().item<double>());
-        if (x.c.moe.normTopkProb) top = top / top.sum(-1, true);
         merge(weights, compareRecomputed(x.v(Value::ExpertWeights, i), top, x.dt()));
     }
     const std::string fig = "the top " + std::to_string(k) + " of " + std::to_string(x.c.moe.numExperts) + " experts: " +
                             (sameChoice ? "the same choice" : "another choice") + " in " + blocksText(static_cast<int64_t>(blocks.size())) +
                             "; weights " + recomputedText(weights, x.dt());
-    const std::string det = "router_logits against mlp_input · gateᵀ from the stored router weight: " + recomputedText(logits, x.dt()) +
-                            ". expert_indices against the top-" + std::to_string(k) + " of softmax(router_logits) in float64; expert_weights "
-                            "against those probabilities" + (x.c.moe.normTopkProb ? " divided by their sum (norm_topk_prob)" : " as they are") +
-                            ". Before any renormalisation the chosen experts held at least " + pct(smallestSum) + " of the probability.";
+    const std::string how = topkFirst ? "expert_indices against the top-" + std::to_string(k) + " of router_logits in float64; expert_weights "
+                                        "against the softmax of those " + std::to_string(k) + " logits alone"
+                                      : "expert_indices against the top-" + std::to_string(k) + " of softmax(router_logits) in float64; expert_weights "
+                                        "against those probabilities" + std::string(x.c.moe.normTopkProb ? " divided by their sum (norm_topk_prob)" : " as they are");
+    const std::string det = "router_logits against mlp_input · routerᵀ" + std::string(x.c.moe.routerBias ? " + bias" : "") +
+                            " from the stored router weight: " + recomputedText(logits, x.dt()) + ". " + how +
+                            ". Of the softmax over every expert, the chosen experts held at least " + pct(smallestSum) + ".";
     return claim(logits.ok && weights.ok && sameChoice, fig, det);
+}
+
+/// One expert's output for rows [n, hidden_size] in float64, from the weights Model::expertWeight reads (the mapped file's
+/// per-expert tensors, or this expert's MXFP4 blocks dequantized) and the formulas written out here.
+T expert64(const Ctx& x, int layer, int64_t e, const T& rows) {
+    if (x.f.expertMlp == ExpertMlp::ClampedSwiGlu) {
+        const double limit = x.c.moe.swigluLimit, alpha = x.c.moe.swigluAlpha;
+        const T gu = linear64(rows, x.m.expertWeight(layer, Module::ExpertGateProj, e), x.m.expertBias(layer, Module::ExpertGateProj, e));
+        const T gate = gu.index({"...", Slice(0, None, 2)}).clamp_max(limit);
+        const T up = gu.index({"...", Slice(1, None, 2)}).clamp(-limit, limit);
+        return linear64((up + 1) * gate * torch::sigmoid(alpha * gate), x.m.expertWeight(layer, Module::ExpertDownProj, e),
+                        x.m.expertBias(layer, Module::ExpertDownProj, e));
+    }
+    return linear64(activation64(x.c.hiddenAct, linear64(rows, x.m.expertWeight(layer, Module::ExpertGateProj, e), T())) *
+                        linear64(rows, x.m.expertWeight(layer, Module::ExpertUpProj, e), T()),
+                    x.m.expertWeight(layer, Module::ExpertDownProj, e), T());
 }
 
 CheckResult checkRoutedWeightedSum(Ctx& x, const std::string&) {
@@ -491,18 +520,14 @@ CheckResult checkRoutedWeightedSum(Ctx& x, const std::string&) {
     for (int i : blocks) {
         const T w = x.v(Value::ExpertWeights, i).to(torch::kFloat64), eo = x.v(Value::ExpertOutputs, i).to(torch::kFloat64);
         merge(routed, compareRecomputed(x.v(Value::RoutedOutput, i), (w.unsqueeze(-1) * eo).sum(2), x.dt()));
-        // every chosen expert's output from its own stored projections, as the file holds them (one tensor per expert)
+        // every chosen expert's output from its own weights, read per expert as the file holds them
         const T idx = x.v(Value::ExpertIndices, i).to(torch::kInt64), in = x.v(Value::MlpInput, i);
-        const auto& ws = x.m.weights();
         for (int64_t e = 0; e < x.c.moe.numExperts; ++e) {
-            const std::string g = x.f.expertTensorName(Module::ExpertGateProj, i, e), u = x.f.expertTensorName(Module::ExpertUpProj, i, e),
-                              d = x.f.expertTensorName(Module::ExpertDownProj, i, e);
             const T chosen = (idx == e).nonzero();  // [n, 3]: batch, position, slot
-            if (chosen.size(0) == 0 || !ws.contains(g) || !ws.contains(u) || !ws.contains(d)) continue;
+            if (chosen.size(0) == 0) continue;
             const T rows = in.index({chosen.select(1, 0), chosen.select(1, 1)});
-            const T want = linear64(activation64(x.c.hiddenAct, linear64(rows, ws.get(g), T())) * linear64(rows, ws.get(u), T()), ws.get(d), T());
             merge(experts, compareRecomputed(x.v(Value::ExpertOutputs, i).index({chosen.select(1, 0), chosen.select(1, 1), chosen.select(1, 2)}),
-                                             want, x.dt()));
+                                             expert64(x, i, e, rows), x.dt()));
             recomputed += chosen.size(0);
         }
         T sum = x.v(Value::RoutedOutput, i);
@@ -511,11 +536,16 @@ CheckResult checkRoutedWeightedSum(Ctx& x, const std::string&) {
     }
     const std::string fig = "routed_output vs Σ_k expert_weights · expert_outputs: " + recomputedText(routed, x.dt()) + ", " +
                             blocksText(static_cast<int64_t>(blocks.size()));
-    std::string det = std::to_string(recomputed) + " chosen (token, expert) outputs recomputed in float64 from the stored per-expert "
-                      "projections: " + (recomputed ? recomputedText(experts, x.dt()) : std::string("none (the file stores the experts stacked)")) +
-                      ". mlp_output against routed_output" + (x.c.moe.sharedExpertIntermediateSize > 0 ? " + shared_expert_output" : "") + ": " +
-                      exactText(total, x.dt()) + ".";
-    return claim(routed.ok && experts.ok && total.ok, fig, det);
+    const std::string formula = x.f.expertMlp == ExpertMlp::ClampedSwiGlu
+                                    ? "the clamped SwiGLU ((clamp(up, ±" + num(x.c.moe.swigluLimit) + ") + 1) · g · sigmoid(" +
+                                          num(x.c.moe.swigluAlpha) + " g), g = min(gate, " + num(x.c.moe.swigluLimit) + "), gate and up interleaved) with the biases"
+                                    : "the config's activation";
+    const bool packed = x.m.layer(blocks.front())[Module::ExpertDownProj].experts.blocks.defined();
+    std::string det = std::to_string(recomputed) + " chosen (token, expert) outputs recomputed in float64 from each expert's own weights (" +
+                      std::string(packed ? "its MXFP4 blocks and scales dequantized" : "the file's per-expert tensors") + ") with " + formula +
+                      ": " + recomputedText(experts, x.dt()) + ". mlp_output against routed_output" +
+                      (x.c.moe.sharedExpertIntermediateSize > 0 ? " + shared_expert_output" : "") + ": " + exactText(total, x.dt()) + ".";
+    return claim(routed.ok && experts.ok && total.ok && recomputed > 0, fig, det);
 }
 
 CheckResult checkLens(Ctx& x, const std::string&) {
@@ -1143,21 +1173,39 @@ CheckResult checkGqaScores(Ctx& x, const std::string&) {
     return claim(ok, fig, det);
 }
 
+/// softmax over [scores | sink] with the sink's column dropped (gpt-oss), or softmax(scores), in float64; `sinkShare` gets
+/// the sink's column [b, heads, q] where the family has sinks.
+T pattern64(const Ctx& x, int layer, T* sinkShare = nullptr) {
+    const T s = x.v(Value::AttentionScores, layer).to(torch::kFloat64);
+    if (!x.f.attentionSinks) return torch::softmax(s, -1);
+    const T sink = x.stored(ParamKey{Module::SelfAttn, Param::Sinks}, layer).to(torch::kFloat64).reshape({1, -1, 1, 1})
+                       .expand({s.size(0), -1, s.size(2), 1});
+    const T p = torch::softmax(torch::cat({s, sink}, -1), -1);
+    if (sinkShare) *sinkShare = p.select(-1, s.size(-1));
+    return p.narrow(-1, 0, s.size(-1));
+}
+
 CheckResult checkPatternSoftmax(Ctx& x, const std::string&) {
     auto allowed = torch::ones({x.S, x.S}, torch::TensorOptions().dtype(torch::kBool)).tril();
     Cmp sm;
     double rowErr = 0;
     bool causal = true;
     for (int i = 0; i < x.L; ++i) {
-        T s = x.v(Value::AttentionScores, i).to(torch::kFloat64), p = x.v(Value::AttentionProbabilities, i);
-        merge(sm, compareRecomputed(p, torch::softmax(s, -1), x.dt()));
-        rowErr = std::max(rowErr, (p.to(torch::kFloat64).sum(-1) - 1).abs().max().item<double>());
+        T share;
+        const T p = x.v(Value::AttentionProbabilities, i);
+        merge(sm, compareRecomputed(p, pattern64(x, i, &share), x.dt()));
+        // a row sums to 1, or with sinks to 1 - the sink's share
+        const T want = share.defined() ? 1 - share : torch::ones(p.sizes().slice(0, 3), torch::TensorOptions().dtype(torch::kFloat64));
+        rowErr = std::max(rowErr, (p.to(torch::kFloat64).sum(-1) - want).abs().max().item<double>());
         causal = causal && (p.masked_select(allowed.logical_not()) == 0).all().item<bool>();
     }
     const bool rowsOk = rowErr <= (x.dt() == torch::kBFloat16 ? 2e-2 : 1e-5);
     const bool ok = sm.ok && rowsOk && causal;
-    std::string fig = "softmax(attention_scores) vs attention_probabilities: " + recomputedText(sm, x.dt()) + "; rows sum to 1 within " + num(rowErr) +
-                      "; " + (causal ? "exactly 0" : "NOT 0") + " above the diagonal";
+    const bool sinks = x.f.attentionSinks;
+    std::string fig = std::string(sinks ? "softmax([attention_scores | sink]) without the sink's column" : "softmax(attention_scores)") +
+                      " vs attention_probabilities: " + recomputedText(sm, x.dt()) + "; rows sum to " +
+                      (sinks ? "1 - the sink's share" : "1") + " within " + num(rowErr) + "; " + (causal ? "exactly 0" : "NOT 0") +
+                      " above the diagonal";
     return claim(ok, fig, "Over " + blocksText(x.L) + " and " + std::to_string(x.S) +
                               " positions. nnscope always runs the eager attention, so these interior values exist on every load.");
 }
@@ -1193,6 +1241,34 @@ CheckResult checkSlidingWindow(Ctx& x, const std::string&) {
                       "exactly 0 on every key at least sliding_window positions behind its query, a full block's must reach them. Over " +
                       blocksText(x.L) + " and " + std::to_string(x.S) + " positions.";
     return claim(ok, fig, det);
+}
+
+CheckResult checkAttentionSinks(Ctx& x, const std::string&) {
+    if (!x.f.attentionSinks) return skipped("this family has no attention sinks");
+    Cmp rows;
+    double largest = -1, total = 0;
+    int64_t count = 0;
+    int bestLayer = 0, bestHead = 0;
+    for (int i = 0; i < x.L; ++i) {
+        T share;
+        (void)pattern64(x, i, &share);  // [b, heads, q] in float64, from the scores and the stored sinks
+        const T sum = x.v(Value::AttentionProbabilities, i).to(torch::kFloat64).sum(-1);
+        merge(rows, compareClose(sum, 1 - share, 0, x.dt() == torch::kBFloat16 ? 2e-2 : 1e-5));
+        const T perHead = share.mean(std::vector<int64_t>{0, 2});  // [heads]
+        const int64_t h = perHead.argmax().item<int64_t>();
+        if (perHead[h].item<double>() > largest) largest = perHead[h].item<double>(), bestLayer = i, bestHead = static_cast<int>(h);
+        total += share.sum().item<double>();
+        count += share.numel();
+    }
+    const double mean = count ? total / static_cast<double>(count) : 0;
+    const std::string fig = "rows of attention_probabilities sum to 1 - the sink's share: " +
+                            (rows.finite ? "max |diff| " + num(rows.maxAbs) : std::string("non-finite values")) + "; the sinks take " + pct(mean) +
+                            " of the attention on average, most in block " + std::to_string(bestLayer) + " head " + std::to_string(bestHead) +
+                            " (" + pct(largest) + ")";
+    const std::string det = "Per block, the sink's share softmax([attention_scores | sinks])[..., -1] in float64 from the traced scores and the "
+                            "stored self_attn.sinks, against 1 minus each row's sum of attention_probabilities, over " + blocksText(x.L) +
+                            " and " + std::to_string(x.S) + " positions.";
+    return claim(rows.ok && mean > 0, fig, det);
 }
 
 CheckResult checkSinkNorm(Ctx& x, const std::string&) {
@@ -1476,6 +1552,10 @@ const std::vector<CheckDef>& checkTable() {
          "Per block from layer_types: the largest attention probability on keys at least sliding_window positions behind the query, exactly 0 "
          "on a sliding block and above 0 on a full one (when the prompt is longer than the window); not run when no block slides.",
          [](const Ctx&) { return std::vector<Value>{Value::AttentionProbabilities}; }, false, checkSlidingWindow},
+        {"attention_sinks", "a row of attention_probabilities sums to 1 minus its head's sink share",
+         "Per block, the sink's share recomputed in float64 from attention_scores and the stored self_attn.sinks (softmax over the keys and "
+         "the sink, the sink's column), against 1 minus each row's sum; figure: the mean share and the head that gives its sink the most.",
+         [](const Ctx&) { return std::vector<Value>{Value::AttentionScores, Value::AttentionProbabilities}; }, false, checkAttentionSinks},
         {"sink_norm", "the norm of the residual stream at position 0 against the other positions (a figure)",
          "Per block, ‖layer_output‖ at position 0 and the median over the other positions; the block with the largest ratio is the figure.",
          [](const Ctx&) { return std::vector<Value>{Value::LayerOutput}; }, false, checkSinkNorm},

@@ -139,6 +139,14 @@ void AttentionView::refresh() {
     m.rowTitle = tr("query");
     m.columnTitle = tr("key");
     m.valueName = tr("attention probability");
+    if (snapshot_->model->family().attentionSinks) {
+        // gpt-oss: the row's share that went to the head's learned sink (transformers drops that column after the
+        // softmax, so the rows sum to less than 1): shown as one more column, on the same colour scale
+        const torch::Tensor share = attentionSinkShare(m.values).unsqueeze(-1);
+        m.values = torch::cat({m.values.to(torch::kFloat32), share}, -1);
+        m.columnLabels << tr("sink");
+        m.valueName = tr("attention probability (column \"sink\": the head's sink share, 1 - the row's sum)");
+    }
     model_->setMatrix(std::move(m));
     heatmap_->setTitle(title + tr(" · head %1").arg(head()));
     plots_->setCurrentWidget(heatmap_);

@@ -38,12 +38,15 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     model_ = new QStandardItemModel(this);
-    model_->setHorizontalHeaderLabels({tr("block"), tr("head"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal")});
+    model_->setHorizontalHeaderLabels(
+        {tr("block"), tr("head"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal"), tr("sink_share")});
     const QStringList tips = {
         tr("layers.i"), tr("the query head"),
         tr("mean of A[i, i−1]: attention to the previous token"),
         tr("mean over repeated tokens of A[i, j+1], j the earlier occurrence: attention to what followed it (repeat a phrase in the prompt)"),
-        tr("mean of A[i, 0]: attention to the first token (the attention sink)"), tr("mean of A[i, i]: attention to the token itself")};
+        tr("mean of A[i, 0]: attention to the first token (the attention sink)"), tr("mean of A[i, i]: attention to the token itself"),
+        tr("mean of 1 − Σ_j A[i, j]: attention given to the head's learned sink (gpt-oss), which the pattern's rows leave out; "
+           "shown only for a family with sinks")};
     for (int c = 0; c < tips.size(); ++c) model_->horizontalHeaderItem(c)->setToolTip(tips[c]);
     table_ = new QTableView(content);
     table_->setModel(model_);
@@ -51,6 +54,7 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->verticalHeader()->hide();
+    table_->setColumnHidden(6, true);  // sink_share: shown for a family with attention sinks (setSnapshot)
     // Each column as wide as its header with the sort arrow (#28: "induction / chance 0.058" read "hance 0.058" once
     // sorted); the last one takes what is left.
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -184,6 +188,8 @@ int HeadsView::rowOf(int layer, int head) const {
 void HeadsView::setSnapshot(SnapshotPtr snapshot) {
     snapshot_ = std::move(snapshot);
     dropAnalysis();  // what was under way belongs to the last snapshot
+    // the sink's share, only where the family has learned sinks (gpt-oss); elsewhere it is 0 up to rounding
+    table_->setColumnHidden(6, !(snapshot_ && snapshot_->model->family().attentionSinks));
     random_ = false;
     const bool canTrace = snapshot_ && snapshot_->model->hasWeights();
     repeatedButton_->setEnabled(canTrace);
@@ -279,7 +285,8 @@ void HeadsView::scoresEnded(JobState state, const QVariant& result, const QStrin
     overview_->setScores(scores_);
     for (const HeadScore& h : scores_) {
         QList<QStandardItem*> row;
-        for (double v : {static_cast<double>(h.layer), static_cast<double>(h.head), h.previousToken, h.induction, h.firstToken, h.diagonal}) {
+        for (double v : {static_cast<double>(h.layer), static_cast<double>(h.head), h.previousToken, h.induction, h.firstToken, h.diagonal,
+                         h.sinkShare}) {
             auto* item = new QStandardItem;
             if (std::isnan(v)) {
                 item->setData(-1.0, Qt::UserRole);
