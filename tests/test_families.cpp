@@ -395,7 +395,8 @@ private slots:
     void mixtureOfExperts_data() {
         QTest::addColumn<QString>("fixture");
         for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
-            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos)
+            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos ||
+                e.name.find("deepseek") != std::string::npos)
                 QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
     }
     void mixtureOfExperts() {
@@ -432,7 +433,9 @@ private slots:
             // routed_output = Σ_k expert_weights[k] · expert_outputs[k]
             auto w = r.value({Value::ExpertWeights, i}).to(torch::kFloat64), eo = r.value({Value::ExpertOutputs, i}).to(torch::kFloat64);
             NNSCOPE_COMPARE_TENSORS(r.value({Value::RoutedOutput, i}), (w.unsqueeze(-1) * eo).sum(2), 1e-5, 1e-6);
-            if (cfg.moe.normTopkProb) NNSCOPE_COMPARE_TENSORS(w.sum(-1), torch::ones_like(w.sum(-1)), 1e-6, 1e-6);
+            // renormalised weights sum to 1, times routed_scaling_factor (DeepSeek V3, GLM-4.5)
+            if (cfg.moe.normTopkProb)
+                NNSCOPE_COMPARE_TENSORS(w.sum(-1), torch::full_like(w.sum(-1), cfg.moe.routedScalingFactor), 1e-6, 1e-6);
         }
         // --save, an export, a trace file read back: the integer indices stay integers
         TraceOptions o;
@@ -448,6 +451,68 @@ private slots:
             QVERIFY2(t.defined(), valuePath(c.model->family(), k).c_str());
             QVERIFY(torch::equal(t, saved.value(k)));
         }
+    }
+
+    /// The DeepSeek-style routers' quirks are really on in their fixtures: e_score_correction_bias changes the choice of
+    /// some token (the weights stay the uncorrected scores), and the group limit excludes some expert a plain top-k of
+    /// the corrected scores would take. The choice itself is compared with transformers' by valuesEqualTransformers.
+    void groupRouterQuirksAreOn_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-glm4-moe", "tiny-deepseek-v3", "tiny-deepseek-v2"}) QTest::newRow(f) << QString(f);
+    }
+    void groupRouterQuirksAreOn() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        const MoeConfig& moe = cfg.moe;
+        QVERIFY(moe.router != RouterKind::SoftmaxTopK);
+        bool biasMatters = false, groupsMatter = false;
+        for (const std::string run : {"single", "batch"}) {
+            const auto& r = c.runs.at(run);
+            for (int i = 0; i < static_cast<int>(cfg.numLayers); ++i) {
+                if (!cfg.sparseMlp(i)) continue;
+                const auto logits = r.value({Value::RouterLogits, i}).to(torch::kFloat64).reshape({-1, moe.numExperts});
+                const auto chosen = std::get<0>(r.value({Value::ExpertIndices, i}).reshape({-1, moe.topK}).sort(-1));
+                torch::Tensor scores = moe.router == RouterKind::SigmoidGroupTopK ? torch::sigmoid(logits) : torch::softmax(logits, -1);
+                if (moe.correctionBias) {
+                    const auto plain = std::get<0>(std::get<1>(scores.topk(moe.topK, -1)).sort(-1));
+                    biasMatters |= !torch::equal(plain, chosen);
+                    scores = scores + c.model->layer(i)[Module::Router].correctionBias.to(torch::kFloat64);
+                }
+                const auto ungrouped = std::get<0>(std::get<1>(scores.topk(moe.topK, -1)).sort(-1));
+                groupsMatter |= !torch::equal(ungrouped, chosen);
+            }
+        }
+        if (moe.correctionBias) QVERIFY2(biasMatters, "the correction bias never changed a choice: the fixture does not show it");
+        QVERIFY2(groupsMatter, "the group limit never changed a choice: the fixture does not show it");
+    }
+
+    /// Multi-head latent attention's shapes: queries and keys qk_nope_head_dim + qk_rope_head_dim wide per head, values
+    /// v_head_dim, one shared rotary key part, and the latents as wide as the config says.
+    void latentAttentionShapes_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-deepseek-v3", "tiny-deepseek-v3-qproj", "tiny-deepseek-v2"}) QTest::newRow(f) << QString(f);
+    }
+    void latentAttentionShapes() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        const MlaConfig& a = cfg.mla;
+        QVERIFY(a.enabled);
+        const auto& r = c.runs.at("single");
+        const int64_t s = r.batch.inputIds.size(1), N = cfg.numHeads;
+        QCOMPARE(r.value({Value::AttentionQueries, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.qkNopeHeadDim + a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::AttentionKeys, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.qkNopeHeadDim + a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::AttentionValues, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.vHeadDim}));
+        QCOMPARE(r.value({Value::KeyRope, 0}).sizes().vec(), (std::vector<int64_t>{1, 1, s, a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::KvLatent, 0}).sizes().vec(), (std::vector<int64_t>{1, s, a.kvLoraRank}));
+        QCOMPARE(r.value({Value::QLatent, 0}).defined(), a.qLoraRank > 0);
+        QCOMPARE(c.model->hasValue(Value::QLatent), a.qLoraRank > 0);
+        QCOMPARE(c.model->hasValue(Value::NativeQProjOutput), a.qLoraRank == 0);
+        // every head's key ends with the one shared rotary part
+        const auto keys = r.value({Value::AttentionKeys, 0});
+        for (int64_t h = 0; h < N; ++h)
+            QVERIFY(torch::equal(keys.index({0, h, Slice(), Slice(a.qkNopeHeadDim, None)}), r.value({Value::KeyRope, 0}).index({0, 0})));
     }
 
     void unknownModelTypeNamesTheFamilies() {

@@ -20,7 +20,13 @@ Host moduleHost(Module m) {
         case Module::OProj:
         case Module::QNorm:
         case Module::KNorm:
-        case Module::AttentionDropout: return Host::Attention;
+        case Module::AttentionDropout:
+        case Module::QAProj:
+        case Module::QALayernorm:
+        case Module::QBProj:
+        case Module::KvAProjWithMqa:
+        case Module::KvALayernorm:
+        case Module::KvBProj: return Host::Attention;
         case Module::GateProj:
         case Module::UpProj:
         case Module::GateUpProj:
@@ -48,6 +54,7 @@ const char* paramName(Param p) {
         case Param::AlphaN: return "alpha_n";
         case Param::Beta: return "beta";
         case Param::Eps: return "eps";
+        case Param::CorrectionBias: return "e_score_correction_bias";
         default: return "";
     }
 }
@@ -140,6 +147,12 @@ std::string unavailableReason(const Family& f, Value v) {
     const std::string fusedQkv = "this family projects queries, keys and values with one fused " + f.moduleName(Module::QkvProj);
     const std::string fusedGateUp =
         "this family computes gate and up with one fused " + f.moduleName(Module::GateUpProj) + "; read mlp_activation or mlp_neurons";
+    if (f.latentAttention && (v == Value::NativeQProjOutput || v == Value::NativeKProjOutput || v == Value::NativeVProjOutput ||
+                              v == Value::NativeQkvProjOutput || v == Value::NativeQNormOutput || v == Value::NativeKNormOutput))
+        return v == Value::NativeQProjOutput
+                   ? "q_lora_rank is set: the queries come from q_a_proj, q_a_layernorm and q_b_proj; read q_latent or attention_queries"
+                   : "multi-head latent attention has no k_proj, v_proj or q/k norms: read kv_latent, key_rope, attention_keys or "
+                     "attention_values";
     switch (v) {
         case Value::NativeQProjOutput:
         case Value::NativeKProjOutput:
@@ -168,6 +181,13 @@ std::string unavailableReason(const Family& f, Value v) {
         case Value::ExpertOutputs:
         case Value::RoutedOutput: return "this checkpoint's MLPs have no experts";
         case Value::SharedExpertOutput: return "this checkpoint's mixture has no shared expert";
+        case Value::QLatent:
+            return f.latentAttention ? "q_lora_rank is null: the queries come from q_proj directly, with no latent"
+                                     : "this family's attention has no latent (multi-head latent attention only: DeepSeek V2/V3)";
+        case Value::KvLatent:
+        case Value::QueryNope:
+        case Value::QueryRope:
+        case Value::KeyRope: return "this family's attention has no latent (multi-head latent attention only: DeepSeek V2/V3)";
         case Value::NativePostAttentionNormScale:
         case Value::NativePostAttentionNormNormalized: return "this family's MLP reads the stream unnormed";
         default: return "this family's block does not compute it";
