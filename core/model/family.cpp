@@ -120,15 +120,25 @@ std::string Family::moduleName(Module m) const {
 }
 
 std::string Family::nativeValuePath(Value v, int layer) const {
-    for (const BlockStep& step : forwardSteps(*this))
-        for (const StepValue& sv : step.values)
-            if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
-                const ValueInfo& info = valueInfo(v);
-                if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
-                const std::string host = hostPrefix(info.host);
-                return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
-            }
-    return {};
+    auto find = [&](const std::vector<BlockStep>& steps) -> std::string {
+        for (const BlockStep& step : steps)
+            for (const StepValue& sv : step.values)
+                if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
+                    const ValueInfo& info = valueInfo(v);
+                    if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
+                    const std::string host = hostPrefix(info.host);
+                    return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
+                }
+        return {};
+    };
+    std::string path = find(forwardSteps(*this));
+    if (path.empty() && latentAttention) {  // q_proj's output, where q_lora_rank is null (the family's table has the latent)
+        ModelConfig c;
+        c.qkNorm = qkNorm;
+        c.mla.enabled = true;
+        path = find(forwardSteps(*this, c));
+    }
+    return path;
 }
 
 // Family::readAt is in block.cpp: the place comes from the block description.

@@ -722,7 +722,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Model::latentAttentionIn
     const torch::Tensor expanded =
         linear(latent, lw[Module::KvBProj].weight, torch::Tensor()).view({b, T, N, a.qkNopeHeadDim + a.vHeadDim}).transpose(1, 2);
     torch::Tensor keyStates = torch::cat({expanded.narrow(-1, 0, a.qkNopeHeadDim), keyRope.expand({b, N, T, a.qkRopeHeadDim})}, -1);
-    torch::Tensor valueStates = expanded.narrow(-1, a.qkNopeHeadDim, a.vHeadDim);
+    // contiguous: libtorch 1.13 multiplies a bfloat16 narrow view of the last axis with another kernel than torch 2.x does
+    // (the probabilities · values product then rounds differently); the numbers are the same
+    torch::Tensor valueStates = expanded.narrow(-1, a.qkNopeHeadDim, a.vHeadDim).contiguous();
     torch::Tensor queryStates = torch::cat({queryNope, queryRope}, -1);
     tapValue(taps, Value::AttentionQueries, layer, queryStates);
     tapValue(taps, Value::AttentionKeys, layer, keyStates);

@@ -330,6 +330,19 @@ struct Ctx {
     /// The queries (or keys) entering the rotary: [b, heads, seq, D], float64, read from the native taps.
     T preRotary(int layer, bool keys) const {
         const int64_t b = batch.inputIds.size(0), D = c.headDim;
+        if (c.mla.enabled) {
+            // multi-head latent attention: the rope parts before the rotary, recomputed from the stored projections —
+            // each query head's last qk_rope_head_dim dims, and kv_a_proj_with_mqa's last outputs [b, 1, s, rope]
+            const MlaConfig& a = c.mla;
+            if (keys) {
+                const T compressed = linear64(v(Value::AttentionNormOutput, layer), stored(ParamKey{Module::KvAProjWithMqa}, layer),
+                                              storedIf(ParamKey{Module::KvAProjWithMqa, Param::Bias}, layer, m.layer(layer)[Module::KvAProjWithMqa].bias));
+                return compressed.narrow(-1, a.kvLoraRank, a.qkRopeHeadDim).unsqueeze(1);
+            }
+            const T q = a.qLoraRank > 0 ? linear64(v(Value::QLatent, layer), stored(ParamKey{Module::QBProj}, layer), T())
+                                        : v(Value::NativeQProjOutput, layer).to(torch::kFloat64);
+            return q.view({b, S, c.numHeads, c.qkHeadDim()}).transpose(1, 2).narrow(-1, a.qkNopeHeadDim, a.qkRopeHeadDim);
+        }
         if (c.qkNorm) {
             T t = v(keys ? Value::NativeKNormOutput : Value::NativeQNormOutput, layer);
             // the fused family norms [b, s, H, D] before the transpose; the others norm [b, H, s, D] after it
@@ -352,11 +365,16 @@ struct Ctx {
     }
     /// The value that holds the queries/keys entering the rotary, for the save list.
     std::vector<Value> preRotaryValues() const {
+        if (c.mla.enabled)
+            return {Value::AttentionNormOutput, c.mla.qLoraRank > 0 ? Value::QLatent : Value::NativeQProjOutput, Value::QueryRope, Value::KeyRope};
         if (c.qkNorm) return {Value::NativeQNormOutput, Value::NativeKNormOutput};
         if (f.qkv != QkvLayout::Separate) return {Value::NativeQkvProjOutput};
         return {Value::NativeQProjOutput, Value::NativeKProjOutput};
     }
     std::string preRotaryName() const {
+        if (c.mla.enabled)
+            return "the rope parts of " + f.moduleName(c.mla.qLoraRank > 0 ? Module::QBProj : Module::QProj) + "'s and " +
+                   f.moduleName(Module::KvAProjWithMqa) + "'s outputs";
         if (c.qkNorm) return f.moduleName(Module::QNorm) + "'s output";
         if (f.qkv != QkvLayout::Separate) return "the query slices of " + f.moduleName(Module::QkvProj) + "'s output";
         return f.moduleName(Module::QProj) + "'s output";
@@ -1042,15 +1060,24 @@ struct RotationCmp {
 
 RotationCmp compareRotation(const Ctx& x, const T& invFreq, double scale, RotaryStyle style, int64_t rot) {
     RotationCmp out;
+    // DeepSeek-V3's rope_interleave: adjacent pairs, the result de-interleaved (the even dims' results, then the odd ones')
+    const bool deinterleave = x.c.mla.enabled && x.c.mla.ropeInterleave;
+    if (deinterleave) style = RotaryStyle::AdjacentPairs;
+    auto laidOut = [&](const T& t) {
+        return deinterleave ? torch::cat({t.index({"...", Slice(0, None, 2)}), t.index({"...", Slice(1, None, 2)})}, -1) : t;
+    };
     for (int i = 0; i < x.L; ++i)
         for (bool keys : {false, true}) {
             T pre = x.preRotary(i, keys);
-            T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
-            merge(out.both, compareRecomputed(actual, rotate64(pre, invFreq, scale, style, rot), x.dt()));
+            // under latent attention only the rope parts turn: query_rope and key_rope against them
+            T actual = x.c.mla.enabled ? x.v(keys ? Value::KeyRope : Value::QueryRope, i)
+                                       : x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
+            merge(out.both, compareRecomputed(actual, laidOut(rotate64(pre, invFreq, scale, style, rot)), x.dt()));
             // position 0: the rotation is the identity (times the attention factor on the turned dims)
             T p0 = pre.index({Slice(), Slice(), 0});
             T expected0 = torch::cat({p0.index({"...", Slice(0, rot)}) * scale, p0.index({"...", Slice(rot, None)})}, -1);
-            merge(out.position0, compareExact(actual.index({Slice(), Slice(), 0}), expected0, x.dt()));
+            const T got0 = actual.index({Slice(), Slice(), 0});
+            merge(out.position0, x.c.mla.enabled ? compareRecomputed(got0, laidOut(expected0), x.dt()) : compareExact(got0, expected0, x.dt()));
             if (x.S > 1) {
                 T wrong = rotate64(pre, invFreq, scale, otherStyle(style), rot);
                 out.otherPairing = std::max(out.otherPairing, (actual.to(torch::kFloat64) - wrong).abs().max().item<double>());
@@ -1086,12 +1113,14 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
         for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
         fig += ": not one of the rotaries the note names (" + names + ")";
     }
-    RotationCmp r = compareRotation(x, inv, scale, x.f.rotary, rot);
+    // DeepSeek-V3's rope_interleave pairs adjacent dimensions (compareRotation lays the result out de-interleaved)
+    const RotaryStyle style = x.c.mla.enabled && x.c.mla.ropeInterleave ? RotaryStyle::AdjacentPairs : x.f.rotary;
+    RotationCmp r = compareRotation(x, inv, scale, style, rot);
     const bool pairingMatters = x.S < 2 || r.otherPairing > recomputeTol(x.dt()) * 10;
     fig += "; queries and keys turned by these frequencies: " + recomputedText(r.both, x.dt());
     std::string det = "attention_queries and attention_keys of " + blocksText(x.L) + " at " + std::to_string(x.S) + " positions, recomputed by turning " +
-                      x.preRotaryName() + " with " + pairingText(x.f.rotary, rot) + " at inverse frequencies (and attention factor) written out "
-                      "here for " + x.c.rope.type + ". The " + pairingText(otherStyle(x.f.rotary), rot) + " would be off by " + num(r.otherPairing) + ".";
+                      x.preRotaryName() + " with " + pairingText(style, rot) + " at inverse frequencies (and attention factor) written out "
+                      "here for " + x.c.rope.type + ". The " + pairingText(otherStyle(style), rot) + " would be off by " + num(r.otherPairing) + ".";
     return claim(typeOk && r.both.ok && pairingMatters, fig, det);
 }
 

@@ -220,9 +220,6 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     auto values = [&](const std::string& indent, Host h) {
         for (Value v : standardValues())
             if (valueInfo(v).host == h) lines.push_back({indent + valueText(v), v, std::nullopt});
-        if (h == Host::Attention && c.mla.enabled)
-            for (Value v : latentAttentionValues())
-                if (f.hasValue(v, c)) lines.push_back({indent + valueText(v), v, std::nullopt});
     };
     const int64_t H = c.hiddenSize, D = c.headDim, QW = c.numHeads * D, KW = c.numKvHeads * D, I = c.intermediateSize;
     plain(hostClass(f, Host::Model) + "(");
