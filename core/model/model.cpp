@@ -87,6 +87,16 @@ torch::Tensor overNumber(const torch::Tensor& x, double c) {
     return inFloat32(x, [c](const torch::Tensor& t) { return t / c; });
 }
 
+/// The attention's batched product a [b, h, m, k] · b [b, h, k, n] as torch 2.x computes it in bfloat16: float32 sums,
+/// rounded once. libtorch 1.13 sends a bfloat16 product to oneDNN (which does that) only when b·h·m·k·n exceeds 16³
+/// (its mkldnn checksize); a smaller one goes through a kernel that rounds otherwise (DeepSeek's 12-wide value heads
+/// over a 9-token prompt: 199 of 432 head outputs one ulp off transformers'). float32, and larger products, unchanged.
+torch::Tensor attentionProduct(const torch::Tensor& a, const torch::Tensor& b) {
+    const bool small = a.dim() == 4 && a.size(0) * a.size(1) * a.size(2) * a.size(3) * b.size(3) <= 16 * 16 * 16;
+    if (a.scalar_type() != torch::kBFloat16 || !small || a.is_meta()) return torch::matmul(a, b);
+    return torch::matmul(a.to(torch::kFloat32), b.to(torch::kFloat32)).to(a.scalar_type());
+}
+
 /// nn.Linear: x · wᵀ + b. A single float32 or bfloat16 row (a one-token pass, every generation step) goes through
 /// singleRowLinear, which reads the weights near memory speed (libtorch 1.13's sgemv and oneDNN's bfloat16 product do not).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -653,7 +663,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     auto valueRep = repeatKv(valueStates, groups);
     double scaling = c.attentionScaling;
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
-    auto attnWeights = timesNumber(torch::matmul(queryStates, keyRep.transpose(2, 3)), scaling);
+    auto attnWeights = timesNumber(attentionProduct(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
         attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
         attnWeights = torch::tanh(attnWeights);
@@ -664,7 +674,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     // softmax in float32, then back to the query dtype (transformers upcasts here)
     attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
     tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
-    auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
+    auto attnOutput = attentionProduct(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
     tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
     tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
     auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);

@@ -266,9 +266,13 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     module(a, Module::Experts, f.classPrefix + "Experts(" + std::to_string(c.moe.numExperts) + " x gate/up " + std::to_string(H) + " -> " +
                                    std::to_string(c.moe.expertIntermediateSize) + ", down " + std::to_string(c.moe.expertIntermediateSize) +
                                    " -> " + std::to_string(H) + ", " + activationRepr(c.hiddenAct) + ")");
-    module(a, Module::SharedExpert, f.classPrefix + "MLP(gate/up " + std::to_string(H) + " -> " +
-                                        std::to_string(c.moe.sharedExpertIntermediateSize) + ", down " +
-                                        std::to_string(c.moe.sharedExpertIntermediateSize) + " -> " + std::to_string(H) + ")");
+    {  // the shared expert's own projections, named inside its line (its children have no step of their own)
+        const int64_t S = c.moe.sharedExpertIntermediateSize;
+        module(a, Module::SharedExpert, f.classPrefix + "MLP((" + f.moduleLabel(Module::SharedGateProj) + "): " + linearRepr(H, S, c.mlpBias) +
+                                            ", (" + f.moduleLabel(Module::SharedUpProj) + "): " + linearRepr(H, S, c.mlpBias) + ", (" +
+                                            f.moduleLabel(Module::SharedDownProj) + "): " + linearRepr(S, H, c.mlpBias) + ", " +
+                                            activationRepr(c.hiddenAct) + ")");
+    }
     module(a, Module::SharedExpertGate, linearRepr(H, 1, false));
     values(a, Host::Mlp);
     plain("      )");
