@@ -74,13 +74,15 @@ const std::vector<ValueInfo>& table() {
          "What the MLP adds to the residual stream", nullptr},
         // a mixture of experts: the router and what the chosen experts write (N tokens = batch x seq)
         {Value::RouterLogits, "router_logits", Host::Mlp, "RouterLogits", {"batch", "seq", "num_experts"},
-         "The router's logits over the experts (mlp.gate's output), before the softmax and the choice of the top k", nullptr},
+         "The router's logits over the experts (mlp.gate's output), before the softmax (DeepSeek-V3, GLM-4.5: the sigmoid) and the "
+         "choice of the top k", nullptr},
         {Value::ExpertIndices, "expert_indices", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
-         "The experts each token goes through, int64, in the router's order (the largest routing probability first); edit "
-         "them to force an expert", "the router's forward, its top-k indices"},
+         "The experts each token goes through, int64, in the router's order (the largest routing probability first; DeepSeek "
+         "and GLM-4.5: transformers' unsorted top-k order); edit them to force an expert", "the router's forward, its top-k indices"},
         {Value::ExpertWeights, "expert_weights", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
          "The routing weight of each chosen expert (its softmax probability, renormalised over the chosen ones where the "
-         "family does): what multiplies its output", "the router's forward, its top-k weights"},
+         "family does; DeepSeek and GLM-4.5: its score times routed_scaling_factor): what multiplies its output",
+         "the router's forward, its top-k weights"},
         {Value::ExpertOutputs, "expert_outputs", Host::Mlp, "ExpertOutputs", {"batch", "seq", "top_k", "hidden_size"},
          "Each chosen expert's output before its routing weight: down(act(gate(x)) * up(x)) of that expert",
          "the experts' forward, each expert's down projection output"},
