@@ -143,7 +143,7 @@ Shape shapeOf(const Model& m) {
     const ModelConfig& c = m.config();
     s.layers = c.numLayers;
     s.heads = c.numHeads;
-    s.qkHeadDim = c.headDim;
+    s.qkHeadDim = c.qkHeadDim();
     s.headDim = c.headDim;
     s.vocab = c.vocabSize;
     return s;

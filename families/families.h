@@ -43,4 +43,27 @@ void readRopeByLayerType(const nlohmann::json& j, const std::string& file, doubl
 /// Gemma 3's text model (model_type gemma3_text, families/gemma2.cpp), which the multimodal wrapper (families/gemma3.cpp)
 /// runs as its language model.
 Family gemma3Family();
+
+/// Reads the DeepSeek-style router's keys into c.moe (families/glm4_moe.cpp): n_routed_experts, num_experts_per_tok,
+/// moe_intermediate_size, n_shared_experts (one ungated shared MLP of n_shared_experts * moe_intermediate_size
+/// neurons), routed_scaling_factor, first_k_dense_replace (blocks before it are dense), and by `kind`:
+/// SigmoidGroupTopK (DeepSeek V3, GLM-4.5) norm_topk_prob, n_group, topk_group and the correction bias;
+/// SoftmaxGroupGreedy (DeepSeek V2) topk_method, and n_group / topk_group under "group_limited_greedy". Throws
+/// nnscope::Error naming the key: a count missing or out of range, groups that do not divide the experts, a top k larger
+/// than the searched groups hold, an unknown topk_method.
+void readGroupRouterConfig(const nlohmann::json& j, const std::string& file, RouterKind kind, ModelConfig& c);
+
+/// Names the DeepSeek-style shared experts: mlp.shared_experts (nnterp's shared_expert) with gate_proj, up_proj and
+/// down_proj, and no gate of their own.
+void setSharedExpertsModules(Family& f);
+
+/// Reads the keys of DeepSeek's multi-head latent attention (families/deepseek_v3.cpp) into c.mla, and sets head_dim
+/// to v_head_dim and the attention's scaling to qk_head_dim ** -0.5, times mscale² under a scaled rotary with
+/// mscale_all_dim (yarn_apply_mscale). Throws nnscope::Error naming the key: a width missing or out of range, or
+/// num_key_value_heads other than num_attention_heads (every head has its own expanded key).
+void readLatentAttentionConfig(const nlohmann::json& j, const std::string& file, bool ropeInterleaveKey, ModelConfig& c);
+
+/// Marks `f` a multi-head latent attention family (DeepSeek V2/V3): its module names (q_proj / q_a_proj, q_a_layernorm,
+/// q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj), no k_proj or v_proj.
+void setLatentAttentionModules(Family& f);
 }  // namespace nnscope

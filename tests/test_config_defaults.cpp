@@ -139,6 +139,13 @@ const std::map<std::string, std::string>& refusedOnPurpose() {
          "a head_dim key other than hidden_size / num_attention_heads: GPT-NeoX's heads keep their width but transformers "
          "builds the rotary tables from the key and turns int(head_dim * rotary_pct) dimensions; no real checkpoint has "
          "such a key, so nnscope refuses it by name rather than carry a second head width"},
+        {"deepseek_v2/class-defaults",
+         "num_experts_per_tok null (DeepseekV2Config's default): transformers builds the model and fails in the router's "
+         "torch.topk on the first forward pass; nnscope refuses the file by name"},
+        {"glm4_moe/class-defaults",
+         "head_dim 4096 // 96 = 42 with partial_rotary_factor 0.5 asks to turn 21 dimensions, an odd width: transformers "
+         "builds 11 frequencies and turns 22 (no real checkpoint: GLM-4.5 sets head_dim 128); nnscope refuses the odd width "
+         "by name"},
     };
     return cases;
 }

@@ -397,7 +397,8 @@ private slots:
     void mixtureOfExperts_data() {
         QTest::addColumn<QString>("fixture");
         for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))
-            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos || e.name.find("gpt-oss") != std::string::npos)
+            if (e.name.find("moe") != std::string::npos || e.name.find("mixtral") != std::string::npos || e.name.find("gpt-oss") != std::string::npos ||
+                e.name.find("deepseek") != std::string::npos)
                 QTest::newRow(e.name.c_str()) << QString::fromStdString(e.name);
     }
     void mixtureOfExperts() {
@@ -434,7 +435,9 @@ private slots:
             // routed_output = Σ_k expert_weights[k] · expert_outputs[k]
             auto w = r.value({Value::ExpertWeights, i}).to(torch::kFloat64), eo = r.value({Value::ExpertOutputs, i}).to(torch::kFloat64);
             NNSCOPE_COMPARE_TENSORS(r.value({Value::RoutedOutput, i}), (w.unsqueeze(-1) * eo).sum(2), 1e-5, 1e-6);
-            if (cfg.moe.normTopkProb) NNSCOPE_COMPARE_TENSORS(w.sum(-1), torch::ones_like(w.sum(-1)), 1e-6, 1e-6);
+            // renormalised weights sum to 1, times routed_scaling_factor (DeepSeek V3, GLM-4.5)
+            if (cfg.moe.normTopkProb)
+                NNSCOPE_COMPARE_TENSORS(w.sum(-1), torch::full_like(w.sum(-1), cfg.moe.routedScalingFactor), 1e-6, 1e-6);
         }
         // --save, an export, a trace file read back: the integer indices stay integers
         TraceOptions o;
@@ -710,6 +713,146 @@ private slots:
         }
         for (const HeadScore& h : headScores(*load("tiny-llama", "float32").model, load("tiny-llama", "float32").runs.at("single"), 0))
             QVERIFY(h.sinkShare < 1e-5);
+    }
+
+    /// The DeepSeek-style routers' quirks are really on in their fixtures: e_score_correction_bias changes the choice of
+    /// some token (the weights stay the uncorrected scores), and the group limit excludes some expert a plain top-k of
+    /// the corrected scores would take. The choice itself is compared with transformers' by valuesEqualTransformers.
+    void groupRouterQuirksAreOn_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-glm4-moe", "tiny-deepseek-v3", "tiny-deepseek-v2"}) QTest::newRow(f) << QString(f);
+    }
+    void groupRouterQuirksAreOn() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        const MoeConfig& moe = cfg.moe;
+        QVERIFY(moe.router != RouterKind::SoftmaxTopK);
+        bool biasMatters = false, groupsMatter = false;
+        for (const std::string run : {"single", "batch"}) {
+            const auto& r = c.runs.at(run);
+            for (int i = 0; i < static_cast<int>(cfg.numLayers); ++i) {
+                if (!cfg.sparseMlp(i)) continue;
+                const auto logits = r.value({Value::RouterLogits, i}).to(torch::kFloat64).reshape({-1, moe.numExperts});
+                const auto chosen = std::get<0>(r.value({Value::ExpertIndices, i}).reshape({-1, moe.topK}).sort(-1));
+                torch::Tensor scores = moe.router == RouterKind::SigmoidGroupTopK ? torch::sigmoid(logits) : torch::softmax(logits, -1);
+                if (moe.correctionBias) {
+                    const auto plain = std::get<0>(std::get<1>(scores.topk(moe.topK, -1)).sort(-1));
+                    biasMatters |= !torch::equal(plain, chosen);
+                    scores = scores + c.model->layer(i)[Module::Router].correctionBias.to(torch::kFloat64);
+                }
+                const auto ungrouped = std::get<0>(std::get<1>(scores.topk(moe.topK, -1)).sort(-1));
+                groupsMatter |= !torch::equal(ungrouped, chosen);
+            }
+        }
+        if (moe.correctionBias) QVERIFY2(biasMatters, "the correction bias never changed a choice: the fixture does not show it");
+        QVERIFY2(groupsMatter, "the group limit never changed a choice: the fixture does not show it");
+    }
+
+    /// The DeepSeek-style mixtures load from transformers' own stacked layout (mlp.experts.gate_up_proj [experts, 2 x
+    /// moe_intermediate_size, hidden], mlp.experts.down_proj) as from the per-expert tensors save_pretrained writes, with the
+    /// same logits; the router's correction bias is float32 whatever the file stores (the fixtures store bfloat16).
+    void groupRouterStackedExpertsLoad_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-glm4-moe", "tiny-deepseek-v2"}) QTest::newRow(f) << QString(f);
+    }
+    void groupRouterStackedExpertsLoad() {
+        QFETCH(QString, fixture);
+        const std::string dir = test::fixture(fixture.toStdString());
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        const Family& f = c.model->family();
+        SafetensorsFile file(dir + "/model.safetensors");
+        std::map<std::string, torch::Tensor> tensors;
+        for (const auto& [name, entry] : file.entries()) tensors[name] = file.tensor(name).clone();
+        int stackedBlocks = 0;
+        for (int i = 0; i < static_cast<int>(cfg.numLayers); ++i) {
+            if (!cfg.sparseMlp(i)) continue;
+            std::vector<torch::Tensor> gateUp, down;
+            for (int64_t e = 0; e < cfg.moe.numExperts; ++e) {
+                const std::string g = f.expertTensorName(Module::ExpertGateProj, i, e), u = f.expertTensorName(Module::ExpertUpProj, i, e),
+                                  d = f.expertTensorName(Module::ExpertDownProj, i, e);
+                gateUp.push_back(torch::cat({tensors.at(g), tensors.at(u)}, 0));
+                down.push_back(tensors.at(d));
+                tensors.erase(g), tensors.erase(u), tensors.erase(d);
+            }
+            const std::string experts = f.nativeModulePath(Module::Experts, i);
+            tensors[experts + ".gate_up_proj"] = torch::stack(gateUp);
+            tensors[experts + ".down_proj"] = torch::stack(down);
+            ++stackedBlocks;
+            if (cfg.moe.correctionBias)
+                QCOMPARE(tensors.at(f.tensorName({Module::Router, Param::CorrectionBias}, i)).scalar_type(), torch::kBFloat16);
+        }
+        QVERIFY(stackedBlocks > 0);
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+        auto stacked = Model::fromTensors(config, tensors, LoadOptions().withDtype(torch::kFloat32), fixture.toStdString() + " (stacked)");
+        QVERIFY(stacked->unusedTensors().empty());
+        for (int i = 0; i < static_cast<int>(cfg.numLayers); ++i)
+            if (cfg.sparseMlp(i) && cfg.moe.correctionBias)
+                QCOMPARE(stacked->layer(i)[Module::Router].correctionBias.scalar_type(), torch::kFloat32);
+        c10::InferenceMode g;
+        const auto ids = c.golden->tensor("single.input_ids");
+        QVERIFY(torch::equal(stacked->forward(ids, {}, nullptr), c.model->forward(ids, {}, nullptr)));
+        NNSCOPE_COMPARE_TENSORS(stacked->forward(ids, {}, nullptr), c.golden->tensor("single.logits"), kF32Rtol, kF32Atol);
+    }
+
+    /// A DeepSeek-style config transformers cannot route is refused, naming config.json and the key.
+    void groupRouterConfigRefusals_data() {
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("value");  // JSON
+        QTest::newRow("v2 unknown topk_method") << "tiny-deepseek-v2" << "topk_method" << "\"noaux_tc\"";
+        QTest::newRow("v2 groups do not divide") << "tiny-deepseek-v2" << "n_group" << "3";
+        QTest::newRow("v2 no experts per token") << "tiny-deepseek-v2" << "num_experts_per_tok" << "null";
+        QTest::newRow("v3 groups of one") << "tiny-deepseek-v3" << "n_group" << "8";
+        QTest::newRow("v3 kv heads") << "tiny-deepseek-v3" << "num_key_value_heads" << "1";
+        QTest::newRow("v3 odd rope dim") << "tiny-deepseek-v3" << "qk_rope_head_dim" << "7";
+        QTest::newRow("glm top k past the groups") << "tiny-glm4-moe" << "num_experts_per_tok" << "5";
+    }
+    void groupRouterConfigRefusals() {
+        QFETCH(QString, fixture);
+        QFETCH(QString, key);
+        QFETCH(QString, value);
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(test::fixture(fixture.toStdString()) + "/config.json"));
+        config[key.toStdString()] = nlohmann::json::parse(value.toStdString());
+        try {
+            resolveModelConfig(config, "x/config.json");
+            QFAIL("accepted");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("x/config.json") != std::string::npos, m.c_str());
+            QVERIFY2(m.find(key.toStdString()) != std::string::npos || (key == "n_group" && m.find("n_routed_experts") != std::string::npos) ||
+                         (key == "num_experts_per_tok" && m.find("num_experts_per_tok") != std::string::npos),
+                     m.c_str());
+        }
+    }
+
+    /// Multi-head latent attention's shapes: queries and keys qk_nope_head_dim + qk_rope_head_dim wide per head, values
+    /// v_head_dim, one shared rotary key part, and the latents as wide as the config says.
+    void latentAttentionShapes_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const char* f : {"tiny-deepseek-v3", "tiny-deepseek-v3-qproj", "tiny-deepseek-v2"}) QTest::newRow(f) << QString(f);
+    }
+    void latentAttentionShapes() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        const ModelConfig& cfg = c.model->config();
+        const MlaConfig& a = cfg.mla;
+        QVERIFY(a.enabled);
+        const auto& r = c.runs.at("single");
+        const int64_t s = r.batch.inputIds.size(1), N = cfg.numHeads;
+        QCOMPARE(r.value({Value::AttentionQueries, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.qkNopeHeadDim + a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::AttentionKeys, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.qkNopeHeadDim + a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::AttentionValues, 0}).sizes().vec(), (std::vector<int64_t>{1, N, s, a.vHeadDim}));
+        QCOMPARE(r.value({Value::KeyRope, 0}).sizes().vec(), (std::vector<int64_t>{1, 1, s, a.qkRopeHeadDim}));
+        QCOMPARE(r.value({Value::KvLatent, 0}).sizes().vec(), (std::vector<int64_t>{1, s, a.kvLoraRank}));
+        QCOMPARE(r.value({Value::QLatent, 0}).defined(), a.qLoraRank > 0);
+        QCOMPARE(c.model->hasValue(Value::QLatent), a.qLoraRank > 0);
+        QCOMPARE(c.model->hasValue(Value::NativeQProjOutput), a.qLoraRank == 0);
+        // every head's key ends with the one shared rotary part
+        const auto keys = r.value({Value::AttentionKeys, 0});
+        for (int64_t h = 0; h < N; ++h)
+            QVERIFY(torch::equal(keys.index({0, h, Slice(), Slice(a.qkNopeHeadDim, None)}), r.value({Value::KeyRope, 0}).index({0, 0})));
     }
 
     void unknownModelTypeNamesTheFamilies() {

@@ -231,6 +231,7 @@ const std::map<QString, QString>& expectedNames() {
         {"mlp_neurons", "mlp_neurons"}, {"down_proj", "mlp_output"}, {"layer_output", "layer_output"},
         {"router", "router_logits"}, {"experts", "expert_outputs"}, {"routed_output", "mlp_output"},
         {"shared_expert", "shared_expert_output"},
+        {"q_a_layernorm", "q_latent"}, {"kv_a_layernorm", "kv_latent"}, {"query_rope", "query_rope"}, {"key_rope", "key_rope"},
     };
     return names;
 }
@@ -584,11 +585,23 @@ void TestGui::diagramHoverAndPin_data() {
         QTest::newRow(moe) << QString::fromStdString(fixture) << QStringList{"router", "experts", "routed_output"}
                            << QStringList{"gate_proj", "up_proj", "mlp_neurons"} << QStringList{} << QStringList{};
     }
+    // DeepSeek-style mixtures with shared experts (no gate); DeepSeek's multi-head latent attention in place of q/k/v
+    QTest::newRow("glm4_moe") << "tiny-glm4-moe" << QStringList{"q_proj", "q_norm", "k_norm", "router", "experts", "shared_expert"}
+                              << QStringList{"shared_expert_gate", "kv_b_proj", "qkv_proj"} << QStringList{}
+                              << QStringList{"shared_expert=shared_expert/shared_experts"};
+    for (const char* mla : {"deepseek_v3", "deepseek_v2"}) {
+        const QString fixture = QString("tiny-") + QString(mla).replace("_", "-");
+        QTest::newRow(mla) << fixture
+                           << QStringList{"q_a_proj", "q_a_layernorm", "q_b_proj", "kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj",
+                                          "key_rope", "query_rope", "router", "shared_expert"}
+                           << QStringList{"q_proj", "k_proj", "v_proj", "qkv_proj", "shared_expert_gate"} << QStringList{}
+                           << QStringList{"kv_b_proj=kv_b_proj"};
+    }
     // every family in the registry has a row (a family added later fails here until it gets one)
     for (const Family& f : families())
         QVERIFY2(QStringList({"llama", "arcee", "apertus", "ernie4_5", "persimmon", "qwen2", "qwen3", "mistral", "gemma2",
                               "gemma3_text", "olmo2", "gpt_neox", "gpt2", "phi3", "qwen3_moe", "qwen2_moe", "mixtral", "olmoe",
-                              "smollm3", "olmo3", "gemma3"})
+                              "smollm3", "olmo3", "gemma3", "glm4_moe", "deepseek_v3", "deepseek_v2"})
                      .contains(QString::fromStdString(f.modelType)),
                  qPrintable("no diagram row for family " + QString::fromStdString(f.modelType)));
 }
@@ -646,7 +659,8 @@ void TestGui::diagramHoverAndPin() {
         const PartInfo info = d->info(part.id);
         if (!part.value) {  // the layers strip box, Persimmon's dropout and the branch-output norms draw no value
             QVERIFY2(part.id == "layers" || part.id == "dropout" || part.id.endsWith("_output_norm") || part.id == "gate_up_proj" ||
-                         part.id == "shared_expert_gate", qPrintable(part.id));
+                         part.id == "shared_expert_gate" || part.id == "q_a_proj" || part.id == "q_b_proj" ||
+                         part.id == "kv_a_proj_with_mqa" || part.id == "kv_b_proj", qPrintable(part.id));
             QVERIFY(html.contains(info.name));
             continue;
         }
@@ -681,6 +695,10 @@ void TestGui::diagramHoverAndPin() {
         want.erase("mlp_neurons");
         want.insert({"router_logits", "expert_outputs"});
         if (layout.part("shared_expert")) want.insert("shared_expert_output");
+    }
+    if (layout.part("kv_a_layernorm")) {  // multi-head latent attention: its latents and rotary parts
+        want.insert({"kv_latent", "query_rope", "key_rope"});
+        if (layout.part("q_a_layernorm")) want.insert("q_latent");
     }
     QCOMPARE(standardShown, want);
 

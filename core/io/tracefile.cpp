@@ -52,7 +52,12 @@ int64_t axisSize(const std::string& axis, const ModelConfig& c) {
         else if (factor == "intermediate_size") v = c.intermediateSize;
         else if (factor == "num_heads") v = c.numHeads;
         else if (factor == "num_kv_heads") v = c.numKvHeads;
-        else if (factor == "head_dim" || factor == "qk_head_dim") v = c.headDim;
+        else if (factor == "head_dim") v = c.headDim;
+        else if (factor == "qk_head_dim") v = c.qkHeadDim();
+        else if (c.mla.enabled && factor == "q_lora_rank") v = c.mla.qLoraRank;
+        else if (c.mla.enabled && factor == "kv_lora_rank") v = c.mla.kvLoraRank;
+        else if (c.mla.enabled && factor == "qk_nope_head_dim") v = c.mla.qkNopeHeadDim;
+        else if (c.mla.enabled && factor == "qk_rope_head_dim") v = c.mla.qkRopeHeadDim;
         else if (factor == "vocab_size") v = c.vocabSize;
         else if (!factor.empty() && factor.find_first_not_of("0123456789") == std::string::npos) v = std::stoll(factor);
         if (v < 0) return -1;

@@ -3,6 +3,7 @@
 
 #include "core/model/error.h"
 
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -54,7 +55,21 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
     } else {  // OLMo 2: the stream itself enters the attention
         step(Host::Layer, Module::SelfAttn, {in(Value::AttentionNormOutput)});
     }
-    if (f.qkv == QkvLayout::Separate) {
+    if (c.mla.enabled) {
+        // Multi-head latent attention: the query latent (or q_proj), the shared key/value latent with the rotary key part,
+        // the split heads after the rotary, then kv_b_proj expands the latent into every head's key and value.
+        if (c.mla.qLoraRank > 0) {
+            step(Host::Attention, Module::QAProj, {});
+            step(Host::Attention, Module::QALayernorm, {out(Value::QLatent)});
+            step(Host::Attention, Module::QBProj, {});
+        } else {
+            step(Host::Attention, Module::QProj, {out(Value::NativeQProjOutput)});
+        }
+        step(Host::Attention, Module::KvAProjWithMqa, {});
+        step(Host::Attention, Module::KvALayernorm, {out(Value::KvLatent)});
+        step(Host::Attention, std::nullopt, {inside(Value::QueryNope), inside(Value::QueryRope), inside(Value::KeyRope)});
+        step(Host::Attention, Module::KvBProj, {});
+    } else if (f.qkv == QkvLayout::Separate) {
         step(Host::Attention, Module::QProj, {out(Value::NativeQProjOutput)});
         step(Host::Attention, Module::KProj, {out(Value::NativeKProjOutput)});
         step(Host::Attention, Module::VProj, {out(Value::NativeVProjOutput)});
@@ -103,9 +118,13 @@ std::vector<BlockStep> forwardSteps(const Family& f, const ModelConfig& c) {
         step(Host::Mlp, Module::Router, {out(Value::RouterLogits), inside(Value::ExpertIndices), inside(Value::ExpertWeights)});
         step(Host::Mlp, Module::Experts, {inside(Value::ExpertOutputs), out(Value::RoutedOutput)});
         if (c.moe.sharedExpertIntermediateSize > 0) {
-            step(Host::Mlp, Module::SharedExpert, {});
-            step(Host::Mlp, Module::SharedExpertGate, {});
-            step(Host::Mlp, std::nullopt, {inside(Value::SharedExpertOutput)});
+            if (f.hasModule(Module::SharedExpertGate)) {  // Qwen2-MoE: the output times a sigmoid gate
+                step(Host::Mlp, Module::SharedExpert, {});
+                step(Host::Mlp, Module::SharedExpertGate, {});
+                step(Host::Mlp, std::nullopt, {inside(Value::SharedExpertOutput)});
+            } else {  // DeepSeek, GLM: the shared experts' own output
+                step(Host::Mlp, Module::SharedExpert, {out(Value::SharedExpertOutput)});
+            }
         }
     }
     step(Host::Mlp, std::nullopt, {out(Value::MlpOutput)});
@@ -128,6 +147,10 @@ std::vector<BlockStep> forwardSteps(const Family& f) {
         c.numLayers = 2;
         c.moe.layerSparse = {true, false};
         if (f.hasModule(Module::SharedExpert)) c.moe.sharedExpertIntermediateSize = 1;
+    }
+    if (f.latentAttention) {  // with the query latent (q_lora_rank set)
+        c.mla.enabled = true;
+        c.mla.qLoraRank = 1;
     }
     return forwardSteps(f, c);
 }
@@ -231,14 +254,38 @@ std::string moduleDetail(const Family& f, const ModelConfig& c, Module m) {
         case Module::UpProj:
         case Module::DownProj: return c.mlpBias ? "biased" : "";
         case Module::ActFn: return c.hiddenAct;
-        case Module::Router:
-            return "Linear hidden_size → " + std::to_string(c.moe.numExperts) + " experts; softmax, then the top " +
-                   std::to_string(c.moe.topK) + (c.moe.normTopkProb ? ", renormalised to sum 1" : ", not renormalised");
+        case Module::Router: {
+            const MoeConfig& m = c.moe;
+            const std::string n = std::to_string(m.numExperts), k = std::to_string(m.topK);
+            const std::string groups = " of the best " + std::to_string(m.topkGroup) + " of " + std::to_string(m.numGroups) + " groups";
+            char scale[32];
+            std::snprintf(scale, sizeof scale, "%g", m.routedScalingFactor);
+            if (m.router == RouterKind::SigmoidGroupTopK)
+                return "Linear hidden_size → " + n + " experts in float32; sigmoid, + e_score_correction_bias for the choice, the top " + k +
+                       (m.numGroups > 1 ? groups + " (a group scored by its two best)" : std::string()) +
+                       (m.normTopkProb ? "; the uncorrected scores renormalised" : "; the uncorrected scores") + ", × " + scale;
+            if (m.router == RouterKind::SoftmaxGroupGreedy)
+                return "Linear hidden_size → " + n + " experts in float32; softmax, the top " + k +
+                       (m.groupLimited ? groups + " (a group scored by its best)" : std::string()) + ", × " + scale;
+            return "Linear hidden_size → " + n + " experts; softmax, then the top " + k +
+                   (m.normTopkProb ? ", renormalised to sum 1" : ", not renormalised");
+        }
+        case Module::QAProj: return "Linear hidden_size → q_lora_rank " + std::to_string(c.mla.qLoraRank) + (c.attentionBias ? ", biased" : "");
+        case Module::QALayernorm:
+        case Module::KvALayernorm: return "RMSNorm of the latent";
+        case Module::QBProj: return "Linear q_lora_rank → num_heads × qk_head_dim " + std::to_string(c.qkHeadDim());
+        case Module::KvAProjWithMqa:
+            return "Linear hidden_size → kv_lora_rank " + std::to_string(c.mla.kvLoraRank) + " + qk_rope_head_dim " +
+                   std::to_string(c.mla.qkRopeHeadDim) + (c.attentionBias ? ", biased" : "");
+        case Module::KvBProj:
+            return "Linear kv_lora_rank → num_heads × (qk_nope_head_dim " + std::to_string(c.mla.qkNopeHeadDim) + " + v_head_dim " +
+                   std::to_string(c.mla.vHeadDim) + ")";
         case Module::Experts:
             return std::to_string(c.moe.numExperts) + " gated " + c.hiddenAct + " MLPs of " + std::to_string(c.moe.expertIntermediateSize) +
                    " neurons; only the chosen ones run";
         case Module::SharedExpert:
-            return "a gated " + c.hiddenAct + " MLP of " + std::to_string(c.moe.sharedExpertIntermediateSize) + " neurons, for every token";
+            return "a gated " + c.hiddenAct + " MLP of " + std::to_string(c.moe.sharedExpertIntermediateSize) + " neurons, for every token" +
+                   (f.hasModule(Module::SharedExpertGate) ? "" : ", ungated");
         case Module::SharedExpertGate: return "Linear hidden_size → 1, through a sigmoid: the shared expert's weight";
         case Module::AttentionDropout:
         case Module::LayerDropout: return "the identity in eval";
@@ -296,7 +343,15 @@ std::vector<std::string> blockStepLines(const Family& f, const ModelConfig& c) {
                 line = ins.empty() ? "+ residual → " + join(outs, ", ") : join(ins, ", ") + ": the residual stream entering block i";
             else if (step.host == Host::Mlp && step.values.front().side == ReadSide::Inside)
                 line = code(f.moduleName(Module::Mlp)) + "'s forward → " + join(outs, ", ");
-            else if (step.values.front().side == ReadSide::Inside) {
+            else if (step.values.front().value == Value::QueryNope) {
+                line = "heads split: q → `query_nope` (" + std::to_string(c.mla.qkNopeHeadDim) + " dims), rotary (" +
+                       (f.rotary == RotaryStyle::AdjacentPairs ? "adjacent pairs, in float32"
+                        : c.mla.ropeInterleave             ? "adjacent pairs, the result de-interleaved"
+                                                           : "rotate_half") +
+                       ", rope_type " + c.rope.type + ") on the last " + std::to_string(c.mla.qkRopeHeadDim) +
+                       " → `query_rope`; kv_a_proj_with_mqa's last " + std::to_string(c.mla.qkRopeHeadDim) +
+                       " outputs, rotated → `key_rope` (one for every head)";
+            } else if (step.values.front().side == ReadSide::Inside) {
                 std::string rotary = f.positions == PositionKind::Learned
                                          ? "heads split (no rotary: positions were added to the embeddings)"
                                          : std::string("rotary (") + (f.rotary == RotaryStyle::AdjacentPairs ? "adjacent pairs" : "rotate_half") +
@@ -308,6 +363,9 @@ std::vector<std::string> blockStepLines(const Family& f, const ModelConfig& c) {
                 if (!nope.empty()) rotary += ", none in the NoPE blocks " + nope;
                 std::string scores = c.attnLogitSoftcap ? "softcap(q·kᵀ·scaling) + mask" : "q·kᵀ·scaling + mask";
                 if (c.slidingWindow > 0) scores += " (a window of " + std::to_string(c.slidingWindow) + " keys on sliding layers)";
+                if (c.mla.enabled)
+                    rotary = "q = [query_nope | query_rope], k = [kv_b_proj's key part | key_rope] per head, v = kv_b_proj's value "
+                             "part (" + std::to_string(c.mla.vHeadDim) + " dims)";
                 line = "attention interior: " + rotary + " → `attention_queries`, `attention_keys` (" + std::to_string(c.numKvHeads) +
                        " kv heads), `attention_values` → " + scores + " → `attention_scores` → softmax → `attention_probabilities` → × values → "
                        "`attention_head_outputs`";

@@ -43,7 +43,14 @@ struct GenerationConfig {
 /// (Qwen2/3-MoE, OLMoE, and Mixtral, whose renormalised top-k of the softmax equals a softmax over the top-k logits).
 /// TopKThenSoftmax: the top_k largest logits, then a softmax over those k alone, in the compute dtype (GptOssTopKRouter:
 /// `softmax(topk(logits).values, dim=1, dtype=logits.dtype)`); the weights always sum to 1.
-enum class RouterKind { SoftmaxTopK, TopKThenSoftmax };
+/// SigmoidGroupTopK (DeepseekV3TopkRouter, Glm4MoeTopkRouter): logits in float32, s = sigmoid(logits); the choice reads
+/// s + e_score_correction_bias: the experts fall into n_group groups, each group scored by the sum of its two largest
+/// corrected scores, and only the topk_group best groups are searched for the top_k; the weights are the uncorrected
+/// s of the chosen ones, divided by (their sum + 1e-20) under norm_topk_prob, times routed_scaling_factor.
+/// SoftmaxGroupGreedy (DeepseekV2TopkRouter): logits in float32, p = softmax; topk_method "greedy" takes the top_k of
+/// p; "group_limited_greedy" scores each of n_group groups by its largest p, zeroes p outside the topk_group best
+/// groups, and takes the top_k; the weights are those p times routed_scaling_factor (norm_topk_prob is not read).
+enum class RouterKind { SoftmaxTopK, TopKThenSoftmax, SigmoidGroupTopK, SoftmaxGroupGreedy };
 
 /// A mixture of experts in place of some blocks' MLPs (Qwen3MoeSparseMoeBlock and its relatives): num_experts
 /// gated MLPs of moe_intermediate_size neurons, a router (mlp.gate, a Linear hidden_size -> num_experts without bias)
@@ -63,9 +70,43 @@ struct MoeConfig {
     /// they are cast to the compute dtype first. The same numbers in float32.
     bool weightsInFloat32 = false;
     int64_t sharedExpertIntermediateSize = 0;  ///< shared_expert_intermediate_size (Qwen2-MoE); 0: no shared expert
+    /// The router's groups (n_group) and how many of them the choice searches (topk_group); 1 and 1: no grouping.
+    /// SigmoidGroupTopK and SoftmaxGroupGreedy's "group_limited_greedy" only.
+    int64_t numGroups = 1, topkGroup = 1;
+    /// SoftmaxGroupGreedy: topk_method "group_limited_greedy" (else "greedy").
+    bool groupLimited = false;
+    /// The routing weights are multiplied by this (routed_scaling_factor; DeepSeek V3 2.5) before they weigh the experts.
+    double routedScalingFactor = 1.0;
+    /// The router's e_score_correction_bias (float32 [num_experts], mlp.gate.e_score_correction_bias) is added to the
+    /// scores for choosing the experts (SigmoidGroupTopK).
+    bool correctionBias = false;
+    /// The router's linear map runs in float32 (DeepSeek, GLM: F.linear(x.float(), weight.float())), so router_logits
+    /// are float32; elsewhere they are in the compute dtype.
+    bool routerInFloat32 = false;
     /// Per block, whether its MLP is the mixture (decoder_sparse_step, mlp_only_layers); the others are dense MLPs of
     /// intermediate_size neurons.
     std::vector<bool> layerSparse;
+};
+
+/// Multi-head latent attention (DeepseekV2Attention, DeepseekV3Attention): the queries come from a low-rank latent
+/// (q_a_proj -> q_a_layernorm -> q_b_proj, or q_proj alone when q_lora_rank is null); the keys and values from one
+/// latent per token shared by every head (kv_a_proj_with_mqa's first kv_lora_rank outputs, normed by kv_a_layernorm,
+/// expanded per head by kv_b_proj into qk_nope_head_dim key and v_head_dim value dimensions) plus one rotary key part
+/// shared by every head (kv_a_proj_with_mqa's last qk_rope_head_dim outputs). Only the qk_rope_head_dim dimensions at
+/// the end of each query and key head rotate.
+struct MlaConfig {
+    bool enabled = false;
+    int64_t qLoraRank = 0;      ///< q_lora_rank; 0: null (q_proj hidden_size -> num_heads * qk_head_dim)
+    int64_t kvLoraRank = 0;     ///< kv_lora_rank: width of the shared key/value latent
+    int64_t qkNopeHeadDim = 0;  ///< qk_nope_head_dim: the non-rotary part of a query/key head
+    int64_t qkRopeHeadDim = 0;  ///< qk_rope_head_dim: the rotary part
+    int64_t vHeadDim = 0;       ///< v_head_dim: a value head
+    /// rope_interleave (DeepSeek V3): the rotary pairs are adjacent dimensions (2i, 2i + 1), and the rotated part comes
+    /// out de-interleaved (the even dimensions' results, then the odd ones': apply_rotary_pos_emb_interleave).
+    bool ropeInterleave = false;
+    /// The latents' RMSNorms (q_a_layernorm, kv_a_layernorm) are built without the config's eps: DeepseekV3RMSNorm's
+    /// default 1e-6.
+    double latentNormEps = 1e-6;
 };
 
 /// The resolved configuration the forward pass reads (step two of reading config.json: step one is the raw
@@ -122,6 +163,8 @@ struct ModelConfig {
 
     /// The mixture of experts, where the family has one (MoeConfig::numExperts 0 otherwise).
     MoeConfig moe;
+    /// Multi-head latent attention (DeepSeek V2/V3), where the family has it (MlaConfig::enabled false otherwise).
+    MlaConfig mla;
 
     /// Whether block `layer`'s MLP is a mixture of experts.
     bool sparseMlp(int64_t layer) const {
@@ -148,8 +191,15 @@ struct ModelConfig {
         return layer < 0 || layer >= static_cast<int64_t>(layerNoRope.size()) || !layerNoRope[static_cast<size_t>(layer)];
     }
 
-    /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor).
-    int64_t rotaryDim() const { return static_cast<int64_t>(headDim * rope.partialRotaryFactor); }
+
+    /// Width of the rotating part of a head: int(head_dim * partial_rotary_factor); under latent attention
+    /// qk_rope_head_dim, the rotary part of each query head and of the shared key.
+    int64_t rotaryDim() const {
+        return mla.enabled ? mla.qkRopeHeadDim : static_cast<int64_t>(headDim * rope.partialRotaryFactor);
+    }
+    /// Width of a query and a key head: head_dim, or under latent attention qk_nope_head_dim + qk_rope_head_dim (while
+    /// head_dim is v_head_dim, the width of a value head).
+    int64_t qkHeadDim() const { return mla.enabled ? mla.qkNopeHeadDim + mla.qkRopeHeadDim : headDim; }
 };
 
 /// Reads `dir/config.json` into JSON. Throws nnscope::Error naming the file when it is missing, not a regular

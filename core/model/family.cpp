@@ -20,7 +20,13 @@ Host moduleHost(Module m) {
         case Module::OProj:
         case Module::QNorm:
         case Module::KNorm:
-        case Module::AttentionDropout: return Host::Attention;
+        case Module::AttentionDropout:
+        case Module::QAProj:
+        case Module::QALayernorm:
+        case Module::QBProj:
+        case Module::KvAProjWithMqa:
+        case Module::KvALayernorm:
+        case Module::KvBProj: return Host::Attention;
         case Module::GateProj:
         case Module::UpProj:
         case Module::GateUpProj:
@@ -49,6 +55,7 @@ const char* paramName(Param p) {
         case Param::Beta: return "beta";
         case Param::Eps: return "eps";
         case Param::Sinks: return "sinks";
+        case Param::CorrectionBias: return "e_score_correction_bias";
         default: return "";
     }
 }
@@ -120,15 +127,25 @@ std::string Family::moduleName(Module m) const {
 }
 
 std::string Family::nativeValuePath(Value v, int layer) const {
-    for (const BlockStep& step : forwardSteps(*this))
-        for (const StepValue& sv : step.values)
-            if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
-                const ValueInfo& info = valueInfo(v);
-                if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
-                const std::string host = hostPrefix(info.host);
-                return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
-            }
-    return {};
+    auto find = [&](const std::vector<BlockStep>& steps) -> std::string {
+        for (const BlockStep& step : steps)
+            for (const StepValue& sv : step.values)
+                if (sv.value == v && step.module && v >= Value::NativeQProjOutput) {
+                    const ValueInfo& info = valueInfo(v);
+                    if (info.host == Host::Model) return moduleName(*step.module) + "." + info.name;
+                    const std::string host = hostPrefix(info.host);
+                    return "layers." + std::to_string(layer) + "." + host + moduleName(*step.module) + "." + info.name;
+                }
+        return {};
+    };
+    std::string path = find(forwardSteps(*this));
+    if (path.empty() && latentAttention) {  // q_proj's output, where q_lora_rank is null (the family's table has the latent)
+        ModelConfig c;
+        c.qkNorm = qkNorm;
+        c.mla.enabled = true;
+        path = find(forwardSteps(*this, c));
+    }
+    return path;
 }
 
 // Family::readAt is in block.cpp: the place comes from the block description.
@@ -147,6 +164,12 @@ std::string unavailableReason(const Family& f, Value v) {
     const std::string fusedQkv = "this family projects queries, keys and values with one fused " + f.moduleName(Module::QkvProj);
     const std::string fusedGateUp =
         "this family computes gate and up with one fused " + f.moduleName(Module::GateUpProj) + "; read mlp_activation or mlp_neurons";
+    if (f.latentAttention && (v == Value::NativeQProjOutput || v == Value::NativeKProjOutput || v == Value::NativeVProjOutput ||
+                              v == Value::NativeQkvProjOutput || v == Value::NativeQNormOutput || v == Value::NativeKNormOutput))
+        return v == Value::NativeQProjOutput
+                   ? "q_lora_rank is set: the queries come from q_a_proj, q_a_layernorm and q_b_proj; read q_latent or attention_queries"
+                   : "multi-head latent attention has no k_proj, v_proj or q/k norms: read kv_latent, key_rope, attention_keys or "
+                     "attention_values";
     switch (v) {
         case Value::NativeQProjOutput:
         case Value::NativeKProjOutput:
@@ -175,6 +198,13 @@ std::string unavailableReason(const Family& f, Value v) {
         case Value::ExpertOutputs:
         case Value::RoutedOutput: return "this checkpoint's MLPs have no experts";
         case Value::SharedExpertOutput: return "this checkpoint's mixture has no shared expert";
+        case Value::QLatent:
+            return f.latentAttention ? "q_lora_rank is null: the queries come from q_proj directly, with no latent"
+                                     : "this family's attention has no latent (multi-head latent attention only: DeepSeek V2/V3)";
+        case Value::KvLatent:
+        case Value::QueryNope:
+        case Value::QueryRope:
+        case Value::KeyRope: return "this family's attention has no latent (multi-head latent attention only: DeepSeek V2/V3)";
         case Value::NativePostAttentionNormScale:
         case Value::NativePostAttentionNormNormalized: return "this family's MLP reads the stream unnormed";
         default: return "this family's block does not compute it";

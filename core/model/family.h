@@ -63,6 +63,11 @@ enum class Module {
     /// projections, and its sigmoid gate (mlp.shared_expert_gate, a Linear hidden_size -> 1).
     Router, Experts, ExpertGateProj, ExpertUpProj, ExpertDownProj, SharedExpert, SharedGateProj, SharedUpProj,
     SharedDownProj, SharedExpertGate,
+    /// Multi-head latent attention (DeepSeek V2/V3, MlaConfig): the query latent's down projection, its RMSNorm and its up
+    /// projection to every head (q_a_proj, q_a_layernorm, q_b_proj; q_proj alone when q_lora_rank is null), the shared
+    /// key/value latent's down projection with the rotary key part (kv_a_proj_with_mqa), its RMSNorm (kv_a_layernorm)
+    /// and its up projection to every head's non-rotary key and value (kv_b_proj).
+    QAProj, QALayernorm, QBProj, KvAProjWithMqa, KvALayernorm, KvBProj,
     Count
 };
 constexpr int kNumModules = static_cast<int>(Module::Count);
@@ -74,9 +79,11 @@ Host moduleHost(Module m);
 /// A parameter of a module, named in the checkpoint after the module's path ("...q_proj.weight"): nn.Linear's and the
 /// norms' weight and bias, and the four scalars of Apertus' xIELU activation.
 /// Sinks: gpt-oss's learned attention sinks, one logit per query head on self_attn ("self_attn.sinks").
-enum class Param { Weight, Bias, AlphaP, AlphaN, Beta, Eps, Sinks, Count };
+/// CorrectionBias: a router's e_score_correction_bias (DeepSeek V3, GLM-4.5), kept in float32 as transformers keeps it.
+enum class Param { Weight, Bias, AlphaP, AlphaN, Beta, Eps, Sinks, CorrectionBias, Count };
 constexpr int kNumParams = static_cast<int>(Param::Count);
-/// The parameter's name in the checkpoint: "weight", "bias", "alpha_p", "alpha_n", "beta", "eps", "sinks".
+/// The parameter's name in the checkpoint: "weight", "bias", "alpha_p", "alpha_n", "beta", "eps", "sinks",
+/// "e_score_correction_bias".
 const char* paramName(Param p);
 
 /// One stored tensor of a module: (module, parameter), e.g. {Module::OProj, Param::Bias}.
@@ -158,6 +165,9 @@ struct Family {
     /// scores before the softmax and dropped after it, so a row of attention_probabilities sums to 1 minus the sink's
     /// share (GptOss eager_attention_forward).
     bool attentionSinks = false;
+    /// The attention is multi-head latent attention (DeepSeek V2/V3: MlaConfig, the modules QAProj ... KvBProj) instead of
+    /// q/k/v projections.
+    bool latentAttention = false;
     std::string epsKey = "rms_norm_eps";  ///< config key of the norm epsilon
     /// Config keys that switch the projections' biases on, as the family's modeling code reads them: attention_bias
     /// (q/k/v/o) and mlp_bias (the MLP's projections). Empty: the family's modules are built without that bias whatever

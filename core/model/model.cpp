@@ -87,6 +87,16 @@ torch::Tensor overNumber(const torch::Tensor& x, double c) {
     return inFloat32(x, [c](const torch::Tensor& t) { return t / c; });
 }
 
+/// The attention's batched product a [b, h, m, k] · b [b, h, k, n] as torch 2.x computes it in bfloat16: float32 sums,
+/// rounded once. libtorch 1.13 sends a bfloat16 product to oneDNN (which does that) only when b·h·m·k·n exceeds 16³
+/// (its mkldnn checksize); a smaller one goes through a kernel that rounds otherwise (DeepSeek's 12-wide value heads
+/// over a 9-token prompt: 199 of 432 head outputs one ulp off transformers'). float32, and larger products, unchanged.
+torch::Tensor attentionProduct(const torch::Tensor& a, const torch::Tensor& b) {
+    const bool small = a.dim() == 4 && a.size(0) * a.size(1) * a.size(2) * a.size(3) * b.size(3) <= 16 * 16 * 16;
+    if (a.scalar_type() != torch::kBFloat16 || !small || a.is_meta()) return torch::matmul(a, b);
+    return torch::matmul(a.to(torch::kFloat32), b.to(torch::kFloat32)).to(a.scalar_type());
+}
+
 /// nn.Linear: x · wᵀ + b. A single float32 or bfloat16 row (a one-token pass, every generation step) goes through
 /// singleRowLinear, which reads the weights near memory speed (libtorch 1.13's sgemv and oneDNN's bfloat16 product do not).
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
@@ -143,6 +153,53 @@ std::vector<std::string> unreadWeightWarnings(const WeightStore& ws, const Model
     return warnings;
 }
 
+/// The experts a router chooses for each token and their weights (MoeConfig::router says how), from its logits [N,
+/// num_experts] and, for a router with one, its float32 e_score_correction_bias [num_experts]. Returns {weights, indices},
+/// both [N, top_k]: the weights float32, the indices int64. SoftmaxTopK gives the experts largest first; the group routers
+/// keep transformers' torch.topk(sorted=False) order (the same kernel: libtorch's CPU topk of the same scores). On the meta
+/// device (shapes only) the choice is not computed.
+std::pair<torch::Tensor, torch::Tensor> routeTokens(const MoeConfig& moe, const torch::Tensor& logits, const torch::Tensor& correctionBias) {
+    const int64_t N = logits.size(0), E = logits.size(1), k = moe.topK;
+    if (logits.is_meta())
+        return {torch::empty({N, k}, logits.options().dtype(torch::kFloat32)), torch::empty({N, k}, logits.options().dtype(torch::kInt64))};
+    if (moe.router == RouterKind::SoftmaxTopK) {
+        auto [weights, indices] = torch::softmax(logits, -1, torch::kFloat32).topk(k, -1);
+        if (moe.normTopkProb) weights = weights / weights.sum(-1, /*keepdim=*/true);
+        return {weights, indices};
+    }
+    if (moe.router == RouterKind::TopKThenSoftmax) {
+        // GptOssTopKRouter: the top k logits, then a softmax over those k in the logits' dtype (computed in float32 and
+        // rounded once, as torch's CPU softmax does)
+        auto [top, indices] = logits.topk(k, -1);
+        return {torch::softmax(top, -1, torch::kFloat32).to(logits.scalar_type()), indices};
+    }
+    const int64_t G = moe.numGroups, perGroup = E / G;
+    // Masks every expert outside the topk_group best groups (by `groupScores` [N, G]) with `fill`.
+    auto keepBestGroups = [&](const torch::Tensor& scores, const torch::Tensor& groupScores, double fill) {
+        const torch::Tensor groupIdx = std::get<1>(groupScores.topk(moe.topkGroup, -1, /*largest=*/true, /*sorted=*/false));
+        const torch::Tensor groupMask = torch::zeros_like(groupScores).scatter_(1, groupIdx, 1);
+        const torch::Tensor scoreMask = groupMask.unsqueeze(-1).expand({N, G, perGroup}).reshape({N, E});
+        return scores.masked_fill(scoreMask.logical_not(), fill);
+    };
+    if (moe.router == RouterKind::SigmoidGroupTopK) {
+        // DeepseekV3TopkRouter / Glm4MoeTopkRouter: the bias moves the choice only; the weights are the sigmoid scores.
+        const torch::Tensor scores = torch::sigmoid(logits.to(torch::kFloat32));
+        torch::Tensor choice = correctionBias.defined() ? scores + correctionBias : scores;
+        const torch::Tensor groupScores = std::get<0>(choice.view({N, G, perGroup}).topk(2, -1)).sum(-1);
+        choice = keepBestGroups(choice, groupScores, -std::numeric_limits<double>::infinity());
+        const torch::Tensor indices = std::get<1>(choice.topk(k, -1, /*largest=*/true, /*sorted=*/false));
+        torch::Tensor weights = scores.gather(1, indices);
+        if (moe.normTopkProb) weights = weights / (weights.sum(-1, /*keepdim=*/true) + 1e-20);
+        return {weights * moe.routedScalingFactor, indices};
+    }
+    // DeepseekV2TopkRouter: softmax; "group_limited_greedy" zeroes the experts outside the best groups (a group scored by
+    // its largest probability).
+    torch::Tensor scores = torch::softmax(logits, -1, torch::kFloat32);
+    if (moe.groupLimited) scores = keepBestGroups(scores, std::get<0>(scores.view({N, G, perGroup}).max(-1)), 0.0);
+    auto [weights, indices] = scores.topk(k, -1, /*largest=*/true, /*sorted=*/false);
+    return {weights * moe.routedScalingFactor, indices};
+}
+
 }  // namespace
 
 torch::ScalarType parseDtype(const std::string& name) {
@@ -182,6 +239,7 @@ torch::Tensor& ModuleWeights::operator[](Param p) {
         case Param::Beta: return beta;
         case Param::Eps: return eps;
         case Param::Sinks: return sinks;
+        case Param::CorrectionBias: return correctionBias;
         default: break;
     }
     throw Error("internal: no parameter " + std::to_string(static_cast<int>(p)) + " on a module.");
@@ -353,7 +411,9 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
         }
         read.insert(spec.name);
         // Converted only when the stored dtype (or device) differs from the compute one; otherwise a view of the mapped file.
-        if (t.scalar_type() != dt || t.device() != options.device) t = t.to(options.device, dt);
+        // A router's correction bias stays float32 (transformers' _keep_in_fp32_modules_strict).
+        const auto want = spec.key.param == Param::CorrectionBias ? torch::kFloat32 : dt;
+        if (t.scalar_type() != want || t.device() != options.device) t = t.to(options.device, want);
         if (spec.transposed) t = t.t();
         LayerWeights& owner = spec.layer >= 0 ? m->layers_[static_cast<size_t>(spec.layer)] : m->root_;
         owner[spec.key.module][spec.key.param] = t;
@@ -561,6 +621,9 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     const bool perHeadNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHead;
     const bool transposedNorm = c.qkNorm && f.qkNormScope == QkNormScope::PerHeadTransposed;
     torch::Tensor queryStates, keyStates, valueStates;
+    if (c.mla.enabled) {
+        std::tie(queryStates, keyStates, valueStates) = latentAttentionInputs(layer, hidden, in, taps, cache);
+    } else {
     if (f.qkv == QkvLayout::FusedPerHead) {
         // Persimmon, GPT-NeoX: one fused projection laid out [num_heads, 3, head_dim] on the last axis.
         auto fusedQkv = linear(hidden, lw[Module::QkvProj].weight, lw[Module::QkvProj].bias);
@@ -637,6 +700,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
         keyStates = k;
         valueStates = v;
     }
+    }
 
     // eager_attention_forward
     const int64_t groups = c.numHeads / c.numKvHeads;
@@ -644,7 +708,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     auto valueRep = repeatKv(valueStates, groups);
     double scaling = c.attentionScaling;
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
-    auto attnWeights = timesNumber(torch::matmul(queryStates, keyRep.transpose(2, 3)), scaling);
+    auto attnWeights = timesNumber(attentionProduct(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
         attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
         attnWeights = torch::tanh(attnWeights);
@@ -666,12 +730,79 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
         attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
     }
     tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
-    auto attnOutput = torch::matmul(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
+    auto attnOutput = attentionProduct(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
     tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
     tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
     auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);
     tapValue(taps, Value::AttentionOutput, layer, out);
     return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Model::latentAttentionInputs(int layer, const torch::Tensor& hidden,
+                                                                                   const BlockInputs& in, Taps* taps, KvCache* cache) const {
+    const LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+    const MlaConfig& a = config_.mla;
+    const int64_t b = hidden.size(0), s = hidden.size(1), N = config_.numHeads, QK = config_.qkHeadDim();
+    // The queries: q_b_proj(q_a_layernorm(q_a_proj(x))), or q_proj(x) where q_lora_rank is null.
+    torch::Tensor q;
+    if (a.qLoraRank > 0) {
+        torch::Tensor qLatent = linear(hidden, lw[Module::QAProj].weight, lw[Module::QAProj].bias);
+        qLatent = latentNorm(qLatent, lw[Module::QALayernorm]);
+        tapValue(taps, Value::QLatent, layer, qLatent);
+        q = linear(qLatent, lw[Module::QBProj].weight, torch::Tensor());
+    } else {
+        q = linear(hidden, lw[Module::QProj].weight, torch::Tensor());
+        tapValue(taps, Value::NativeQProjOutput, layer, q);
+    }
+    q = q.view({b, s, N, QK}).transpose(1, 2);
+    torch::Tensor queryNope = q.narrow(-1, 0, a.qkNopeHeadDim), queryRope = q.narrow(-1, a.qkNopeHeadDim, a.qkRopeHeadDim);
+    // The keys' and values' latent and the rotary key part every head shares: kv_a_proj_with_mqa's two parts.
+    const torch::Tensor compressed = linear(hidden, lw[Module::KvAProjWithMqa].weight, lw[Module::KvAProjWithMqa].bias);
+    torch::Tensor kvLatent = latentNorm(compressed.narrow(-1, 0, a.kvLoraRank), lw[Module::KvALayernorm]);
+    tapValue(taps, Value::KvLatent, layer, kvLatent);
+    torch::Tensor keyRope = compressed.narrow(-1, a.kvLoraRank, a.qkRopeHeadDim).view({b, 1, s, a.qkRopeHeadDim});
+    // The rotary on the rope parts only. DeepSeek V3's rope_interleave pairs adjacent dimensions and returns the rotated
+    // part de-interleaved (apply_rotary_pos_emb_interleave): rotate_half on the evens-then-odds permutation is the same
+    // arithmetic. DeepSeek V2's complex rotation is the family's adjacent-pairs rotary in float32.
+    auto rotate = [&](const torch::Tensor& x) {
+        if (!a.ropeInterleave) return applyRotary(x, in.cos, in.sin);
+        return applyRotary(torch::cat({x.index({"...", Slice(0, None, 2)}), x.index({"...", Slice(1, None, 2)})}, -1), in.cos, in.sin);
+    };
+    tapValue(taps, Value::QueryNope, layer, queryNope);
+    queryRope = rotate(queryRope);
+    tapValue(taps, Value::QueryRope, layer, queryRope);
+    keyRope = rotate(keyRope);
+    tapValue(taps, Value::KeyRope, layer, keyRope);
+    // The cache keeps the latent and the rotated key part (what transformers' cache keeps), [1, 1, length, width] each.
+    torch::Tensor latent = kvLatent.unsqueeze(1);
+    if (cache) {
+        auto& kr = cache->keys[static_cast<size_t>(layer)];
+        auto& kv = cache->values[static_cast<size_t>(layer)];
+        kr = kr.defined() ? torch::cat({kr, keyRope}, 2) : keyRope;
+        kv = kv.defined() ? torch::cat({kv, latent}, 2) : latent;
+        keyRope = kr;
+        latent = kv;
+    }
+    // expand_kv: kv_b_proj gives every head its non-rotary key and its value; the rotary part is the shared one.
+    const int64_t T = latent.size(2);
+    const torch::Tensor expanded =
+        linear(latent, lw[Module::KvBProj].weight, torch::Tensor()).view({b, T, N, a.qkNopeHeadDim + a.vHeadDim}).transpose(1, 2);
+    torch::Tensor keyStates = torch::cat({expanded.narrow(-1, 0, a.qkNopeHeadDim), keyRope.expand({b, N, T, a.qkRopeHeadDim})}, -1);
+    // contiguous: libtorch 1.13 multiplies a bfloat16 narrow view of the last axis with another kernel than torch 2.x does
+    // (the probabilities · values product then rounds differently); the numbers are the same
+    torch::Tensor valueStates = expanded.narrow(-1, a.qkNopeHeadDim, a.vHeadDim).contiguous();
+    torch::Tensor queryStates = torch::cat({queryNope, queryRope}, -1);
+    tapValue(taps, Value::AttentionQueries, layer, queryStates);
+    tapValue(taps, Value::AttentionKeys, layer, keyStates);
+    tapValue(taps, Value::AttentionValues, layer, valueStates);
+    return {queryStates, keyStates, valueStates};
+}
+
+torch::Tensor Model::latentNorm(const torch::Tensor& x, const ModuleWeights& mw) const {
+    // DeepseekV3RMSNorm(width) with its default eps (the config's rms_norm_eps is not passed to the latents' norms)
+    auto h = x.to(torch::kFloat32);
+    h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + config_.mla.latentNormEps);
+    return mw.weight * h.to(x.scalar_type());
 }
 
 torch::Tensor Model::gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW, const torch::Tensor& upW, const torch::Tensor& downW,
@@ -724,22 +855,20 @@ torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps)
     const MoeConfig& moe = config_.moe;
     const int64_t b = hidden.size(0), s = hidden.size(1), H = hidden.size(2), k = moe.topK, E = moe.numExperts;
     const torch::Tensor flat = hidden.reshape({b * s, H});
-    torch::Tensor routerLogits = linear(flat, lw[Module::Router].weight, lw[Module::Router].bias).view({b, s, E});
+    // The router (Qwen3MoeTopKRouter and its relatives): logits in the compute dtype (DeepSeek, GLM: in float32; gpt-oss
+    // with its bias), the choice and the weights (routeTokens), cast back to the compute dtype (Mixtral, DeepSeek, GLM keep
+    // them float32: weightsInFloat32).
+    const ModuleWeights& router = lw[Module::Router];
+    torch::Tensor routerLogits =
+        (moe.routerInFloat32
+             ? linear(flat.to(torch::kFloat32), router.weight.to(torch::kFloat32), router.bias.defined() ? router.bias.to(torch::kFloat32) : torch::Tensor())
+             : linear(flat, router.weight, router.bias))
+            .view({b, s, E});
     tapValue(taps, Value::RouterLogits, layer, routerLogits);
-    torch::Tensor topWeights, topIndices;
-    if (moe.router == RouterKind::TopKThenSoftmax) {
-        // GptOssTopKRouter: the top k logits, then a softmax over those k in the logits' dtype (computed in float32 and
-        // rounded once, as torch's CPU softmax does)
-        std::tie(topWeights, topIndices) = routerLogits.topk(k, -1);
-        topWeights = torch::softmax(topWeights, -1, torch::kFloat32).to(routerLogits.scalar_type());
-    } else {
-        // Qwen3MoeTopKRouter: logits in the compute dtype, softmax in float32, the top k, renormalised where
-        // norm_topk_prob says, cast back to the compute dtype (Mixtral keeps them float32: weightsInFloat32).
-        const torch::Tensor probs = torch::softmax(routerLogits, -1, torch::kFloat32);
-        std::tie(topWeights, topIndices) = probs.topk(k, -1);
-        if (moe.normTopkProb) topWeights = topWeights / topWeights.sum(-1, /*keepdim=*/true);
-        if (!moe.weightsInFloat32) topWeights = topWeights.to(dtype_);
-    }
+    auto [topWeights, topIndices] = routeTokens(moe, routerLogits.reshape({b * s, E}), router.correctionBias);
+    topWeights = topWeights.view({b, s, k});
+    topIndices = topIndices.view({b, s, k});
+    if (!moe.weightsInFloat32) topWeights = topWeights.to(dtype_);
     tapValue(taps, Value::ExpertIndices, layer, topIndices);
     tapValue(taps, Value::ExpertWeights, layer, topWeights);
     if (topIndices.sizes() != torch::IntArrayRef({b, s, k}) || topWeights.sizes() != torch::IntArrayRef({b, s, k}))
@@ -780,10 +909,14 @@ torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps)
         tapValue(taps, Value::MlpOutput, layer, routed);
         return routed;
     }
-    // Qwen2-MoE: a shared expert every token goes through, scaled by sigmoid(shared_expert_gate(x)), added last.
-    torch::Tensor shared = gatedMlp(hidden, lw[Module::SharedGateProj].weight, lw[Module::SharedUpProj].weight,
-                                    lw[Module::SharedDownProj].weight, lw);
-    shared = torch::sigmoid(linear(hidden, lw[Module::SharedExpertGate].weight, torch::Tensor())) * shared;
+    // A shared expert every token goes through, added last: Qwen2-MoE scales it by sigmoid(shared_expert_gate(x));
+    // DeepSeek and GLM add the shared experts' output as it is (biased under DeepSeek V2's mlp_bias).
+    const auto& sg = lw[Module::SharedGateProj];
+    const auto& su = lw[Module::SharedUpProj];
+    const auto& sd = lw[Module::SharedDownProj];
+    torch::Tensor shared = linear(activation(linear(hidden, sg.weight, sg.bias), lw) * linear(hidden, su.weight, su.bias), sd.weight, sd.bias);
+    if (family_->hasModule(Module::SharedExpertGate))
+        shared = torch::sigmoid(linear(hidden, lw[Module::SharedExpertGate].weight, torch::Tensor())) * shared;
     tapValue(taps, Value::SharedExpertOutput, layer, shared);
     torch::Tensor out = routed + shared;
     tapValue(taps, Value::MlpOutput, layer, out);

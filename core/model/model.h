@@ -13,6 +13,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ std::string dtypeRequestName(const std::optional<torch::ScalarType>& requested);
 struct ModuleWeights {
     torch::Tensor weight, bias, alphaP, alphaN, beta, eps, sinks;
     ExpertWeights experts;
+    torch::Tensor correctionBias;  ///< a router's e_score_correction_bias [num_experts], float32 whatever the compute dtype
 
     torch::Tensor& operator[](Param p);
     const torch::Tensor& operator[](Param p) const { return const_cast<ModuleWeights&>(*this)[p]; }
@@ -69,7 +71,9 @@ struct LayerWeights {
 
 /// The keys and values of the tokens a single-row pass has seen, per block, so that generation feeds one new token
 /// at a time (HF's DynamicCache). keys[i], values[i]: [1, num_kv_heads, length, head_dim] in the compute dtype,
-/// after the rotary embedding and before repeat_kv, exactly what the full pass's attention would read.
+/// after the rotary embedding and before repeat_kv, exactly what the full pass's attention would read. Under multi-head
+/// latent attention (DeepSeek) keys[i] holds the rotated shared key part [1, 1, length, qk_rope_head_dim] and values[i]
+/// the normed key/value latent [1, 1, length, kv_lora_rank], as transformers' cache does.
 struct KvCache {
     std::vector<torch::Tensor> keys, values;
     int64_t length = 0;  ///< tokens cached (the next token's position)
@@ -223,6 +227,17 @@ private:
     /// One expert's output for its rows x [n, hidden_size] -> [n, hidden_size]: the gated MLP, or gpt-oss's biased
     /// clamped SwiGLU (ExpertMlp::ClampedSwiGlu, GptOssExperts.forward and _apply_gate).
     torch::Tensor expert(int layer, int64_t e, const torch::Tensor& x) const;
+    /// Multi-head latent attention up to the eager attention (DeepseekV2Attention / DeepseekV3Attention.forward): the
+    /// queries from the query latent (or q_proj), the keys and values expanded from the shared latent by kv_b_proj with the
+    /// shared rotary key part, the rotary on the rope parts only. hidden [b, s, hidden_size] -> query [b, num_heads, s,
+    /// qk_head_dim], key [b, num_heads, t, qk_head_dim], value [b, num_heads, t, v_head_dim] (t: s, or the cached length
+    /// plus s). Taps q_latent (or q_proj's output), kv_latent, query_nope, query_rope, key_rope, then attention_queries,
+    /// attention_keys and attention_values. `cache` keeps key_rope [1, 1, t, qk_rope_head_dim] in `keys` and kv_latent
+    /// [1, 1, t, kv_lora_rank] in `values`, as transformers' cache does.
+    std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> latentAttentionInputs(int layer, const torch::Tensor& hidden, const BlockInputs& in,
+                                                                                Taps* taps, KvCache* cache) const;
+    /// The latents' RMSNorm (q_a_layernorm, kv_a_layernorm) with MlaConfig::latentNormEps, [..., width] -> the same.
+    torch::Tensor latentNorm(const torch::Tensor& x, const ModuleWeights& mw) const;
     /// down(act(x · gateᵀ) * (x · upᵀ)) with the block's activation, no biases (one expert, or the shared expert).
     torch::Tensor gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW, const torch::Tensor& upW, const torch::Tensor& downW,
                            const LayerWeights& lw) const;

@@ -74,20 +74,38 @@ const std::vector<ValueInfo>& table() {
          "What the MLP adds to the residual stream", nullptr},
         // a mixture of experts: the router and what the chosen experts write (N tokens = batch x seq)
         {Value::RouterLogits, "router_logits", Host::Mlp, "RouterLogits", {"batch", "seq", "num_experts"},
-         "The router's logits over the experts (mlp.gate's output), before the softmax and the choice of the top k", nullptr},
+         "The router's logits over the experts (mlp.gate's output), before the softmax (DeepSeek-V3, GLM-4.5: the sigmoid) and the "
+         "choice of the top k", nullptr},
         {Value::ExpertIndices, "expert_indices", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
-         "The experts each token goes through, int64, in the router's order (the largest routing probability first); edit "
-         "them to force an expert", "the router's forward, its top-k indices"},
+         "The experts each token goes through, int64, in the router's order (the largest routing probability first; DeepSeek "
+         "and GLM-4.5: transformers' unsorted top-k order); edit them to force an expert", "the router's forward, its top-k indices"},
         {Value::ExpertWeights, "expert_weights", Host::Mlp, "ExpertChoice", {"batch", "seq", "top_k"},
          "The routing weight of each chosen expert (its softmax probability, renormalised over the chosen ones where the "
-         "family does): what multiplies its output", "the router's forward, its top-k weights"},
+         "family does; DeepSeek and GLM-4.5: its score times routed_scaling_factor): what multiplies its output",
+         "the router's forward, its top-k weights"},
         {Value::ExpertOutputs, "expert_outputs", Host::Mlp, "ExpertOutputs", {"batch", "seq", "top_k", "hidden_size"},
          "Each chosen expert's output before its routing weight: down(act(gate(x)) * up(x)) of that expert",
          "the experts' forward, each expert's down projection output"},
         {Value::RoutedOutput, "routed_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
          "The routed experts' weighted sum, sum_k expert_weights[k] * expert_outputs[k] (mlp.experts' output)", nullptr},
         {Value::SharedExpertOutput, "shared_expert_output", Host::Mlp, "Residual", {"batch", "seq", "hidden_size"},
-         "The shared expert's output times its sigmoid gate: what it adds to the routed output", nullptr},
+         "The shared expert's output (times its sigmoid gate where the family has one: Qwen2-MoE): what it adds to the routed "
+         "output", nullptr},
+        // multi-head latent attention (DeepSeek V2/V3)
+        {Value::QLatent, "q_latent", Host::Attention, "Latent", {"batch", "seq", "q_lora_rank"},
+         "The queries' low-rank latent, q_a_layernorm(q_a_proj(x)): what q_b_proj expands to every head", nullptr},
+        {Value::KvLatent, "kv_latent", Host::Attention, "Latent", {"batch", "seq", "kv_lora_rank"},
+         "The keys' and values' shared latent, kv_a_layernorm of kv_a_proj_with_mqa's first kv_lora_rank outputs: what "
+         "kv_b_proj expands to every head's non-rotary key and value (what the cache keeps)", nullptr},
+        {Value::QueryNope, "query_nope", Host::Attention, "Queries", {"batch", "num_heads", "seq", "qk_nope_head_dim"},
+         "The non-rotary part of each query head (the first qk_nope_head_dim dimensions of attention_queries)",
+         "the attention's forward, q split into its non-rotary and rotary parts"},
+        {Value::QueryRope, "query_rope", Host::Attention, "Queries", {"batch", "num_heads", "seq", "qk_rope_head_dim"},
+         "The rotary part of each query head after the rotary embedding (the last qk_rope_head_dim dimensions of "
+         "attention_queries)", "the attention's forward, after the rotary embedding"},
+        {Value::KeyRope, "key_rope", Host::Attention, "Keys", {"batch", "1", "seq", "qk_rope_head_dim"},
+         "The rotary key part every head shares, after the rotary embedding: kv_a_proj_with_mqa's last qk_rope_head_dim "
+         "outputs, the last dimensions of every attention_keys head", "the attention's forward, after the rotary embedding"},
         // native values: `name` is the suffix after the module path
         {Value::NativeQProjOutput, "output", Host::Attention, "Projection", {"batch", "seq", "num_heads*head_dim"},
          "q_proj's output: the queries before any norm or rotary", nullptr},
@@ -151,10 +169,19 @@ const std::vector<Value>& mixtureValues() {
 
 bool isMixtureValue(Value v) { return v >= Value::RouterLogits && v <= Value::SharedExpertOutput; }
 
+const std::vector<Value>& latentAttentionValues() {
+    static const std::vector<Value> order = {Value::QLatent, Value::KvLatent, Value::QueryNope, Value::QueryRope, Value::KeyRope};
+    return order;
+}
+
+bool isLatentAttentionValue(Value v) { return v >= Value::QLatent && v <= Value::KeyRope; }
+
 std::optional<Value> standardValueByName(const std::string& name) {
     for (Value v : standardValues())
         if (name == valueInfo(v).name) return v;
     for (Value v : mixtureValues())
+        if (name == valueInfo(v).name) return v;
+    for (Value v : latentAttentionValues())
         if (name == valueInfo(v).name) return v;
     return std::nullopt;
 }

@@ -24,6 +24,8 @@ enum class Value {
     MlpActivation, MlpNeurons, MlpOutput,
     // layers[i].mlp of a mixture of experts (nnterp's mixture vocabulary): only on the blocks whose MLP has experts
     RouterLogits, ExpertIndices, ExpertWeights, ExpertOutputs, RoutedOutput, SharedExpertOutput,
+    // layers[i].self_attn of a multi-head latent attention (DeepSeek V2/V3): the latents and the split heads
+    QLatent, KvLatent, QueryNope, QueryRope, KeyRope,
     // native module values (paths come from the family's module names)
     NativeQProjOutput, NativeKProjOutput, NativeVProjOutput, NativeQkvProjOutput, NativeQNormOutput, NativeKNormOutput,
     NativeGateProjOutput, NativeUpProjOutput, NativeActFnInput,
@@ -70,6 +72,11 @@ const std::vector<Value>& standardValues();
 const std::vector<Value>& mixtureValues();
 /// Whether `v` is one of mixtureValues().
 bool isMixtureValue(Value v);
+/// The multi-head latent attention's values (q_latent, kv_latent, query_nope, query_rope, key_rope), in the forward's
+/// order: standard values (nnterp-style names on self_attn) that only a family with latent attention computes.
+const std::vector<Value>& latentAttentionValues();
+/// Whether `v` is one of latentAttentionValues().
+bool isLatentAttentionValue(Value v);
 /// The standard value called `name` (e.g. "attention_probabilities"), if any.
 std::optional<Value> standardValueByName(const std::string& name);
 /// Host names as the seeds print them ("model", "model.layers[i]", ...).

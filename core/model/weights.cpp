@@ -46,12 +46,26 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
         norm(bn.beforeMlp, Module::PostAttentionNorm, i, H, f.norm);
         norm(bn.afterAttention, Module::AttentionOutputNorm, i, H, f.norm);
         norm(bn.afterMlp, Module::MlpOutputNorm, i, H, f.norm);
-        const bool separate = f.qkv == QkvLayout::Separate;
-        linear(separate, Module::QProj, i, QW, H, c.attentionBias);
-        linear(separate, Module::KProj, i, KW, H, c.attentionBias);
-        linear(separate, Module::VProj, i, KW, H, c.attentionBias);
-        linear(!separate, Module::QkvProj, i, QW + 2 * KW, H, c.attentionBias);
-        linear(true, Module::OProj, i, H, QW, c.oProjBias);
+        if (c.mla.enabled) {
+            // Multi-head latent attention: biases under attention_bias on q_a_proj, kv_a_proj_with_mqa and o_proj only.
+            const MlaConfig& a = c.mla;
+            const int64_t N = c.numHeads, QK = c.qkHeadDim();
+            linear(a.qLoraRank == 0, Module::QProj, i, N * QK, H, false);
+            linear(a.qLoraRank > 0, Module::QAProj, i, a.qLoraRank, H, c.attentionBias);
+            norm(a.qLoraRank > 0, Module::QALayernorm, i, a.qLoraRank, NormKind::RMSNorm);
+            linear(a.qLoraRank > 0, Module::QBProj, i, N * QK, a.qLoraRank, false);
+            linear(true, Module::KvAProjWithMqa, i, a.kvLoraRank + a.qkRopeHeadDim, H, c.attentionBias);
+            norm(true, Module::KvALayernorm, i, a.kvLoraRank, NormKind::RMSNorm);
+            linear(true, Module::KvBProj, i, N * (a.qkNopeHeadDim + a.vHeadDim), a.kvLoraRank, false);
+            linear(true, Module::OProj, i, H, N * a.vHeadDim, c.oProjBias);
+        } else {
+            const bool separate = f.qkv == QkvLayout::Separate;
+            linear(separate, Module::QProj, i, QW, H, c.attentionBias);
+            linear(separate, Module::KProj, i, KW, H, c.attentionBias);
+            linear(separate, Module::VProj, i, KW, H, c.attentionBias);
+            linear(!separate, Module::QkvProj, i, QW + 2 * KW, H, c.attentionBias);
+            linear(true, Module::OProj, i, H, QW, c.oProjBias);
+        }
         add(f.attentionSinks, Module::SelfAttn, Param::Sinks, i, {c.numHeads});
         if (c.qkNorm) {
             const bool whole = f.qkNormScope == QkNormScope::WholeProjection;
@@ -64,6 +78,7 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
             const int64_t E = c.moe.numExperts, EI = c.moe.expertIntermediateSize, S = c.moe.sharedExpertIntermediateSize;
             add(true, Module::Router, Param::Weight, i, {E, H});
             add(c.moe.routerBias, Module::Router, Param::Bias, i, {E});
+            add(c.moe.correctionBias, Module::Router, Param::CorrectionBias, i, {E});
             const std::string experts = f.nativeModulePath(Module::Experts, i);
             auto perExpert = [&](Module m, Param p, std::vector<int64_t> shape) {
                 WeightSpec spec;
@@ -105,10 +120,12 @@ std::vector<WeightSpec> weightSchema(const Family& f, const ModelConfig& c) {
             stacked(Module::ExpertGateProj, EI, H, "gate_up_proj", 0);
             stacked(Module::ExpertUpProj, EI, H, "gate_up_proj", 1);
             stacked(Module::ExpertDownProj, H, EI, "down_proj", -1);
-            linear(S > 0, Module::SharedGateProj, i, S, H, false);
-            linear(S > 0, Module::SharedUpProj, i, S, H, false);
-            linear(S > 0, Module::SharedDownProj, i, H, S, false);
-            linear(S > 0, Module::SharedExpertGate, i, 1, H, false);
+            // The shared expert is the family's dense MLP class (biased under mlp_bias: DeepSeek V2), behind a gate where
+            // the family has one (Qwen2-MoE).
+            linear(S > 0, Module::SharedGateProj, i, S, H, c.mlpBias);
+            linear(S > 0, Module::SharedUpProj, i, S, H, c.mlpBias);
+            linear(S > 0, Module::SharedDownProj, i, H, S, c.mlpBias);
+            linear(S > 0 && f.hasModule(Module::SharedExpertGate), Module::SharedExpertGate, i, 1, H, false);
             continue;
         }
         const bool fused = f.mlp == MlpKind::GatedFused;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -329,6 +330,19 @@ struct Ctx {
     /// The queries (or keys) entering the rotary: [b, heads, seq, D], float64, read from the native taps.
     T preRotary(int layer, bool keys) const {
         const int64_t b = batch.inputIds.size(0), D = c.headDim;
+        if (c.mla.enabled) {
+            // multi-head latent attention: the rope parts before the rotary, recomputed from the stored projections —
+            // each query head's last qk_rope_head_dim dims, and kv_a_proj_with_mqa's last outputs [b, 1, s, rope]
+            const MlaConfig& a = c.mla;
+            if (keys) {
+                const T compressed = linear64(v(Value::AttentionNormOutput, layer), stored(ParamKey{Module::KvAProjWithMqa}, layer),
+                                              storedIf(ParamKey{Module::KvAProjWithMqa, Param::Bias}, layer, m.layer(layer)[Module::KvAProjWithMqa].bias));
+                return compressed.narrow(-1, a.kvLoraRank, a.qkRopeHeadDim).unsqueeze(1);
+            }
+            const T q = a.qLoraRank > 0 ? linear64(v(Value::QLatent, layer), stored(ParamKey{Module::QBProj}, layer), T())
+                                        : v(Value::NativeQProjOutput, layer).to(torch::kFloat64);
+            return q.view({b, S, c.numHeads, c.qkHeadDim()}).transpose(1, 2).narrow(-1, a.qkNopeHeadDim, a.qkRopeHeadDim);
+        }
         if (c.qkNorm) {
             T t = v(keys ? Value::NativeKNormOutput : Value::NativeQNormOutput, layer);
             // the fused family norms [b, s, H, D] before the transpose; the others norm [b, H, s, D] after it
@@ -351,11 +365,16 @@ struct Ctx {
     }
     /// The value that holds the queries/keys entering the rotary, for the save list.
     std::vector<Value> preRotaryValues() const {
+        if (c.mla.enabled)
+            return {Value::AttentionNormOutput, c.mla.qLoraRank > 0 ? Value::QLatent : Value::NativeQProjOutput, Value::QueryRope, Value::KeyRope};
         if (c.qkNorm) return {Value::NativeQNormOutput, Value::NativeKNormOutput};
         if (f.qkv != QkvLayout::Separate) return {Value::NativeQkvProjOutput};
         return {Value::NativeQProjOutput, Value::NativeKProjOutput};
     }
     std::string preRotaryName() const {
+        if (c.mla.enabled)
+            return "the rope parts of " + f.moduleName(c.mla.qLoraRank > 0 ? Module::QBProj : Module::QProj) + "'s and " +
+                   f.moduleName(Module::KvAProjWithMqa) + "'s outputs";
         if (c.qkNorm) return f.moduleName(Module::QNorm) + "'s output";
         if (f.qkv != QkvLayout::Separate) return "the query slices of " + f.moduleName(Module::QkvProj) + "'s output";
         return f.moduleName(Module::QProj) + "'s output";
@@ -510,6 +529,103 @@ T expert64(const Ctx& x, int layer, int64_t e, const T& rows) {
     return linear64(activation64(x.c.hiddenAct, linear64(rows, x.m.expertWeight(layer, Module::ExpertGateProj, e), T())) *
                         linear64(rows, x.m.expertWeight(layer, Module::ExpertUpProj, e), T()),
                     x.m.expertWeight(layer, Module::ExpertDownProj, e), T());
+}
+
+/// DeepSeek V2/V3 and GLM-4.5's routers, recomputed in float64 from router_logits and the stored correction bias: the
+/// scores (sigmoid, or softmax for DeepSeek V2), the best topk_group groups, the top k inside them (as a set: transformers'
+/// top-k is unsorted), and the weights.
+CheckResult checkRouterGroups(Ctx& x, const std::string&) {
+    const std::vector<int> blocks = sparseBlocks(x);
+    if (blocks.empty()) return skipped("no block of this checkpoint has experts");
+    const MoeConfig& moe = x.c.moe;
+    if (moe.router == RouterKind::SoftmaxTopK) return skipped("this router takes the top k of a softmax: router_topk checks it");
+    const bool sigmoid = moe.router == RouterKind::SigmoidGroupTopK;
+    const bool grouped = sigmoid || moe.groupLimited;
+    const int64_t E = moe.numExperts, G = moe.numGroups, k = moe.topK;
+    Cmp logits, weights;
+    bool sameChoice = true, inGroups = true;
+    int64_t tokens = 0;
+    for (int i : blocks) {
+        merge(logits, compareRecomputed(x.v(Value::RouterLogits, i), linear64(x.v(Value::MlpInput, i), x.stored(ParamKey{Module::Router}, i), T()), x.dt()));
+        const T rl = x.v(Value::RouterLogits, i).to(torch::kFloat64).reshape({-1, E});
+        const T scores = sigmoid ? torch::sigmoid(rl) : torch::softmax(rl, -1);
+        T choice = scores;
+        if (sigmoid) {
+            const T bias = x.stored(ParamKey{Module::Router, Param::CorrectionBias}, i);
+            if (bias.defined()) choice = choice + bias.to(torch::kFloat64);
+        }
+        const T idx = x.v(Value::ExpertIndices, i).to(torch::kInt64).reshape({-1, k});
+        const int64_t N = rl.size(0);
+        tokens += N;
+        T allowed = torch::ones({N, E}, torch::kBool);
+        if (grouped) {
+            const T per = choice.view({N, G, E / G});
+            const T groupScores = sigmoid ? std::get<0>(per.topk(2, -1)).sum(-1) : std::get<0>(per.max(-1));
+            const T best = std::get<1>(groupScores.topk(moe.topkGroup, -1));
+            const T groupOk = torch::zeros({N, G}, torch::kBool).scatter(1, best, true);
+            allowed = groupOk.unsqueeze(-1).expand({N, G, E / G}).reshape({N, E});
+            inGroups = inGroups && allowed.gather(1, idx).all().item<bool>();
+        }
+        const T masked = choice.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+        const T want = std::get<0>(std::get<1>(masked.topk(k, -1)).sort(-1));
+        sameChoice = sameChoice && torch::equal(want, std::get<0>(idx.sort(-1)));
+        T w = scores.gather(1, idx);
+        if (sigmoid && moe.normTopkProb) w = w / (w.sum(-1, true) + 1e-20);
+        w = w * moe.routedScalingFactor;
+        merge(weights, compareRecomputed(x.v(Value::ExpertWeights, i).reshape({-1, k}), w, x.dt()));
+    }
+    const std::string score = sigmoid ? "sigmoid(router_logits) + e_score_correction_bias" : "softmax(router_logits)";
+    const std::string fig = "the top " + std::to_string(k) + " of " + std::to_string(E) + " experts" +
+                            (grouped ? " within the best " + std::to_string(moe.topkGroup) + " of " + std::to_string(G) + " groups" : std::string()) +
+                            ": " + (sameChoice && inGroups ? "the same choice" : "another choice") + " for " + std::to_string(tokens) +
+                            " tokens in " + blocksText(static_cast<int64_t>(blocks.size())) + "; weights " + recomputedText(weights, x.dt());
+    std::string det = "router_logits against mlp_input · gateᵀ from the stored router weight: " + recomputedText(logits, x.dt()) +
+                       ". The choice recomputed in float64 from " + score;
+    if (grouped)
+        det += std::string(", a group scored by ") + (sigmoid ? "the sum of its two best" : "its best") + " (every chosen expert " +
+               (inGroups ? "lies" : "does NOT lie") + " in the best groups)";
+    det += ", compared as sets (transformers' top-k is unsorted); expert_weights against the " +
+           std::string(sigmoid ? "uncorrected sigmoid scores" : "probabilities") +
+           (sigmoid && moe.normTopkProb ? " ÷ (their sum + 1e-20)" : "") + " × routed_scaling_factor " + num(moe.routedScalingFactor) + ".";
+    return claim(logits.ok && weights.ok && sameChoice && inGroups, fig, det);
+}
+
+/// Multi-head latent attention recomputed in float64 from its latents and the stored kv_b_proj / q_b_proj: every head's
+/// key is [kv_b_proj(kv_latent)'s key part | key_rope], its value kv_b_proj's value part, its query [query_nope |
+/// query_rope] with query_nope = q_b_proj(q_latent)'s first qk_nope_head_dim dimensions (q_proj's where q_lora_rank is
+/// null).
+CheckResult checkLatentAttention(Ctx& x, const std::string&) {
+    if (!x.c.mla.enabled) return skipped("this checkpoint's attention has no latent");
+    const MlaConfig& a = x.c.mla;
+    const int64_t N = x.c.numHeads, QK = x.c.qkHeadDim();
+    Cmp keys, values, queries, nope, rope;
+    for (int i = 0; i < x.L; ++i) {
+        const T latent = x.v(Value::KvLatent, i);
+        const int64_t b = latent.size(0), s = latent.size(1);
+        const T kv = linear64(latent, x.stored(ParamKey{Module::KvBProj}, i), T()).view({b, s, N, a.qkNopeHeadDim + a.vHeadDim}).transpose(1, 2);
+        const T keyRope = x.v(Value::KeyRope, i).to(torch::kFloat64);
+        const T k = torch::cat({kv.narrow(-1, 0, a.qkNopeHeadDim), keyRope.expand({b, N, s, a.qkRopeHeadDim})}, -1);
+        merge(keys, compareRecomputed(x.v(Value::AttentionKeys, i), k, x.dt()));
+        merge(values, compareRecomputed(x.v(Value::AttentionValues, i), kv.narrow(-1, a.qkNopeHeadDim, a.vHeadDim), x.dt()));
+        merge(queries, compareExact(x.v(Value::AttentionQueries, i), torch::cat({x.v(Value::QueryNope, i), x.v(Value::QueryRope, i)}, -1), x.dt()));
+        const T q = a.qLoraRank > 0 ? linear64(x.v(Value::QLatent, i), x.stored(ParamKey{Module::QBProj}, i), T())
+                                    : x.v(Value::NativeQProjOutput, i).to(torch::kFloat64);
+        merge(nope, compareRecomputed(x.v(Value::QueryNope, i), q.view({b, s, N, QK}).transpose(1, 2).narrow(-1, 0, a.qkNopeHeadDim), x.dt()));
+        // the rotary key part before the rotary: kv_a_proj_with_mqa's last outputs; at position 0 the rotation is the identity
+        const T compressed = linear64(x.v(Value::AttentionNormOutput, i), x.stored(ParamKey{Module::KvAProjWithMqa}, i),
+                                      x.storedIf(ParamKey{Module::KvAProjWithMqa, Param::Bias}, i, x.m.layer(i)[Module::KvAProjWithMqa].bias));
+        T raw = compressed.narrow(-1, a.kvLoraRank, a.qkRopeHeadDim).index({Slice(), 0});
+        if (a.ropeInterleave) raw = torch::cat({raw.index({"...", Slice(0, None, 2)}), raw.index({"...", Slice(1, None, 2)})}, -1);
+        merge(rope, compareRecomputed(keyRope.index({Slice(), 0, 0}), raw * x.m.rope().attentionScaling, x.dt()));
+    }
+    const std::string fig = "attention_keys vs [kv_b_proj(kv_latent) | key_rope]: " + recomputedText(keys, x.dt()) + ", " + blocksText(x.L);
+    const std::string det = "Recomputed in float64 from the stored kv_b_proj" + std::string(a.qLoraRank > 0 ? " and q_b_proj" : "") +
+                            ": attention_values against kv_b_proj(kv_latent)'s value part " + recomputedText(values, x.dt()) +
+                            "; query_nope against " + (a.qLoraRank > 0 ? "q_b_proj(q_latent)" : "q_proj's output") + "'s first qk_nope_head_dim " +
+                            "dimensions " + recomputedText(nope, x.dt()) + "; attention_queries against [query_nope | query_rope] " +
+                            exactText(queries, x.dt()) + "; key_rope at position 0 (no rotation) against kv_a_proj_with_mqa's last " +
+                            "qk_rope_head_dim outputs" + (a.ropeInterleave ? " de-interleaved" : "") + " " + recomputedText(rope, x.dt()) + ".";
+    return claim(keys.ok && values.ok && queries.ok && nope.ok && rope.ok, fig, det);
 }
 
 CheckResult checkRoutedWeightedSum(Ctx& x, const std::string&) {
@@ -974,16 +1090,25 @@ struct RotationCmp {
 
 RotationCmp compareRotation(const Ctx& x, const T& invFreq, double scale, RotaryStyle style, int64_t rot) {
     RotationCmp out;
+    // DeepSeek-V3's rope_interleave: adjacent pairs, the result de-interleaved (the even dims' results, then the odd ones')
+    const bool deinterleave = x.c.mla.enabled && x.c.mla.ropeInterleave;
+    if (deinterleave) style = RotaryStyle::AdjacentPairs;
+    auto laidOut = [&](const T& t) {
+        return deinterleave ? torch::cat({t.index({"...", Slice(0, None, 2)}), t.index({"...", Slice(1, None, 2)})}, -1) : t;
+    };
     for (int i = 0; i < x.L; ++i)
         for (bool keys : {false, true}) {
             if (!x.c.rotates(i)) continue;  // a NoPE block (SmolLM3): no_rope_layers checks it
             T pre = x.preRotary(i, keys);
-            T actual = x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
-            merge(out.both, compareRecomputed(actual, rotate64(pre, invFreq, scale, style, rot), x.dt()));
+            // under latent attention only the rope parts turn: query_rope and key_rope against them
+            T actual = x.c.mla.enabled ? x.v(keys ? Value::KeyRope : Value::QueryRope, i)
+                                       : x.v(keys ? Value::AttentionKeys : Value::AttentionQueries, i);
+            merge(out.both, compareRecomputed(actual, laidOut(rotate64(pre, invFreq, scale, style, rot)), x.dt()));
             // position 0: the rotation is the identity (times the attention factor on the turned dims)
             T p0 = pre.index({Slice(), Slice(), 0});
             T expected0 = torch::cat({p0.index({"...", Slice(0, rot)}) * scale, p0.index({"...", Slice(rot, None)})}, -1);
-            merge(out.position0, compareExact(actual.index({Slice(), Slice(), 0}), expected0, x.dt()));
+            const T got0 = actual.index({Slice(), Slice(), 0});
+            merge(out.position0, x.c.mla.enabled ? compareRecomputed(got0, laidOut(expected0), x.dt()) : compareExact(got0, expected0, x.dt()));
             if (x.S > 1) {
                 T wrong = rotate64(pre, invFreq, scale, otherStyle(style), rot);
                 out.otherPairing = std::max(out.otherPairing, (actual.to(torch::kFloat64) - wrong).abs().max().item<double>());
@@ -1019,12 +1144,14 @@ CheckResult checkRopeKind(Ctx& x, const std::string& arg) {
         for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
         fig += ": not one of the rotaries the note names (" + names + ")";
     }
-    RotationCmp r = compareRotation(x, inv, scale, x.f.rotary, rot);
+    // DeepSeek-V3's rope_interleave pairs adjacent dimensions (compareRotation lays the result out de-interleaved)
+    const RotaryStyle style = x.c.mla.enabled && x.c.mla.ropeInterleave ? RotaryStyle::AdjacentPairs : x.f.rotary;
+    RotationCmp r = compareRotation(x, inv, scale, style, rot);
     const bool pairingMatters = x.S < 2 || r.otherPairing > recomputeTol(x.dt()) * 10;
     fig += "; queries and keys turned by these frequencies: " + recomputedText(r.both, x.dt());
     std::string det = "attention_queries and attention_keys of " + blocksText(x.L) + " at " + std::to_string(x.S) + " positions, recomputed by turning " +
-                      x.preRotaryName() + " with " + pairingText(x.f.rotary, rot) + " at inverse frequencies (and attention factor) written out "
-                      "here for " + x.c.rope.type + ". The " + pairingText(otherStyle(x.f.rotary), rot) + " would be off by " + num(r.otherPairing) + ".";
+                      x.preRotaryName() + " with " + pairingText(style, rot) + " at inverse frequencies (and attention factor) written out "
+                      "here for " + x.c.rope.type + ". The " + pairingText(otherStyle(style), rot) + " would be off by " + num(r.otherPairing) + ".";
     return claim(typeOk && r.both.ok && pairingMatters, fig, det);
 }
 
@@ -1439,6 +1566,24 @@ const std::vector<CheckDef>& checkTable() {
          "float64 softmax against expert_indices (the same experts, the same order) and against expert_weights.",
          [](const Ctx&) { return std::vector<Value>{Value::MlpInput, Value::RouterLogits, Value::ExpertIndices, Value::ExpertWeights}; }, false,
          checkRouterTopk},
+        {"router_groups", "the chosen experts lie in the best groups and are the top k there; expert_weights are their scores × routed_scaling_factor",
+         "On every block with experts of a DeepSeek-style router: router_logits against mlp_input · gateᵀ from the stored router weight; in float64, "
+         "the scores (sigmoid + the stored e_score_correction_bias, or DeepSeek-V2's softmax), the topk_group best groups (a group scored by the "
+         "sum of its two best, or its best), every chosen expert inside them, the top k there as a set against expert_indices (transformers' "
+         "top-k is unsorted), and expert_weights against the uncorrected scores (renormalised under norm_topk_prob) × routed_scaling_factor.",
+         [](const Ctx&) { return std::vector<Value>{Value::MlpInput, Value::RouterLogits, Value::ExpertIndices, Value::ExpertWeights}; }, false,
+         checkRouterGroups},
+        {"latent_attention", "attention_keys/values are kv_b_proj(kv_latent) with the shared key_rope; attention_queries [query_nope | query_rope]",
+         "On every block of a multi-head latent attention: attention_keys against [kv_b_proj(kv_latent)'s key part | key_rope] and attention_values "
+         "against its value part, recomputed in float64 from the stored kv_b_proj; query_nope against q_b_proj(q_latent) (or q_proj's output); "
+         "attention_queries against [query_nope | query_rope] (assert_close); key_rope at position 0 against kv_a_proj_with_mqa's rotary outputs.",
+         [](const Ctx& x) {
+             std::vector<Value> v{Value::AttentionNormOutput, Value::KvLatent, Value::KeyRope, Value::QueryNope, Value::QueryRope,
+                                  Value::AttentionQueries, Value::AttentionKeys, Value::AttentionValues};
+             v.push_back(x.c.mla.qLoraRank > 0 ? Value::QLatent : Value::NativeQProjOutput);
+             return v;
+         },
+         false, checkLatentAttention},
         {"routed_is_weighted_sum", "routed_output == Σ_k expert_weights[k] · expert_outputs[k], each expert's output its own projections'",
          "On every block with experts: routed_output against the weighted sum of expert_outputs in float64; every chosen expert's output recomputed "
          "from its stored gate/up/down projections (one tensor per expert) with the config's activation; mlp_output against routed_output (+ "

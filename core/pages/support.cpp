@@ -53,6 +53,8 @@ std::vector<SupportRow> supportTable(const Family& f) {
     if (f.experts)
         for (Value v : mixtureValues())
             if (v != Value::SharedExpertOutput || f.hasModule(Module::SharedExpert)) values.push_back(v);
+    if (f.latentAttention)
+        for (Value v : latentAttentionValues()) values.push_back(v);
     for (Value v : values) {
         const ValueInfo& info = valueInfo(v);
         SupportRow r;
@@ -68,6 +70,7 @@ std::vector<SupportRow> supportTable(const Family& f) {
         r.readOnly = info.readOnly;
         if (f.experts && isMixtureValue(v)) r.availability = "blocks with experts only";
         if (f.experts && (v == Value::MlpActivation || v == Value::MlpNeurons)) r.availability = "dense blocks only";
+        if (v == Value::QLatent) r.availability = "where q_lora_rank is set";
         rows.push_back(std::move(r));
     }
     return rows;
@@ -75,7 +78,7 @@ std::vector<SupportRow> supportTable(const Family& f) {
 
 std::vector<std::pair<std::string, int64_t>> standardSizes(const ModelConfig& c) {
     return {{"num_layers", c.numLayers}, {"hidden_size", c.hiddenSize}, {"num_heads", c.numHeads},
-            {"num_kv_heads", c.numKvHeads}, {"head_dim", c.headDim}, {"qk_head_dim", c.headDim},
+            {"num_kv_heads", c.numKvHeads}, {"head_dim", c.headDim}, {"qk_head_dim", c.qkHeadDim()},
             {"vocab_size", c.vocabSize}, {"intermediate_size", c.intermediateSize}};
 }
 
@@ -241,7 +244,17 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     const std::string a = "        ";
     module("      ", Module::SelfAttn, hostClass(f, Host::Attention) + "(");
     module(a, Module::QkvProj, linearRepr(H, QW + 2 * KW, c.attentionBias));
-    module(a, Module::QProj, linearRepr(H, QW, c.attentionBias));
+    module(a, Module::QProj, linearRepr(H, c.mla.enabled ? c.numHeads * c.qkHeadDim() : QW, c.mla.enabled ? false : c.attentionBias));
+    if (c.mla.enabled) {  // multi-head latent attention
+        const MlaConfig& m = c.mla;
+        const std::string latentEps = pythonFloat(m.latentNormEps);
+        module(a, Module::QAProj, linearRepr(H, m.qLoraRank, c.attentionBias));
+        module(a, Module::QALayernorm, f.classPrefix + "RMSNorm((" + std::to_string(m.qLoraRank) + ",), eps=" + latentEps + ")");
+        module(a, Module::QBProj, linearRepr(m.qLoraRank, c.numHeads * c.qkHeadDim(), false));
+        module(a, Module::KvAProjWithMqa, linearRepr(H, m.kvLoraRank + m.qkRopeHeadDim, c.attentionBias));
+        module(a, Module::KvALayernorm, f.classPrefix + "RMSNorm((" + std::to_string(m.kvLoraRank) + ",), eps=" + latentEps + ")");
+        module(a, Module::KvBProj, linearRepr(m.kvLoraRank, c.numHeads * (m.qkNopeHeadDim + m.vHeadDim), false));
+    }
     module(a, Module::KProj, linearRepr(H, KW, c.attentionBias));
     module(a, Module::VProj, linearRepr(H, KW, c.attentionBias));
     module(a, Module::OProj, linearRepr(QW, H, c.oProjBias));
@@ -262,9 +275,13 @@ std::vector<PrintoutLine> printoutLines(const Family& f, const ModelConfig& c) {
     module(a, Module::Experts, f.classPrefix + "Experts(" + std::to_string(c.moe.numExperts) + " x gate/up " + std::to_string(H) + " -> " +
                                    std::to_string(c.moe.expertIntermediateSize) + ", down " + std::to_string(c.moe.expertIntermediateSize) +
                                    " -> " + std::to_string(H) + ", " + activationRepr(c.hiddenAct) + ")");
-    module(a, Module::SharedExpert, f.classPrefix + "MLP(gate/up " + std::to_string(H) + " -> " +
-                                        std::to_string(c.moe.sharedExpertIntermediateSize) + ", down " +
-                                        std::to_string(c.moe.sharedExpertIntermediateSize) + " -> " + std::to_string(H) + ")");
+    {  // the shared expert's own projections, named inside its line (its children have no step of their own)
+        const int64_t S = c.moe.sharedExpertIntermediateSize;
+        module(a, Module::SharedExpert, f.classPrefix + "MLP((" + f.moduleLabel(Module::SharedGateProj) + "): " + linearRepr(H, S, c.mlpBias) +
+                                            ", (" + f.moduleLabel(Module::SharedUpProj) + "): " + linearRepr(H, S, c.mlpBias) + ", (" +
+                                            f.moduleLabel(Module::SharedDownProj) + "): " + linearRepr(S, H, c.mlpBias) + ", " +
+                                            activationRepr(c.hiddenAct) + ")");
+    }
     module(a, Module::SharedExpertGate, linearRepr(H, 1, false));
     values(a, Host::Mlp);
     plain("      )");

@@ -100,6 +100,8 @@ std::vector<ValueKey> allValueKeys(const Model& model, bool includeNative) {
         if (perBlock)
             for (Value v : mixtureValues())
                 if (model.hasValueAt(v, i)) out.push_back({v, i});
+        for (Value v : latentAttentionValues())
+            if (model.hasValueAt(v, i)) out.push_back({v, i});
     }
     if (includeNative) {
         auto native = [&](int layer) {

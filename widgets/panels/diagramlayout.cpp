@@ -169,7 +169,55 @@ private:
         const double left = kBranchLeft + 8, right = kBranchRight - 8, w = (right - left - 2 * 8) / 3;
         auto col = [&](int i) { return left + i * (w + 8); };
         const QString bias = c_.attentionBias ? "biased" : "";
-        QRectF qr, kr, vr;
+        QRectF qr, kr, vr, rq, rk, hv;
+        if (c_.mla.enabled) {
+            // Multi-head latent attention: the query latent (or q_proj) in the first column; the shared key/value latent and
+            // the shared rotary key part from kv_a_proj_with_mqa in the other two; kv_b_proj expands the latent per head.
+            const MlaConfig& m = c_.mla;
+            const bool latentQ = has(Module::QAProj);
+            // row 1: q_a_proj (or q_proj) beside kv_a_proj_with_mqa
+            qr = latentQ ? box("q_a_proj", Module::QAProj, QString("→ %1").arg(m.qLoraRank), std::nullopt, row(col(0), col(0) + w))
+                         : box("q_proj", Module::QProj, "", Value::NativeQProjOutput, row(col(0), col(0) + w));
+            const QRectF kva = box("kv_a_proj_with_mqa", Module::KvAProjWithMqa, QString("→ %1 + %2").arg(m.kvLoraRank).arg(m.qkRopeHeadDim),
+                                   std::nullopt, row(col(1), col(2) + w));
+            down(norm, qr, qr.center().x(), qr.center().x());
+            down(norm, kva, kva.center().x(), kva.center().x());
+            y_ += kBoxHeight + kGap;
+            // row 2: q_a_layernorm, kv_a_layernorm, the shared rotary key part
+            if (latentQ) {
+                const QRectF qn = box("q_a_layernorm", Module::QALayernorm, "RMSNorm", Value::QLatent, row(col(0), col(0) + w));
+                down(qr, qn);
+                qr = qn;
+            }
+            const QRectF kvn = box("kv_a_layernorm", Module::KvALayernorm, "RMSNorm", Value::KvLatent, row(col(1), col(1) + w));
+            const QRectF kro = add("key_rope", DiagramPart::Operation, "rotary", "shared key part", Value::KeyRope, std::nullopt, row(col(2), col(2) + w));
+            down(kva, kvn, kvn.center().x(), kvn.center().x());
+            down(kva, kro, kro.center().x(), kro.center().x());
+            y_ += kBoxHeight + kGap;
+            // row 3: q_b_proj, kv_b_proj
+            if (latentQ) {
+                const QRectF qb = box("q_b_proj", Module::QBProj, "per head", std::nullopt, row(col(0), col(0) + w));
+                down(qr, qb);
+                qr = qb;
+            }
+            const QRectF kvb = box("kv_b_proj", Module::KvBProj, "key and value per head", std::nullopt, row(col(1), col(1) + w));
+            down(kvn, kvb);
+            y_ += kBoxHeight + kGap;
+            // row 4: the query heads split and their rope part turned
+            const QRectF qs = add("query_rope", DiagramPart::Operation, "split · rotary", "query_nope | query_rope", Value::QueryRope,
+                                  std::nullopt, row(col(0), col(0) + w));
+            down(qr, qs);
+            y_ += kBoxHeight + kGap;
+            rq = add("rotary_q", DiagramPart::Operation, "queries", "[nope | rope]", Value::AttentionQueries, std::nullopt, row(col(0), col(0) + w));
+            rk = add("rotary_k", DiagramPart::Operation, "keys", "[nope | key_rope]", Value::AttentionKeys, std::nullopt, row(col(1), col(1) + w));
+            hv = add("values", DiagramPart::Operation, "values", QString("v_head_dim %1").arg(m.vHeadDim), Value::AttentionValues,
+                     std::nullopt, row(col(2), col(2) + w));
+            down(qs, rq);
+            down(kvb, rk, rk.center().x(), rk.center().x());
+            down(kro, rk, kro.center().x(), rk.center().x() + w / 4);
+            down(kvb, hv, kvb.right() - 4, hv.center().x());
+            y_ += kBoxHeight + kGap;
+        } else {
         if (has(Module::QkvProj)) {
             const QString layout = f_.qkv == QkvLayout::FusedPerHead ? "fused · [heads, 3, head_dim]" : "fused · [q | k | v]";
             const QRectF r = box("qkv_proj", Module::QkvProj, layout, Value::NativeQkvProjOutput, row(left, right));
@@ -206,14 +254,15 @@ private:
         const bool learned = f_.positions == PositionKind::Learned;  // GPT-2: no rotary, the heads are only split
         const QString turn = learned ? "split heads" : "rotary";
         if (learned) rotary = "no rotary";
-        const QRectF rq = add("rotary_q", DiagramPart::Operation, turn, rotary, Value::AttentionQueries, std::nullopt, row(col(0), col(0) + w));
-        const QRectF rk = add("rotary_k", DiagramPart::Operation, turn, rotary, Value::AttentionKeys, std::nullopt, row(col(1), col(1) + w));
-        const QRectF hv = add("values", DiagramPart::Operation, "split heads", c_.numKvHeads < c_.numHeads ? "kv heads" : "",
-                              Value::AttentionValues, std::nullopt, row(col(2), col(2) + w));
+        rq = add("rotary_q", DiagramPart::Operation, turn, rotary, Value::AttentionQueries, std::nullopt, row(col(0), col(0) + w));
+        rk = add("rotary_k", DiagramPart::Operation, turn, rotary, Value::AttentionKeys, std::nullopt, row(col(1), col(1) + w));
+        hv = add("values", DiagramPart::Operation, "split heads", c_.numKvHeads < c_.numHeads ? "kv heads" : "",
+                 Value::AttentionValues, std::nullopt, row(col(2), col(2) + w));
         down(qr, rq, rq.center().x(), rq.center().x());
         down(kr, rk, rk.center().x(), rk.center().x());
         down(vr, hv, hv.center().x(), hv.center().x());
         y_ += kBoxHeight + kGap;
+        }
         const QString gqa = c_.numKvHeads < c_.numHeads
                                 ? QString("%1 heads over %2 kv heads").arg(c_.numHeads).arg(c_.numKvHeads)
                                 : QString("%1 heads").arg(c_.numHeads);
@@ -262,23 +311,30 @@ private:
         if (has(Module::Router)) {
             // A mixture of experts (on the blocks that have one; a dense block of the same model keeps the gated MLP, whose
             // values the tables and the value plot show): the router, the experts the router picks, their weighted sum.
+            const QString choice = c_.moe.router == RouterKind::SigmoidGroupTopK ? "sigmoid + bias" : "softmax";
+            const QString groups = c_.moe.numGroups > 1 && (c_.moe.router == RouterKind::SigmoidGroupTopK || c_.moe.groupLimited)
+                                       ? QString(" in %1/%2 groups").arg(c_.moe.topkGroup).arg(c_.moe.numGroups)
+                                       : QString();
             const QRectF router = box("router", Module::Router,
-                                      QString("softmax · top %1 of %2").arg(c_.moe.topK).arg(c_.moe.numExperts), Value::RouterLogits,
-                                      row(left, left + half));
+                                      QString("%1 · top %2 of %3%4").arg(choice).arg(c_.moe.topK).arg(c_.moe.numExperts).arg(groups),
+                                      Value::RouterLogits, row(left, left + half));
             const QRectF experts = box("experts", Module::Experts, "only the chosen run", Value::ExpertOutputs, row(right - half, right));
             down(input, router, -1, router.center().x());
             down(input, experts, -1, experts.center().x());
             y_ += kBoxHeight + kGap;
-            if (has(Module::SharedExpert)) {  // Qwen2-MoE: the shared expert every token goes through, and its sigmoid gate
+            if (has(Module::SharedExpert)) {  // the shared expert every token goes through (Qwen2-MoE: behind a sigmoid gate)
                 const QRectF shared = box("shared_expert", Module::SharedExpert, "every token", Value::SharedExpertOutput,
                                           row(right - half, right));
-                const QRectF gate = box("shared_expert_gate", Module::SharedExpertGate, "sigmoid", std::nullopt, row(left, left + half));
                 down(experts, shared);
-                down(router, gate);
+                if (has(Module::SharedExpertGate)) {
+                    const QRectF gate = box("shared_expert_gate", Module::SharedExpertGate, "sigmoid", std::nullopt, row(left, left + half));
+                    down(router, gate);
+                }
                 y_ += kBoxHeight + kGap;
             }
+            const QString sharedText = has(Module::SharedExpertGate) ? "+ sigmoid-gated shared expert" : "+ shared experts";
             QRectF last = add("routed_output", DiagramPart::Operation, "Σ expert_weights · expert_outputs",
-                              c_.moe.sharedExpertIntermediateSize > 0 ? "+ sigmoid-gated shared expert" : "the chosen experts",
+                              c_.moe.sharedExpertIntermediateSize > 0 ? sharedText : "the chosen experts",
                               Value::MlpOutput, std::nullopt, row(left, right));
             down(router, last, -1, router.center().x());
             down(experts, last, -1, experts.center().x());
