@@ -98,10 +98,11 @@ ExpertRouting expertRouting(const Model& model, const TraceResult& result, int64
         const torch::Tensor onehot = torch::one_hot(c.indices, E).to(torch::kFloat32);
         r.tokenCount.index_put_({b}, onehot.sum(0).sum(0).to(torch::kInt64));
         r.weightSum.index_put_({b}, (onehot * c.weights.unsqueeze(-1)).sum(0).sum(0));
-        // what each expert adds at each position: Σ over its slots of weight · output, [E, length, hidden]
-        const torch::Tensor weighted = c.outputs * c.weights.unsqueeze(-1);                     // [length, k, hidden]
-        const torch::Tensor perExpert = torch::einsum("tke,tkh->eth", {onehot, weighted});    // [E, length, hidden]
-        r.outputNorm.index_put_({b}, perExpert.norm(2, -1));
+        // what each expert adds at each position, ‖weight · output‖ of the slot that chose it (top-k picks distinct
+        // experts: at most one slot per expert and position; an edit of expert_indices that repeats one keeps one slot's),
+        // scattered to [length, E]
+        const torch::Tensor slotNorm = (c.outputs * c.weights.unsqueeze(-1)).norm(2, -1);  // [length, k]
+        r.outputNorm.index_put_({b}, torch::zeros({r.length, E}).scatter_(1, c.indices, slotNorm).t());
     }
     return r;
 }

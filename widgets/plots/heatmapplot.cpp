@@ -301,6 +301,30 @@ void HeatmapPlot::setGradient(const QCPColorGradient& gradient) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void HeatmapPlot::setCategories(const QList<QColor>& colours, const QStringList& labels) {
+    categories_ = colours;
+    categoryLabels_ = labels;
+    if (colours.isEmpty()) {
+        hasFixedRange_ = false;
+        updateColorRange();
+        updateCellTexts();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    // n + 1 levels over [0, n]: level i (stop i / n) takes the values [i, i + 1), so category i is exactly colour i (the
+    // gradient maps a value to level floor(v · (levels - 1) / range)); the last stop repeats the last colour for v = n.
+    const int n = static_cast<int>(colours.size());
+    QMap<double, QColor> stops;
+    for (int i = 0; i <= n; ++i) stops[static_cast<double>(i) / n] = colours[std::min(i, n - 1)];
+    QCPColorGradient g;
+    g.setColorStops(stops);
+    g.setLevelCount(n + 1);
+    map_->setGradient(g);
+    setDataRange(0, n);
+    updateCellTexts();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void HeatmapPlot::setDataRange(double lower, double upper) {
     hasFixedRange_ = true;
     fixedRange_ = QCPRange(lower, upper);
@@ -358,6 +382,11 @@ void HeatmapPlot::updateColorRange() {
     scale_->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     scale_->axis()->setNumberFormat("gb");
     scale_->axis()->setNumberPrecision(6);
+    if (!categories_.isEmpty()) {  // each category's name in the middle of its band
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        for (int i = 0; i < categories_.size(); ++i) ticker->addTick(i + 0.5, categoryLabels_.value(i, QString::number(i)));
+        scale_->axis()->setTicker(ticker);
+    }
     if (hasFixedRange_) {
         map_->setDataRange(fixedRange_);
     } else if (symmetric_) {
@@ -603,7 +632,12 @@ void HeatmapPlot::updateCellTexts() {
             const double v = model_->value(r, c);
             const double level = log ? (std::log10(std::max(v, range.lower)) - std::log10(range.lower)) / std::max(std::log10(range.upper / range.lower), 1e-12)
                                      : (v - range.lower) / std::max(range.size(), 1e-12);
-            t->setColor(level > 0.55 ? Qt::white : Qt::black);  // stays readable on dark and light cells
+            if (!categories_.isEmpty()) {  // a category's own colour: white on the dark ones
+                const int i = std::clamp(static_cast<int>(std::floor(v)), 0, static_cast<int>(categories_.size()) - 1);
+                t->setColor(categories_[i].lightnessF() < 0.5 ? Qt::white : Qt::black);
+            } else {
+                t->setColor(level > 0.55 ? Qt::white : Qt::black);  // stays readable on dark and light cells
+            }
             t->setClipToAxisRect(true);
             texts_ << t;
         }
