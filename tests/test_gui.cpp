@@ -4844,7 +4844,9 @@ void TestGui::routingView() {
             const QString tip = grid->data(grid->index(b, t), Qt::ToolTipRole).toString();
             QStringList want;
             for (int j = 0; j < 2; ++j) {
-                want << QString("%1:%2").arg(idx[t][j].item<int64_t>()).arg(wts[t][j].item<double>(), 0, 'f', 2);
+                QString weight = QString::number(wts[t][j].item<double>(), 'f', 2);  // ".65": two decimals, no leading zero
+                if (weight.startsWith("0.")) weight.remove(0, 1);
+                want << QString("%1:%2").arg(idx[t][j].item<int64_t>()).arg(weight);
                 QVERIFY2(tip.contains(QString("expert %1   weight %2").arg(idx[t][j].item<int64_t>()).arg(wts[t][j].item<double>(), 0, 'g', 4)),
                          qPrintable(tip));
             }
@@ -4852,8 +4854,14 @@ void TestGui::routingView() {
         }
         for (int e = 0; e < E; ++e) QCOMPARE(rv->loadModel()->value(b, e), (idx == e).sum().item<double>());
     }
-    // the grid's colours are one per expert, and the cells fit the view (no scrolling, labels on the axes)
+    // the grid's colours are one per expert, each cell drawn in its top expert's, and the cells fit the view
     QCOMPARE(rv->grid()->categories().size(), E);
+    for (int b = 0; b < 2; ++b)
+        for (int t = 0; t < len; ++t) {
+            const QColor drawn = QColor::fromRgb(rv->grid()->colorMap()->gradient().color(grid->value(b, t), rv->grid()->colorMap()->dataRange()));
+            const QColor want = RoutingView::expertColour(static_cast<int64_t>(grid->value(b, t)), E);
+            QVERIFY2(sameColour(drawn, want), qPrintable(QString("cell %1,%2: %3 vs %4").arg(b).arg(t).arg(drawn.name(), want.name())));
+        }
     QVERIFY(!rv->grid()->isZoomed());
     QCOMPARE(rv->grid()->visibleCells().width(), len);
 

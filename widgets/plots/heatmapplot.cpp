@@ -311,16 +311,18 @@ void HeatmapPlot::setCategories(const QList<QColor>& colours, const QStringList&
         plot_->replot(QCustomPlot::rpQueuedReplot);
         return;
     }
-    // n + 1 levels over [0, n]: level i (stop i / n) takes the values [i, i + 1), so category i is exactly colour i (the
-    // gradient maps a value to level floor(v · (levels - 1) / range)); the last stop repeats the last colour for v = n.
+    // n levels over the range [0, n - 1]: a cell's value v takes level floor(v · (levels - 1) / range) = floor(v), so
+    // category i is exactly colour i (stop i / (n - 1)); the colour scale draws the n levels as n equal bands, each
+    // category's name in the middle of its band (updateColorRange). One category: two levels of the same colour.
     const int n = static_cast<int>(colours.size());
+    const int levels = std::max(n, 2);
     QMap<double, QColor> stops;
-    for (int i = 0; i <= n; ++i) stops[static_cast<double>(i) / n] = colours[std::min(i, n - 1)];
+    for (int i = 0; i < levels; ++i) stops[static_cast<double>(i) / (levels - 1)] = colours[std::min(i, n - 1)];
     QCPColorGradient g;
     g.setColorStops(stops);
-    g.setLevelCount(n + 1);
+    g.setLevelCount(levels);
     map_->setGradient(g);
-    setDataRange(0, n);
+    setDataRange(0, levels - 1);
     updateCellTexts();
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -384,7 +386,9 @@ void HeatmapPlot::updateColorRange() {
     scale_->axis()->setNumberPrecision(6);
     if (!categories_.isEmpty()) {  // each category's name in the middle of its band
         QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-        for (int i = 0; i < categories_.size(); ++i) ticker->addTick(i + 0.5, categoryLabels_.value(i, QString::number(i)));
+        const int n = static_cast<int>(categories_.size()), levels = std::max(n, 2);
+        const double band = static_cast<double>(levels - 1) / levels;  // the scale's n bands over [0, levels - 1]
+        for (int i = 0; i < n; ++i) ticker->addTick((i + 0.5) * band, categoryLabels_.value(i, QString::number(i)));
         scale_->axis()->setTicker(ticker);
     }
     if (hasFixedRange_) {

@@ -120,7 +120,7 @@ public:
     bool logScale() const { return log_; }
     /// Categories instead of a colour scale (the Routing view's expert ids): a cell's value v in [0, n) is category
     /// floor(v), drawn in colours[floor(v)], and the colour scale names each category with its label; a cell's text is
-    /// black or white after its colour's lightness. The range is fixed to [0, n]. An empty list ends it (the gradient
+    /// black or white after its colour's lightness. The range is fixed (to [0, n - 1]). An empty list ends it (the gradient
     /// and range are the caller's to set again).
     void setCategories(const QList<QColor>& colours, const QStringList& labels);
     const QList<QColor>& categories() const { return categories_; }

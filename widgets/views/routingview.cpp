@@ -25,6 +25,13 @@ QString tokenLabel(const Model& m, int64_t id) {
     return m.tokenizer() ? QString::fromStdString(m.tokenizer()->tokenLabel(id)) : QString("#%1").arg(id);
 }
 
+/// A routing weight in a grid cell, two decimals without the leading zero (".65"): room for more experts per cell.
+QString weightText(double w) {
+    QString s = QString::number(w, 'f', 2);
+    if (s.startsWith("0.")) s.remove(0, 1);
+    return s;
+}
+
 QString noExpertsText() {
     return RoutingView::tr("Run a trace: this view shows which experts of a mixture of experts each token is routed to, "
                            "how much of the prompt each expert takes, and what one expert writes.");
@@ -77,8 +84,10 @@ RoutingView::RoutingView(QWidget* parent) : TraceView(parent) {
     normPlot_->xAxis->grid()->setVisible(false);
     normPlot_->xAxis->setSubTicks(false);
     normPlot_->xAxis->setTickLabelRotation(60);
-    normPlot_->yAxis->setLabel(tr("‖weight · output‖"));
-    normPlot_->setMinimumHeight(150);
+    normPlot_->yAxis->setLabel(tr("norm (0: not chosen)"));
+    normPlot_->setToolTip(tr("The L2 norm of what the expert adds to the MLP's output at each position, ‖weight · output‖; "
+                             "0 where the token did not choose it"));
+    normPlot_->setMinimumHeight(130);
     followPalette(normPlot_);
     details_ = new QTextBrowser(content);
     details_->setMinimumWidth(240);
@@ -93,28 +102,29 @@ RoutingView::RoutingView(QWidget* parent) : TraceView(parent) {
     controls->addWidget(target_, 1);
     controls->addWidget(loadKind_);
     controls->addWidget(makeFitButton(grid_, content));
-    auto* maps = new QSplitter(Qt::Horizontal, content);
-    maps->addWidget(grid_);
-    maps->addWidget(load_);
-    maps->setStretchFactor(0, 3);
-    maps->setStretchFactor(1, 2);
-    maps->setSizes({600, 400});
+    // the grid across the whole width (blocks x positions is the widest); under it the expert's details beside its load
+    // map and what it writes at each position
     auto* side = new QWidget(content);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
     sideLayout->addWidget(details_, 1);
     sideLayout->addWidget(forbid_);
+    auto* plots = new QSplitter(Qt::Vertical, content);
+    plots->addWidget(load_);
+    plots->addWidget(normPlot_);
+    plots->setSizes({250, 250});
     auto* lower = new QSplitter(Qt::Horizontal, content);
     lower->addWidget(side);
-    lower->addWidget(normPlot_);
+    lower->addWidget(plots);
     lower->setStretchFactor(0, 2);
     lower->setStretchFactor(1, 3);
     lower->setSizes({400, 600});
     auto* vertical = new QSplitter(Qt::Vertical, content);
-    vertical->addWidget(maps);
+    vertical->addWidget(grid_);
     vertical->addWidget(lower);
-    vertical->setStretchFactor(0, 3);
-    vertical->setStretchFactor(1, 2);
+    vertical->setStretchFactor(0, 1);
+    vertical->setStretchFactor(1, 1);
+    vertical->setSizes({450, 550});
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(controls);
@@ -238,7 +248,7 @@ void RoutingView::refreshMaps() {
     g.cellText = [idx, w, at, K](int b, int t) {
         QStringList parts;
         for (int j = 0; j < K; ++j)
-            parts << QString("%1:%2").arg(idx.data_ptr<int64_t>()[at(b, t, j)]).arg(w.data_ptr<float>()[at(b, t, j)], 0, 'f', 2);
+            parts << QString("%1:%2").arg(idx.data_ptr<int64_t>()[at(b, t, j)]).arg(weightText(w.data_ptr<float>()[at(b, t, j)]));
         return parts.join(' ');
     };
     const std::vector<int> blocks = r.blocks;
@@ -250,7 +260,7 @@ void RoutingView::refreshMaps() {
     };
     gridModel_->setMatrix(std::move(g));
     grid_->setCategories(colours, names);
-    grid_->setTitle(tr("experts per token (colour: the top expert; in the cell: expert:weight) · prompt %1").arg(row + 1));
+    grid_->setTitle(tr("each token's experts · prompt %1").arg(row + 1));
 
     const bool byWeight = loadKind_->currentIndex() == 1;
     Matrix l;
@@ -274,7 +284,7 @@ void RoutingView::refreshMaps() {
             .arg(n ? RoutingView::tr(" (%1 per token that chose it)").arg(s / n, 0, 'g', 3) : QString());
     };
     loadModel_->setMatrix(std::move(l));
-    load_->setTitle(byWeight ? tr("routing weight per expert over the prompt") : tr("tokens per expert over the prompt"));
+    load_->setTitle(byWeight ? tr("routing weight per expert") : tr("tokens per expert"));
     showExpert();
 }
 
@@ -364,9 +374,8 @@ void RoutingView::attributionEnded(JobState state, const QVariant& result, const
     const LogitAttribution& a = attribution_->attribution;
     const Model& m = *snapshot_->model;
     status_->setStyleSheet(QString());
-    status_->setText(tr("logit(“%1”) at position %2 (after “%3”) = %4. Each expert's share is its weighted output through the "
-                        "final norm, its scale frozen at the real pass's value, onto the unembedding; the chosen experts' "
-                        "shares and the shared expert's add up to the MLP's.")
+    status_->setText(tr("logit(“%1”) at position %2 (after “%3”) = %4. An expert's share: its weighted output through the final "
+                        "norm (its scale frozen at the real pass's) onto the unembedding; the chosen experts' add up to the MLP's.")
                          .arg(tokenLabel(m, a.target))
                          .arg(a.position)
                          .arg(snapshot_->tokens.at(static_cast<size_t>(prompt())).value(static_cast<int>(a.position)))
@@ -406,7 +415,7 @@ void RoutingView::showExpert() {
     normPlot_->xAxis->setRange(-0.7, std::max<int64_t>(1, r.length) - 0.3);
     normPlot_->yAxis->setRange(0, std::max(1e-6, norms.max().item<double>() * 1.1));
     if (auto* t = qobject_cast<QCPTextElement*>(normPlot_->plotLayout()->element(0, 0)))
-        t->setText(tr("what expert %1 of block %2 writes at each position (0: not chosen there)").arg(expert_).arg(block_));
+        t->setText(tr("what expert %1 of block %2 writes").arg(expert_).arg(block_));
     normPlot_->replot();
 
     const int64_t count = r.tokenCount[b][expert_].item<int64_t>();
