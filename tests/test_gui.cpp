@@ -4859,11 +4859,29 @@ void TestGui::routingView() {
     for (int b = 0; b < 2; ++b)
         for (int t = 0; t < len; ++t) {
             const QColor drawn = QColor::fromRgb(rv->grid()->colorMap()->gradient().color(grid->value(b, t), rv->grid()->colorMap()->dataRange()));
-            const QColor want = RoutingView::expertColour(static_cast<int64_t>(grid->value(b, t)), E);
+            const QColor want = RoutingView::expertColour(static_cast<int64_t>(grid->value(b, t)));
             QVERIFY2(sameColour(drawn, want), qPrintable(QString("cell %1,%2: %3 vs %4").arg(b).arg(t).arg(drawn.name(), want.name())));
         }
     QVERIFY(!rv->grid()->isZoomed());
     QCOMPARE(rv->grid()->visibleCells().width(), len);
+
+    // a batch: the second prompt (shorter, so left-padded) shows its own positions
+    QVERIFY(runFromPanel(*w, {prompt, "Lily"}));
+    QVERIFY(viewJobsDone(*w));
+    rv->setPrompt(1);
+    {
+        TraceOptions bo;
+        bo.save = routingValueKeys(m);
+        const TraceResult br = trace(m, encodeBatch(m, {prompt.toStdString(), "Lily"}), bo);
+        const int n1 = static_cast<int>(promptSpan(br.batch, 1).length);
+        QVERIFY(n1 < len);
+        QCOMPARE(rv->gridModel()->columnCount(), n1);
+        const torch::Tensor idx = promptValue(m, br, {Value::ExpertIndices, 2}, 1);
+        for (int t = 0; t < n1; ++t) QCOMPARE(rv->gridModel()->value(1, t), idx[t][0].item<double>() + 0.5);
+    }
+    QVERIFY(runFromPanel(*w, {prompt}));  // the single prompt again
+    QVERIFY(viewJobsDone(*w));
+    QCOMPARE(rv->gridModel()->columnCount(), len);
 
     // click block 2's busiest expert on the load map: its details and its attribution, equal to the engine's
     const torch::Tensor idx2 = r.value({Value::ExpertIndices, 2}).index({0});

@@ -39,10 +39,9 @@ QString noExpertsText() {
 
 }  // namespace
 
-QColor RoutingView::expertColour(int64_t e, int64_t n) {
+QColor RoutingView::expertColour(int64_t e) {
     // light, distinct hues (the golden angle apart, so that neighbouring ids differ most), in two lightnesses so that
     // ids further apart than the hues repeat still differ; every one light enough for black text
-    (void)n;
     const double hue = std::fmod(static_cast<double>(e) * 137.508, 360.0);
     return QColor::fromHslF(hue / 360.0, 0.62, (e / 8) % 2 ? 0.62 : 0.74);
 }
@@ -231,7 +230,7 @@ void RoutingView::refreshMaps() {
     QList<QColor> colours;
     QStringList names;
     for (int64_t e = 0; e < E; ++e) {
-        colours << expertColour(e, E);
+        colours << expertColour(e);
         names << QString::number(e);
     }
 
@@ -408,7 +407,7 @@ void RoutingView::showExpert() {
         values << norms.data_ptr<float>()[t];
     }
     normBars_->setData(keys, values, true);
-    normBars_->setBrush(expertColour(expert_, r.numExperts).darker(130));
+    normBars_->setBrush(expertColour(expert_).darker(130));
     QSharedPointer<TokenTicker> ticker(new TokenTicker(normPlot_->xAxis));
     ticker->setLabels(tokens);
     normPlot_->xAxis->setTicker(ticker);

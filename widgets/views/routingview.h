@@ -71,8 +71,8 @@ public:
     QTextBrowser* details() const { return details_; }
     QLabel* statusLabel() const { return status_; }
     QPushButton* forbidButton() const { return forbid_; }
-    /// The colour the grid gives expert `e` of `n`.
-    static QColor expertColour(int64_t e, int64_t n);
+    /// The colour the grid gives expert `e`: light hues the golden angle apart, the same for an id in every model.
+    static QColor expertColour(int64_t e);
 
 private:
     void refreshMaps();
