@@ -27,6 +27,7 @@
 #include "widgets/views/familyview.h"
 #include "widgets/views/featuresview.h"
 #include "widgets/views/circuitview.h"
+#include "widgets/views/routingview.h"
 #include "core/analysis/circuit.h"
 #include "core/analysis/featureeffects.h"
 #include "widgets/views/logitlensview.h"
@@ -436,6 +437,7 @@ void MainWindow::createCentral() {
     text_ = new TextView(this);
     features_ = new FeaturesView(this);
     circuit_ = new CircuitView(this);
+    routing_ = new RoutingView(this);
     circuitJob_ = new JobWatcher(worker_, QStringLiteral("circuit"), this);
     connect(circuitJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(circuitJob_, done, total); });
     circuitJob_->onFinished<ComputedCircuitPtr>(this, [this](ComputedCircuitPtr computed) {
@@ -509,7 +511,7 @@ void MainWindow::createCentral() {
         {"model", summary_},     {"attention", attention_},     {"neurons", neurons_},   {"lens", lens_},
         {"family", family_},     {"compare", compare_},         {"patching", patching_}, {"attribution", attribution_},
         {"generate", generate_}, {"flow", flow_},               {"heads", heads_},       {"text", text_},
-        {"features", features_}, {"circuit", circuit_}};
+        {"features", features_}, {"circuit", circuit_},         {"routing", routing_}};
     views_ = new QTabWidget(this);
     views_->setDocumentMode(true);
     views_->setTabsClosable(true);
@@ -1496,7 +1498,8 @@ void MainWindow::runTrace() {
     if (tracePanel_->isRunning()) return;
     clearError();
     std::vector<ValueKey> save = viewValueKeys(*model_);
-    for (const auto& keys : {attributionValueKeys(*model_), contributionValueKeys(*model_)})  // the Attribution and Flow views
+    // the Attribution, Flow and Routing views (routingValueKeys is empty without experts)
+    for (const auto& keys : {attributionValueKeys(*model_), contributionValueKeys(*model_), routingValueKeys(*model_)})
         for (const ValueKey& k : keys)
             if (std::find(save.begin(), save.end(), k) == save.end()) save.push_back(k);
     for (const ValueKey& k : pinned_->keys())

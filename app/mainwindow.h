@@ -60,6 +60,7 @@ struct GenerateRequest;
 class FamilyView;
 class FeaturesView;
 class CircuitView;
+class RoutingView;
 class LogitLensView;
 class NeuronView;
 class PinnedCardsPanel;
@@ -194,6 +195,7 @@ public:
     TextView* textView() const { return text_; }
     FeaturesView* featuresView() const { return features_; }
     CircuitView* circuitView() const { return circuit_; }
+    RoutingView* routingView() const { return routing_; }
     /// Reads an attribution graph JSON (circuit-tracer's or Neuronpedia's, core/io/graphjson.h) into the Circuit view
     /// and shows it; no model is needed. Returns "" or the error (also shown in the window).
     QString openGraphFile(const QString& path);
@@ -452,6 +454,7 @@ private:
     TextView* text_;
     FeaturesView* features_;
     CircuitView* circuit_;
+    RoutingView* routing_;
     InterventionPanel* interventions_;
     QDockWidget* interventionsDock_ = nullptr;
     QWidget* messageBar_;

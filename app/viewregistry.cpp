@@ -36,6 +36,8 @@ const std::vector<ViewSpec>& viewSpecs() {
          QT_TRANSLATE_NOOP("gui", "an attached sparse dictionary's features"), Qt::Key_F, kTraceView},
         {"circuit", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Circuit"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Circuit"),
          QT_TRANSLATE_NOOP("gui", "an attribution graph: File > Open Graph, or --open-graph"), Qt::Key_G, 0},
+        {"routing", QT_TRANSLATE_NOOP("nnscope::MainWindow", "&Routing"), QT_TRANSLATE_NOOP("nnscope::MainWindow", "Routing"),
+         QT_TRANSLATE_NOOP("gui", "a mixture of experts: each token's experts, their load, what one writes"), Qt::Key_R, kTraceView},
     };
     return specs;
 }

@@ -8,6 +8,7 @@
 #include "core/model/error.h"
 #include "core/run/generate.h"
 #include "core/analysis/headscores.h"
+#include "core/analysis/routing.h"
 #include "core/model/model.h"
 #include "core/model/taps.h"
 #include "core/run/patching.h"
@@ -148,6 +149,125 @@ private slots:
             }
             QCOMPARE(static_cast<int>(a.topNeurons.size()), 5);
             QVERIFY(std::abs(a.topNeurons[0].value) >= std::abs(a.topNeurons[4].value));
+        }
+    }
+
+    // ---- a mixture of experts, split by expert (core/analysis/routing.h) ----
+
+    void expertSharesFromTheGolden_data() {
+        QTest::addColumn<QString>("fixture");
+        // Qwen3-MoE (a dense block among the sparse, norm_topk_prob), Qwen2-MoE (a shared expert), Mixtral (weights in
+        // float32), OLMoE (top 3 of 8, no renormalisation)
+        for (const char* f : {"tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-mixtral", "tiny-olmoe"}) QTest::newRow(f) << f;
+    }
+    /// Each expert's share of the logit, its load and its output's norm recomputed here from transformers' own values (the
+    /// golden's expert_indices, expert_weights, expert_outputs and last layer_output; the final norm's weight and lm_head
+    /// from the checkpoint): share_e = Σ_{slots j choosing e} w_j · lm_head[target] · (norm.weight / RMS(x) ⊙ out_j). The
+    /// chosen experts' shares plus the shared expert's equal the MLP's share of directLogitAttribution (at the last position and at position 1).
+    void expertSharesFromTheGolden() {
+        QFETCH(QString, fixture);
+        const std::string name = fixture.toStdString();
+        auto m = Model::load(test::fixture(name), test::float32());
+        SafetensorsFile golden(test::fixture(name) + "/golden_float32.safetensors");
+        const auto ids = test::goldenIds(name);
+        const int64_t len = static_cast<int64_t>(ids.size());
+        TraceOptions o;
+        o.save = routingValueKeys(*m);
+        const TraceResult r = trace(*m, batchFromIds({ids}), o);
+        const int n = static_cast<int>(m->config().numLayers);
+        const int64_t E = m->config().moe.numExperts, K = m->config().moe.topK;
+        auto g = [&](const std::string& key) { return golden.tensor("single." + key).index({0}).to(torch::kFloat64); };
+        const torch::Tensor x = g("layers." + std::to_string(n - 1) + ".layer_output");  // [len, hidden]
+        const torch::Tensor gain = m->finalNormWeight().to(torch::kFloat64) * torch::rsqrt(x.pow(2).mean(-1, true) + m->config().normEps);
+        const torch::Tensor lm = m->lmHead().to(torch::kFloat64);
+
+        const ExpertRouting routing = expertRouting(*m, r, 0);
+        std::vector<int> sparse;
+        for (int i = 0; i < n; ++i)
+            if (m->config().sparseMlp(i)) sparse.push_back(i);
+        QCOMPARE(routing.blocks, sparse);
+        QVERIFY(static_cast<int>(sparse.size()) < n || name != "tiny-qwen3-moe");  // qwen3-moe's block 1 is dense
+        QCOMPARE(routing.length, len);
+        for (size_t b = 0; b < sparse.size(); ++b) {
+            const std::string L = "layers." + std::to_string(sparse[b]) + ".mlp.";
+            const torch::Tensor idx = g(L + "expert_indices").to(torch::kInt64), w = g(L + "expert_weights"), out = g(L + "expert_outputs");
+            QVERIFY(torch::equal(routing.indices[static_cast<int64_t>(b)], idx));
+            NNSCOPE_COMPARE_TENSORS(routing.weights[static_cast<int64_t>(b)], w, 1e-5, 1e-6);
+            for (int64_t e = 0; e < E; ++e) {
+                const torch::Tensor mine = (idx == e).to(torch::kFloat64);  // [len, k]
+                QCOMPARE(routing.tokenCount[static_cast<int64_t>(b)][e].item<int64_t>(), mine.sum().to(torch::kInt64).item<int64_t>());
+                QVERIFY(std::abs(routing.weightSum[static_cast<int64_t>(b)][e].item<double>() - (mine * w).sum().item<double>()) < 1e-5);
+                const torch::Tensor written = ((mine * w).unsqueeze(-1) * out).sum(1);  // [len, hidden]
+                NNSCOPE_COMPARE_TENSORS(routing.outputNorm[static_cast<int64_t>(b)][e], written.norm(2, -1), 1e-4, 1e-5);
+            }
+            QCOMPARE(routing.tokenCount[static_cast<int64_t>(b)].sum().item<int64_t>(), len * K);  // every position picks K experts
+        }
+
+        for (int64_t position : {len - 1, int64_t{1}}) {
+            const int64_t target = g("logits").index({position}).argmax().item<int64_t>();  // transformers' top next token
+            const ExpertAttribution a = expertLogitAttribution(*m, r, 0, position, target);
+            QCOMPARE(a.blocks, sparse);
+            const torch::Tensor u = lm.index({target}) * gain.index({position});  // the target's direction through the frozen norm
+            for (size_t b = 0; b < sparse.size(); ++b) {
+                const std::string L = "layers." + std::to_string(sparse[b]) + ".mlp.";
+                const torch::Tensor idx = g(L + "expert_indices").index({position}).to(torch::kInt64);
+                const torch::Tensor w = g(L + "expert_weights").index({position}), out = g(L + "expert_outputs").index({position});
+                torch::Tensor want = torch::zeros({E}, torch::kFloat64);
+                for (int64_t j = 0; j < K; ++j) {
+                    const int64_t e = idx[j].item<int64_t>();
+                    want[e] += w[j].item<double>() * torch::dot(u, out[j]).item<double>();
+                }
+                NNSCOPE_COMPARE_TENSORS(a.experts[static_cast<int64_t>(b)], want, 1e-4, 1e-5);
+                QCOMPARE(a.chosen[static_cast<int64_t>(b)].sum().item<int64_t>(), K);
+                double shared = 0;
+                if (golden.contains("single." + L + "shared_expert_output")) shared = torch::dot(u, g(L + "shared_expert_output").index({position})).item<double>();
+                QVERIFY2(std::abs(a.shared[static_cast<int64_t>(b)].item<double>() - shared) < 1e-4 * (1 + std::abs(shared)),
+                         qPrintable(QString("shared expert %1, from the golden %2").arg(a.shared[static_cast<int64_t>(b)].item<double>()).arg(shared)));
+                // the chosen experts and the shared one make up the MLP's share (directLogitAttribution's, from mlp_output)
+                const double mlp = a.attribution.mlp[sparse[b]].item<double>();
+                const double sum = a.experts[static_cast<int64_t>(b)].sum().item<double>() + a.shared[static_cast<int64_t>(b)].item<double>();
+                QVERIFY2(std::abs(sum - mlp) < 1e-4 * (1 + std::abs(mlp)),
+                         qPrintable(QString("block %1: experts + shared %2, mlp_output's share %3").arg(sparse[b]).arg(sum).arg(mlp)));
+                QCOMPARE(a.mlp[static_cast<int64_t>(b)].item<double>(), mlp);
+                // the stream vector of the top expert gives its share, and what it promotes is led by its largest logit
+                const int64_t top = idx[0].item<int64_t>();
+                const torch::Tensor v = expertStreamVector(*m, r, a.attribution, 0, sparse[b], top);
+                QVERIFY(std::abs(streamVectorShare(*m, a.attribution, v) - a.experts[static_cast<int64_t>(b)][top].item<double>()) < 1e-5);
+                const auto promoted = promotedTokens(*m, a.attribution, v, 3).first;
+                const torch::Tensor logits = torch::matmul(lm, gain.index({position}) * ((idx == top).to(torch::kFloat64) * w).unsqueeze(-1).mul(out).sum(0));
+                QCOMPARE(promoted.front().id, logits.argmax().item<int64_t>());
+            }
+            // the whole attribution of a mixture adds up to the logit too (a sparse block has no neurons: none listed)
+            QVERIFY(std::abs(a.attribution.total - a.attribution.logit) < 1e-4 * (1 + std::abs(a.attribution.logit)));
+        }
+    }
+
+    /// What the routing functions refuse: a dense model, a dense block of a mixture, an expert out of range; the forbid
+    /// edit names the router's logits.
+    void expertRefusals() {
+        auto dense = Model::load(test::fixture("tiny-llama"), test::float32());
+        QVERIFY(routingValueKeys(*dense).empty());
+        std::string why;
+        QVERIFY(!hasExperts(*dense, &why));
+        QVERIFY2(why.find("no mixture of experts") != std::string::npos, why.c_str());
+        const TraceResult rd = trace(*dense, encodeBatch(*dense, {"Tom"}), TraceOptions{});
+        QVERIFY_THROWS_EXCEPTION(Error, expertRouting(*dense, rd, 0));
+        auto m = Model::load(test::fixture("tiny-qwen3-moe"), test::float32());
+        QCOMPARE(forbidExpertEdit(*m, 2, 5), std::string("layers.2.mlp.router_logits[:, :, 5] = -inf"));
+        QVERIFY_THROWS_EXCEPTION(Error, forbidExpertEdit(*m, 1, 0));  // block 1 is dense (mlp_only_layers)
+        QVERIFY_THROWS_EXCEPTION(Error, forbidExpertEdit(*m, 0, 6));  // 6 experts: 0 to 5
+        TraceOptions o;
+        o.save = routingValueKeys(*m);
+        const TraceResult r = trace(*m, encodeBatch(*m, {"Tom and Lily"}), o);
+        const ExpertAttribution a = expertLogitAttribution(*m, r, 0, -1, 3);
+        QVERIFY_THROWS_EXCEPTION(Error, expertStreamVector(*m, r, a.attribution, 0, 1, 0));
+        // a trace without the mixture's values says which one is missing
+        const TraceResult bare = trace(*m, encodeBatch(*m, {"Tom and Lily"}), TraceOptions{});
+        try {
+            expertRouting(*m, bare, 0);
+            QFAIL("expected an error");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("expert_indices") != std::string::npos, e.what());
         }
     }
 

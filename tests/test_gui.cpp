@@ -30,6 +30,8 @@
 #include "widgets/views/attributionview.h"
 #include "widgets/views/flowview.h"
 #include "widgets/views/circuitview.h"
+#include "widgets/views/routingview.h"
+#include "core/analysis/routing.h"
 #include "syntheticgraph.h"
 #include "core/analysis/circuitprune.h"
 #include "core/io/graphjson.h"
@@ -399,6 +401,7 @@ private slots:
     void headsFitTheirRoom();
     void viewChoicesRemembered();
     void symmetricLogScale();
+    void routingView();
 
 private:
     QTemporaryDir tmp_;
@@ -4926,4 +4929,158 @@ void TestGui::symmetricLogScale() {
     QVERIFY(distance(log[1], log[2]) > 60);  // the two signs apart
     const double top = MatrixImage::symLog(100, 100 * NeuronView::kSymLogThreshold);
     QCOMPARE(plot.colorMap()->dataRange(), QCPRange(-top, top));
+}
+
+void TestGui::routingView() {
+    // #25: the Routing view of a mixture of experts (tiny-qwen3-moe: 6 experts, top 2, on blocks 0 and 2; block 1 is
+    // dense). The grid's cells are the traced expert_indices and expert_weights, the load map counts them, clicking an
+    // expert shows its direct logit attribution equal to the engine's, and its Forbid button adds the forbid-expert
+    // intervention; the re-run routes no token to that expert. A dense model gets a sentence, not empty plots.
+    auto w = openWindow(modelDir("tiny-qwen3-moe"));
+    QVERIFY(w);
+    w->resize(1600, 1000);
+    const QString prompt = "Tom and Lily went to the park";
+    QVERIFY(runFromPanel(*w, {prompt}));
+    QVERIFY(w->showView("routing"));
+    RoutingView* rv = w->routingView();
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(rv->routing(), qPrintable(rv->placeholderText()));
+    const Model& m = *w->model();
+    TraceOptions o;
+    o.save = routingValueKeys(m);
+    const TraceResult r = trace(m, encodeBatch(m, {prompt.toStdString()}), o);
+    const std::vector<int> sparse{0, 2};
+    QCOMPARE(rv->routing()->blocks, sparse);
+    const int len = static_cast<int>(r.batch.inputIds.size(1)), E = static_cast<int>(m.config().moe.numExperts);
+    MatrixModel* grid = rv->gridModel();
+    QCOMPARE(grid->rowCount(), 2);
+    QCOMPARE(grid->columnCount(), len);
+    QCOMPARE(rv->loadModel()->columnCount(), E);
+    for (int b = 0; b < 2; ++b) {
+        const torch::Tensor idx = r.value({Value::ExpertIndices, sparse[static_cast<size_t>(b)]}).index({0});
+        const torch::Tensor wts = r.value({Value::ExpertWeights, sparse[static_cast<size_t>(b)]}).index({0}).to(torch::kFloat32);
+        for (int t = 0; t < len; ++t) {
+            // the colour is the top expert's id; the text and the tooltip are every chosen expert with its weight
+            QCOMPARE(grid->value(b, t), idx[t][0].item<double>() + 0.5);
+            const QString text = grid->data(grid->index(b, t), MatrixModel::CellTextRole).toString();
+            const QString tip = grid->data(grid->index(b, t), Qt::ToolTipRole).toString();
+            QStringList want;
+            for (int j = 0; j < 2; ++j) {
+                QString weight = QString::number(wts[t][j].item<double>(), 'f', 2);  // ".65": two decimals, no leading zero
+                if (weight.startsWith("0.")) weight.remove(0, 1);
+                want << QString("%1:%2").arg(idx[t][j].item<int64_t>()).arg(weight);
+                QVERIFY2(tip.contains(QString("expert %1   weight %2").arg(idx[t][j].item<int64_t>()).arg(wts[t][j].item<double>(), 0, 'g', 4)),
+                         qPrintable(tip));
+            }
+            QCOMPARE(text, want.join(' '));
+        }
+        for (int e = 0; e < E; ++e) QCOMPARE(rv->loadModel()->value(b, e), (idx == e).sum().item<double>());
+    }
+    // the grid's colours are one per expert, each cell drawn in its top expert's, and the cells fit the view
+    QCOMPARE(rv->grid()->categories().size(), E);
+    for (int b = 0; b < 2; ++b)
+        for (int t = 0; t < len; ++t) {
+            const QColor drawn = QColor::fromRgb(rv->grid()->colorMap()->gradient().color(grid->value(b, t), rv->grid()->colorMap()->dataRange()));
+            const QColor want = RoutingView::expertColour(static_cast<int64_t>(grid->value(b, t)));
+            QVERIFY2(sameColour(drawn, want), qPrintable(QString("cell %1,%2: %3 vs %4").arg(b).arg(t).arg(drawn.name(), want.name())));
+        }
+    QVERIFY(!rv->grid()->isZoomed());
+    QCOMPARE(rv->grid()->visibleCells().width(), len);
+
+    // a batch: the second prompt (shorter, so left-padded) shows its own positions
+    QVERIFY(runFromPanel(*w, {prompt, "Lily"}));
+    QVERIFY(viewJobsDone(*w));
+    rv->setPrompt(1);
+    {
+        TraceOptions bo;
+        bo.save = routingValueKeys(m);
+        const TraceResult br = trace(m, encodeBatch(m, {prompt.toStdString(), "Lily"}), bo);
+        const int n1 = static_cast<int>(promptSpan(br.batch, 1).length);
+        QVERIFY(n1 < len);
+        QCOMPARE(rv->gridModel()->columnCount(), n1);
+        const torch::Tensor idx = promptValue(m, br, {Value::ExpertIndices, 2}, 1);
+        for (int t = 0; t < n1; ++t) QCOMPARE(rv->gridModel()->value(1, t), idx[t][0].item<double>() + 0.5);
+    }
+    QVERIFY(runFromPanel(*w, {prompt}));  // the single prompt again
+    QVERIFY(viewJobsDone(*w));
+    QCOMPARE(rv->gridModel()->columnCount(), len);
+
+    // click block 2's busiest expert on the load map: its details and its attribution, equal to the engine's
+    const torch::Tensor idx2 = r.value({Value::ExpertIndices, 2}).index({0});
+    const int busiest = static_cast<int>(torch::bincount(idx2.flatten(), {}, E).argmax().item<int64_t>());
+    QTest::mouseClick(rv->loadMap()->plot(), Qt::LeftButton, {}, rv->loadMap()->cellCenter(1, busiest));
+    QCOMPARE(rv->selectedBlock(), 2);
+    QCOMPARE(rv->selectedExpert(), int64_t{busiest});
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY2(rv->attribution(), qPrintable(rv->statusLabel()->text()));
+    const int pos = rv->position();
+    QVERIFY((idx2[pos] == busiest).any().item<bool>());  // a position that chose it
+    const int64_t target =
+        m.projectOnVocab(r.value({Value::LayerOutput, 2}).index({0, pos})).argmax().item<int64_t>();  // the top prediction there
+    const ExpertAttribution ref = expertLogitAttribution(m, r, 0, pos, target);
+    QCOMPARE(rv->attribution()->attribution.target, target);
+    const double share = ref.experts[1][busiest].item<double>();
+    QVERIFY2(std::abs(rv->selectedShare() - share) < 1e-5 * (1 + std::abs(share)), qPrintable(QString("%1 vs %2").arg(rv->selectedShare()).arg(share)));
+    const QString details = rv->details()->toPlainText();
+    QVERIFY2(details.contains(QString("Expert %1 of block 2").arg(busiest)) && details.contains(QString::number(share, 'g', 5)) &&
+                 details.contains("Promotes") && details.contains("MLP (mlp_output)"),
+             qPrintable(details));
+    // what it writes at each position: the engine's norms
+    const ExpertRouting routing = expertRouting(m, r, 0);
+    QCOMPARE(rv->normBars()->data()->size(), len);
+    for (int t = 0; t < len; ++t)
+        QVERIFY(std::abs(rv->normBars()->data()->at(t)->value - routing.outputNorm[1][busiest][t].item<double>()) < 1e-6);
+
+    // click a cell of the grid: that position's top expert at that block
+    const torch::Tensor idx0 = r.value({Value::ExpertIndices, 0}).index({0});
+    QTest::mouseClick(rv->grid()->plot(), Qt::LeftButton, {}, rv->grid()->cellCenter(0, 2));
+    const int64_t expert = idx0[2][0].item<int64_t>();
+    QCOMPARE(rv->selectedBlock(), 0);
+    QCOMPARE(rv->selectedExpert(), expert);
+    QCOMPARE(rv->position(), 2);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(rv->attribution());
+    {
+        const int64_t t2 = m.projectOnVocab(r.value({Value::LayerOutput, 2}).index({0, 2})).argmax().item<int64_t>();
+        const double s2 = expertLogitAttribution(m, r, 0, 2, t2).experts[0][expert].item<double>();
+        QVERIFY2(std::abs(rv->selectedShare() - s2) < 1e-5 * (1 + std::abs(s2)), qPrintable(QString("%1 vs %2").arg(rv->selectedShare()).arg(s2)));
+    }
+
+    // Forbid: the intervention the Interventions dock knows, the stale-trace bar, Run, and no token routed to it
+    const QString edit = QString("layers.0.mlp.router_logits[:, :, %1] = -inf").arg(expert);
+    QVERIFY(rv->forbidButton()->isEnabled());
+    QTest::mouseClick(rv->forbidButton(), Qt::LeftButton);
+    QVERIFY2(w->interventionPanel()->active().contains(edit), qPrintable(w->interventionPanel()->active().join(" | ")));
+    QVERIFY(w->staleInterventionsBar()->isVisible());
+    QSignalSpy done(w.get(), &MainWindow::traceEnded);
+    QTest::mouseClick(w->staleInterventionsRun(), Qt::LeftButton);
+    QVERIFY(done.wait(60000));
+    QVERIFY(viewJobsDone(*w));
+    QCOMPARE(w->snapshot()->interventions, QStringList{edit});
+    QVERIFY(rv->routing());
+    QVERIFY(!(rv->routing()->indices[0] == expert).any().item<bool>());
+    QCOMPARE(rv->loadModel()->value(0, static_cast<int>(expert)), 0.0);
+    QCOMPARE(rv->selectedExpert(), expert);  // still shown, with its empty load
+    QVERIFY(rv->details()->toPlainText().contains(QString("Chosen by 0 of %1 tokens").arg(len)));
+    // the grid is the engine's edited trace
+    {
+        auto list = std::make_shared<EditList>();
+        addIntervention(*list, m, edit.toStdString());
+        TraceOptions eo;
+        eo.save = routingValueKeys(m);
+        eo.intervention = list;
+        const TraceResult edited = trace(m, encodeBatch(m, {prompt.toStdString()}), eo);
+        QVERIFY(torch::equal(rv->routing()->indices[0], edited.value({Value::ExpertIndices, 0}).index({0}).to(torch::kInt64)));
+    }
+    QVERIFY(!rv->interventionOffers().isEmpty());
+
+    // a model with no experts says so
+    QSignalSpy opened(w.get(), &MainWindow::modelOpened);
+    w->openModel(modelDir("tiny-llama"));
+    QVERIFY(opened.wait(60000));
+    w->interventionPanel()->clear();
+    QVERIFY(runFromPanel(*w, {prompt}));
+    QVERIFY(w->showView("routing"));
+    QVERIFY2(rv->placeholderText().contains("no mixture of experts"), qPrintable(rv->placeholderText()));
+    QVERIFY(!rv->routing());
 }

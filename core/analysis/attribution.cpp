@@ -78,7 +78,9 @@ std::vector<ValueKey> attributionValueKeys(const Model& model) {
     const BlockNorms& bn = model.family().blockNorms;
     std::vector<ValueKey> keys{{Value::LayerInput, 0}};
     for (int i = 0; i < n; ++i) {
-        for (Value v : {Value::AttentionOutput, Value::AttentionHeadOutputs, Value::MlpOutput, Value::MlpNeurons}) keys.push_back({v, i});
+        for (Value v : {Value::AttentionOutput, Value::AttentionHeadOutputs, Value::MlpOutput}) keys.push_back({v, i});
+        // a mixture of experts' block has no neurons of its own (core/analysis/routing.h splits it by expert)
+        if (model.hasValueAt(Value::MlpNeurons, i)) keys.push_back({Value::MlpNeurons, i});
         if (bn.afterAttention) {
             keys.push_back({Value::NativeAttentionOutputNormOutput, i});
             keys.push_back({Value::NativeAttentionOutputNormScale, i});
@@ -185,11 +187,13 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         a.mlp.index_put_({i}, mlpShare);
         a.streamTerms.index_put_({2 + 2 * i}, mlpStream);
         total += add(AttributionComponent::Kind::Mlp, L + "mlp_output", i, -1, mlpShare);
-        const torch::Tensor acts = at(model, result, {Value::MlpNeurons, i}, row, position);  // [intermediate]
-        a.neurons.index_put_({i}, acts * torch::matmul(gM, lw[Module::DownProj].weight.to(torch::kFloat32)));
-        if (lw[Module::DownProj].bias.defined())
-            add(AttributionComponent::Kind::Bias, L + "mlp." + fam.moduleName(Module::DownProj) + ".bias", i, -1,
-                torch::dot(gM, lw[Module::DownProj].bias.to(torch::kFloat32)).item<double>());
+        if (model.hasValueAt(Value::MlpNeurons, i)) {  // a mixture of experts has none: its neurons' shares stay 0 (routing.h)
+            const torch::Tensor acts = at(model, result, {Value::MlpNeurons, i}, row, position);  // [intermediate]
+            a.neurons.index_put_({i}, acts * torch::matmul(gM, lw[Module::DownProj].weight.to(torch::kFloat32)));
+            if (lw[Module::DownProj].bias.defined())
+                add(AttributionComponent::Kind::Bias, L + "mlp." + fam.moduleName(Module::DownProj) + ".bias", i, -1,
+                    torch::dot(gM, lw[Module::DownProj].bias.to(torch::kFloat32)).item<double>());
+        }
         if (bn.afterMlp && lw[Module::MlpOutputNorm].bias.defined())
             add(AttributionComponent::Kind::Bias, L + fam.moduleName(Module::MlpOutputNorm) + ".bias", i, -1, mlpConst);
     }
@@ -238,6 +242,18 @@ std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> promotedTokens(con
     return out;
 }
 
+double streamVectorShare(const Model& model, const LogitAttribution& a, const torch::Tensor& v) {
+    c10::InferenceMode guard;
+    torch::Tensor x = v.to(torch::kFloat32).reshape({-1});
+    if (x.size(0) != model.config().hiddenSize)
+        throw Error("streamVectorShare: expected a vector of hidden_size " + std::to_string(model.config().hiddenSize) + " values.");
+    if (a.centered) x = x - x.mean();
+    const torch::Tensor lm = model.lmHead();
+    torch::Tensor u = lm.index({a.target}).to(torch::kFloat32);
+    if (a.wrong >= 0) u = u - lm.index({a.wrong}).to(torch::kFloat32);
+    return torch::dot(u, a.finalGain * x).item<double>();
+}
+
 torch::Tensor componentStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& a, int64_t row,
                                     const AttributionComponent& c) {
     using K = AttributionComponent::Kind;
@@ -267,7 +283,8 @@ torch::Tensor headStreamVector(const Model& model, const TraceResult& result, co
 torch::Tensor neuronStreamVector(const Model& model, const TraceResult& result, const LogitAttribution& a, int64_t row, int layer,
                                  int64_t neuron) {
     c10::InferenceMode guard;
-    if (layer < 0 || layer >= model.config().numLayers || neuron < 0 || neuron >= model.config().intermediateSize)
+    if (layer < 0 || layer >= model.config().numLayers || neuron < 0 || neuron >= model.config().intermediateSize ||
+        !model.hasValueAt(Value::MlpNeurons, layer))
         throw Error("neuron " + std::to_string(neuron) + " of block " + std::to_string(layer) + " does not exist.");
     const double act = at(model, result, {Value::MlpNeurons, layer}, row, a.position)[neuron].item<double>();
     torch::Tensor v = model.layer(layer)[Module::DownProj].weight.index({Slice(), neuron}).to(torch::kFloat32) * act;

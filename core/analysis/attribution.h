@@ -68,8 +68,9 @@ struct LogitAttribution {
 };
 
 /// The values attribution reads from a trace: layers.0.layer_input, every block's attention_output,
-/// attention_head_outputs, mlp_output, mlp_neurons (and the branch norms' outputs where the family has them), and
-/// the last block's layer_output.
+/// attention_head_outputs, mlp_output, mlp_neurons (on the blocks that have neurons: a mixture of experts' block has
+/// none, and its neurons' shares stay 0; core/analysis/routing.h splits it by expert), the branch norms' outputs where
+/// the family has them, and the last block's layer_output.
 std::vector<ValueKey> attributionValueKeys(const Model& model);
 
 /// Direct logit attribution of `target` (minus `wrong` when given) at `position` of prompt `row` of `result` (a trace
@@ -91,6 +92,12 @@ struct TokenEffect {
 /// lm_head · gain ⊙ v. A block's vector is a row of streamTerms; a neuron's is its activation × down_proj's column.
 std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> promotedTokens(const Model& model, const LogitAttribution& attribution,
                                                                              const torch::Tensor& v, int k);
+
+/// The share of the logit of `attribution` (its target, minus its wrong token where it has one) that a stream vector
+/// `v` [hidden_size] gets through the frozen final norm: u · (gain ⊙ (centered ? v − mean(v) : v)), u the unembedding
+/// row (or the difference of two). A vector of streamTerms gets its block's share, up to the branch norms' biases.
+/// Throws nnscope::Error when `v` is not hidden_size long.
+double streamVectorShare(const Model& model, const LogitAttribution& attribution, const torch::Tensor& v);
 
 /// What component `c` of `attribution` writes to the stream at its position, float32 [hidden_size]: a row of streamTerms
 /// for the embeddings and a block's attention or MLP, headStreamVector for a head, neuronStreamVector for a neuron;

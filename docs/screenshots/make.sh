@@ -3,7 +3,9 @@
 # Renews the screenshots of docs/ and README.md from a build, each one `nnscope gui --screenshot` (drawn offscreen in
 # a 1600 x 1000 window, the saved settings left alone). attention.png, attention-zoomed.png, heads.png, text.png and
 # pinned-card.png show a chosen head, a zoom, a hovered token or a menu that only a pointer makes: they are taken in
-# the real window under Xvfb (docs/DEVELOPING.md) and not here.
+# the real window under Xvfb (docs/DEVELOPING.md) and not here; so is routing-qwen3-moe.png (tiny-qwen3-moe, "Tom and
+# Lily went to the park", the window at 1280 x 800 with the Pinned cards dock closed, block 2's expert 3 clicked on the
+# load map; reduced to 96 colours to stay under 150 KB).
 #
 #   docs/screenshots/make.sh [BUILD_DIR]            the screenshots of the docs, into docs/screenshots/
 #   docs/screenshots/make.sh --review OUT [BUILD]   every view at 18, 300 and 2048 tokens into OUT, to look at

@@ -301,6 +301,32 @@ void HeatmapPlot::setGradient(const QCPColorGradient& gradient) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void HeatmapPlot::setCategories(const QList<QColor>& colours, const QStringList& labels) {
+    categories_ = colours;
+    categoryLabels_ = labels;
+    if (colours.isEmpty()) {
+        hasFixedRange_ = false;
+        updateColorRange();
+        updateCellTexts();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    // n levels over the range [0, n - 1]: a cell's value v takes level floor(v · (levels - 1) / range) = floor(v), so
+    // category i is exactly colour i (stop i / (n - 1)); the colour scale draws the n levels as n equal bands, each
+    // category's name in the middle of its band (updateColorRange). One category: two levels of the same colour.
+    const int n = static_cast<int>(colours.size());
+    const int levels = std::max(n, 2);
+    QMap<double, QColor> stops;
+    for (int i = 0; i < levels; ++i) stops[static_cast<double>(i) / (levels - 1)] = colours[std::min(i, n - 1)];
+    QCPColorGradient g;
+    g.setColorStops(stops);
+    g.setLevelCount(levels);
+    map_->setGradient(g);
+    setDataRange(0, levels - 1);
+    updateCellTexts();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void HeatmapPlot::setDataRange(double lower, double upper) {
     hasFixedRange_ = true;
     fixedRange_ = QCPRange(lower, upper);
@@ -358,6 +384,13 @@ void HeatmapPlot::updateColorRange() {
     scale_->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     scale_->axis()->setNumberFormat("gb");
     scale_->axis()->setNumberPrecision(6);
+    if (!categories_.isEmpty()) {  // each category's name in the middle of its band
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        const int n = static_cast<int>(categories_.size()), levels = std::max(n, 2);
+        const double band = static_cast<double>(levels - 1) / levels;  // the scale's n bands over [0, levels - 1]
+        for (int i = 0; i < n; ++i) ticker->addTick((i + 0.5) * band, categoryLabels_.value(i, QString::number(i)));
+        scale_->axis()->setTicker(ticker);
+    }
     if (hasFixedRange_) {
         map_->setDataRange(fixedRange_);
     } else if (symmetric_) {
@@ -603,7 +636,12 @@ void HeatmapPlot::updateCellTexts() {
             const double v = model_->value(r, c);
             const double level = log ? (std::log10(std::max(v, range.lower)) - std::log10(range.lower)) / std::max(std::log10(range.upper / range.lower), 1e-12)
                                      : (v - range.lower) / std::max(range.size(), 1e-12);
-            t->setColor(level > 0.55 ? Qt::white : Qt::black);  // stays readable on dark and light cells
+            if (!categories_.isEmpty()) {  // a category's own colour: white on the dark ones
+                const int i = std::clamp(static_cast<int>(std::floor(v)), 0, static_cast<int>(categories_.size()) - 1);
+                t->setColor(categories_[i].lightnessF() < 0.5 ? Qt::white : Qt::black);
+            } else {
+                t->setColor(level > 0.55 ? Qt::white : Qt::black);  // stays readable on dark and light cells
+            }
             t->setClipToAxisRect(true);
             texts_ << t;
         }

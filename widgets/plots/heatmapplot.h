@@ -118,6 +118,12 @@ public:
     /// (MatrixImage::symLog): linear within ±(floor × the largest magnitude), logarithmic beyond, in both signs.
     void setLogScale(bool on, double floor = 1e-5);
     bool logScale() const { return log_; }
+    /// Categories instead of a colour scale (the Routing view's expert ids): a cell's value v in [0, n) is category
+    /// floor(v), drawn in colours[floor(v)], and the colour scale names each category with its label; a cell's text is
+    /// black or white after its colour's lightness. The range is fixed (to [0, n - 1]). An empty list ends it (the gradient
+    /// and range are the caller's to set again).
+    void setCategories(const QList<QColor>& colours, const QStringList& labels);
+    const QList<QColor>& categories() const { return categories_; }
     /// The smallest a cell may be drawn when scrolling, in pixels (and the cell size of a full-view export).
     void setMinCellSize(QSize size);
     /// Fits the whole matrix to the view, with zoom and pan (see the file comment), instead of scrolling.
@@ -219,6 +225,8 @@ private:
     bool hasFixedRange_ = false, symmetric_ = false, fullView_ = false, windowPending_ = false, zoomable_ = false;
     bool log_ = false;
     double logFloor_ = 1e-5;
+    QList<QColor> categories_;
+    QStringList categoryLabels_;
     double exportFontScale_ = 1;
     QList<QFont> savedFonts_;  // the screen's fonts while a full view is exported
     // a drag in progress: panning from pressPos_ with the view it started from
