@@ -974,7 +974,7 @@ void MainWindow::onModelLoaded(ModelPtr model) {
                              .arg(QFileInfo(dir).fileName(), QString::fromStdString(model_->family().modelType),
                                   QString::fromStdString(dtypeName(model_->dtype())), QString::fromStdString(deviceName(model_->device()))));
     modelLabel_->setToolTip(tr("The checkpoint, its family, the dtype it computes in and the device it computes on "
-                               "(Edit ▸ Preferences; File ▸ Reload applies a change)"));
+                               "(File ▸ Preferences; File ▸ Reload applies a change)"));
     diagram_->setModel(model_);
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());

@@ -3,6 +3,7 @@
 // (every branch, on any machine), what this build and machine offer, the command line's refusals, results reaching
 // the caller as CPU tensors; and, where a CUDA device is present, every value of every fixture family computed on it
 // against the CPU's within the float32 tolerance (skipped, saying so, everywhere else).
+#include "core/analysis/analysis.h"
 #include "core/analysis/attribution.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
@@ -217,6 +218,16 @@ private slots:
         sampled.stopAtEos = false;
         QCOMPARE(generate(*gpu, prompt, sampled).ids, generate(*cpu, prompt, sampled).ids);
 
+        // the logit lens (the window's Logit lens view) reads the GPU trace's CPU values through the GPU's weights
+        TraceOptions lensOptions;
+        for (int i = 0; i < cpu->config().numLayers; ++i) lensOptions.save.push_back({Value::LayerOutput, i});
+        const LogitLens lensCpu = logitLens(*cpu, trace(*cpu, batch, lensOptions), 3), lensGpu = logitLens(*gpu, trace(*gpu, batch, lensOptions), 3);
+        for (size_t row = 0; row < 2; ++row) {
+            QVERIFY(lensGpu.topProbs[row].device().is_cpu() && lensGpu.normed[row].device().is_cpu());
+            NNSCOPE_COMPARE_TENSORS(lensGpu.topProbs[row], lensCpu.topProbs[row], kF32Rtol, kF32Atol);
+            NNSCOPE_COMPARE_TENSORS(lensTokenProbs(*gpu, lensGpu, static_cast<int64_t>(row), 1), lensTokenProbs(*cpu, lensCpu, static_cast<int64_t>(row), 1),
+                                    kF32Rtol, kF32Atol);
+        }
         TraceOptions attributionOptions;
         attributionOptions.save = attributionValueKeys(*cpu);
         const TraceResult cpuTrace = trace(*cpu, batch, attributionOptions), gpuTrace = trace(*gpu, batch, attributionOptions);
