@@ -76,11 +76,15 @@ else
     echo "Flags (vector): $(grep -o -w -E 'avx2|avx512f|avx512_bf16|avx512_vnni|amx_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')"
     echo "Memory: $(free -g | awk '/^Mem:/{print $2 " GiB"}')"
     if command -v nvidia-smi >/dev/null 2>&1; then
-      nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+      echo "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n1)"
     else
-      echo "GPU: nvidia-smi not found"
+      echo "GPU: none (nvidia-smi not found)"
     fi
   } | tee "$out/machine.txt"
+  # nothing below is worth its time without a GPU: the CPU-side checks run in the normal test suite
+  if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
+    die "no NVIDIA GPU here (nvidia-smi lists none): this check is for a machine with one."
+  fi
 fi
 
 step "a libtorch with CUDA"
@@ -88,6 +92,7 @@ cuda_libs_in() {  # cuda_libs_in SITE: SITE holds torch with its CUDA part and N
   [ -f "$1/torch/lib/libtorch_cuda.so" ] && compgen -G "$1/nvidia/*/lib/libcublas.so.*" >/dev/null
 }
 if [ -n "$torch_site" ]; then
+  torch_site="$(cd "$torch_site" 2>/dev/null && pwd || echo "$torch_site")"
   cuda_libs_in "$torch_site" || [ "$dry_run" = 1 ] || die "--torch-site $torch_site holds no torch with CUDA (torch/lib/libtorch_cuda.so, nvidia/*/lib/libcublas.so.*)."
 elif cuda_libs_in "$root/.torch-wheel/site-packages"; then
   torch_site="$root/.torch-wheel/site-packages"

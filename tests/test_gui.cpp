@@ -3364,7 +3364,10 @@ void TestGui::featuresView() {
     const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
     const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
     TraceOptions options;
-    options.save = attached.neededValues();
+    // what the window's trace saves: every block's attention probabilities (viewValueKeys) beside the site, so that both
+    // compute attention the same way (a trace asking for no pattern may take scaled_dot_product_attention on libtorch >= 2)
+    options.save = viewValueKeys(*model);
+    for (const ValueKey& k : attached.neededValues()) options.save.push_back(k);
     const TraceResult result = trace(*model, encodeBatch(*model, {prompt.toStdString()}), options);
     const FeatureRun ref = runDictionary(*model, result, attached, 0);
 
@@ -3648,7 +3651,10 @@ void TestGui::featuresExportedAndReopened() {
     const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
     const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
     TraceOptions options;
-    options.save = attached.neededValues();
+    // what the window's trace saves: every block's attention probabilities (viewValueKeys) beside the site, so that both
+    // compute attention the same way (a trace asking for no pattern may take scaled_dot_product_attention on libtorch >= 2)
+    options.save = viewValueKeys(*model);
+    for (const ValueKey& k : attached.neededValues()) options.save.push_back(k);
     const TraceResult result = trace(*model, encodeBatch(*model, prompts), options);
     TraceFileOptions noWeights;
     noWeights.loadWeights = false;

@@ -23,19 +23,17 @@
 
 using namespace torch::indexing;
 
-namespace {
-/// Whether blocks whose scores nobody reads use torch's scaled_dot_product_attention (libtorch >= 2 only): unless the
-/// environment sets NNSCOPE_EAGER_ATTENTION to anything but 0 (read once).
-[[maybe_unused]] bool sdpaAttentionEnabled() {
+
+namespace nnscope {
+
+bool scaledDotProductAttentionEnabled() {
     static const bool enabled = [] {
+        if (TORCH_VERSION_MAJOR < 2) return false;
         const char* v = std::getenv("NNSCOPE_EAGER_ATTENTION");
         return !(v && *v && std::string(v) != "0");
     }();
     return enabled;
 }
-}  // namespace
-
-namespace nnscope {
 namespace {
 
 std::string shapeOf(const torch::Tensor& t) {
@@ -626,7 +624,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     // memory-efficient where it applies) that never forms the [query, key] matrices. The additive mask carries the
     // causal, padding and sliding-window cut-offs; Gemma 2's soft cap (tanh of the scores) has no SDPA form, so it
     // keeps the eager path. NNSCOPE_EAGER_ATTENTION=1 turns it off (benchmarks, bisecting a difference).
-    if (!c.attnLogitSoftcap && !(taps && taps->needsAttentionPattern(layer)) && sdpaAttentionEnabled() && !queryStates.is_meta()) {
+    if (!c.attnLogitSoftcap && !(taps && taps->needsAttentionPattern(layer)) && scaledDotProductAttentionEnabled() && !queryStates.is_meta()) {
         auto attnOutput = at::scaled_dot_product_attention(queryStates, keyRep, valueRep, in.mask.to(queryStates.scalar_type()),
                                                            /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/scaling)
                               .transpose(1, 2)
