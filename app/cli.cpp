@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli.h"
 
+#include "core/model/device.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
 #include "core/run/edit.h"
@@ -59,7 +60,7 @@ void printUsage() {
               << "Usage:\n"
               << "  nnscope [gui] [--model DIR] [--prompt TEXT] [--dictionary DIR]... [--screenshot FILE.png]   the explorer window\n"
               << "  nnscope trace --model DIR --prompt TEXT [--prompt TEXT]... [--save PATTERN]... [--out FILE] [--dictionary DIR]...\n"
-              << "                [--dtype auto|float32|bfloat16] [--top-k K] [--json]\n"
+              << "                [--dtype auto|float32|bfloat16] [--device cpu|cuda] [--top-k K] [--json]\n"
               << "                [--edit 'PATH[INDEX] OP VALUE']... [--skip N]... [--steer LAYERS:FACTOR:FILE.npy[:POS]]...\n"
               << "  nnscope patch --model DIR --clean TEXT --corrupted TEXT --answer TOKEN [--wrong TOKEN]\n"
               << "                [--site layer_output|attention_output|mlp_output|head:H|heads] [--method exact|attribution|both]\n"
@@ -91,6 +92,7 @@ void printUsage() {
               << "                                           train the demo's sparse autoencoder (a SAELens folder)\n"
               << "  nnscope train-demo-transcoders --model DIR --out DIR [--steps N] [--l1 X] [--seed N]\n"
               << "                                           train the demo's transcoders (a circuit-tracer set)\n\n"
+              << "Every command that runs the model takes --device cpu|cuda[:N] (a GPU needs a CUDA build: docs/DEVELOPING.md).\n"
               << "Run `nnscope COMMAND --help` for a command's options.\n";
 }
 
@@ -102,6 +104,10 @@ struct Common {
                              "D", "auto"};
     QCommandLineOption json{"json", "Print one machine-readable JSON document on stdout."};
     QCommandLineOption threads{"threads", "CPU threads for libtorch (default: every core).", "N", "0"};
+    QCommandLineOption device{"device",
+                              "Where the weights live and the model computes: cpu (default), cuda (the first GPU) or cuda:N. A GPU "
+                              "needs an nnscope built on a libtorch with CUDA (docs/DEVELOPING.md); results come back as CPU values.",
+                              "D", "cpu"};
 };
 
 /// A word after a sub-command that is no option's value is a mistake (a prompt without --prompt, a typo): refuse it.
@@ -146,14 +152,17 @@ void parseCommandLine(QCommandLineParser& p, const QStringList& args) {
 
 namespace {
 
-std::shared_ptr<const Model> loadModel(QCommandLineParser& p, const Common& c, bool tokenizer = true) {
+/// The checkpoint of --model, with --dtype, --threads and (for a command that runs the model, `runs`) --device.
+std::shared_ptr<const Model> loadModel(QCommandLineParser& p, const Common& c, bool tokenizer = true, bool runs = true) {
     if (!p.isSet(c.model)) throw UsageError("--model DIR is required.");
     bool ok = false;
     const int threads = p.value(c.threads).toInt(&ok);
     if (!ok || threads < 0) throw UsageError("--threads must be a non-negative integer.");
     configureThreads(threads);
     const auto dtype = optionValue([&] { return parseDtypeRequest(s(p.value(c.dtype))); });
-    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(dtype).withTokenizer(tokenizer));
+    // support and print read the weights without running them: they take no --device and stay on the CPU
+    const torch::Device device = runs ? optionValue([&] { return parseDevice(s(p.value(c.device))); }) : torch::Device(torch::kCPU);
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(dtype).withTokenizer(tokenizer).withDevice(device));
     printLoadWarnings(*model);
     return model;
 }
@@ -240,7 +249,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                         "estimate from one backward pass: attribution patching) or both (with their correlation).",
                               "M", "exact");
     InterventionOptions iv;
-    p.addOptions({c.model, c.dtype, c.json, c.threads, clean, corrupted, answer, wrong, metric, site, blocks, positions, batch, csv, method,
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, clean, corrupted, answer, wrong, metric, site, blocks, positions, batch, csv, method,
                   iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
@@ -376,7 +385,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
                                                 "reconstruction and error become values, SITE[NAME].features, .reconstruction and "
                                                 ".error, that --save selects (docs/FEATURES.md).", "DIR");
     InterventionOptions iv;
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, save, out, topk, dictionary, iv.edit, iv.skip, iv.steer});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, prompt, save, out, topk, dictionary, iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(prompt)) throw UsageError("trace needs at least one --prompt.");
@@ -496,7 +505,7 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     QCommandLineOption seed("seed", "The sampler's seed (the same seed gives the same text; default: a random one, printed).", "N");
     QCommandLineOption compare("compare", "With interventions, also generate without them and print both.");
     InterventionOptions iv;
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, maxNew, noEos, sample, greedy, temperature, topK, topP, seed, compare,
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, prompt, maxNew, noEos, sample, greedy, temperature, topK, topP, seed, compare,
                   iv.edit, iv.skip, iv.steer});
     parseCommandLine(p, args);
     rejectStray(p);
@@ -569,7 +578,7 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption repeated("repeated-random", "Instead of --prompt, score the heads on the standard induction test: N random "
                                                    "tokens repeated once (BOS first where the tokenizer adds one).", "N");
     QCommandLineOption seed("seed", "The seed of --repeated-random's tokens.", "S", "0");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, sort, top, repeated, seed});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, prompt, sort, top, repeated, seed});
     parseCommandLine(p, args);
     rejectStray(p);
     if (p.isSet(prompt) == p.isSet(repeated)) throw UsageError("heads needs --prompt or --repeated-random (one of them).");
@@ -643,7 +652,7 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
     QCommandLineOption position("position", "The prompt position whose next-token logit is decomposed (default -1: the last).", "P", "-1");
     QCommandLineOption neurons("neurons", "How many neurons (largest |share| over every block) to list.", "K", "10");
     QCommandLineOption tokens("tokens", "For each block's attention and MLP, the K tokens it promotes and suppresses.", "K", "0");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, target, wrong, position, neurons, tokens});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, prompt, target, wrong, position, neurons, tokens});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(prompt) || !p.isSet(target)) throw UsageError("attribute needs --prompt and --target.");
@@ -732,7 +741,7 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     QCommandLineOption threshold("threshold", "Keep edges whose importance is at least T, in [0, 1] (default 0.04, the paper's).", "T",
                                  "0.04");
     QCommandLineOption heads("heads", "For each attention edge, how many heads to list (largest importance first).", "K", "3");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, prompt, position, threshold, heads});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, prompt, position, threshold, heads});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(prompt)) throw UsageError("graph needs --prompt.");
@@ -802,7 +811,7 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
                                  QString::number(defaults.batchSize));
     QCommandLineOption estimateOnly("estimate", "Print the memory and time estimate and stop.");
     QCommandLineOption slug("slug", "The graph's name in the file (default: the output file's name).", "NAME");
-    p.addOptions({c.model, c.json, c.threads, transcoders, prompt, out, noPrune, nodeThreshold, edgeThreshold, maxFeatureNodes, maxLogits, logitProb,
+    p.addOptions({c.model, c.json, c.threads, c.device, transcoders, prompt, out, noPrune, nodeThreshold, edgeThreshold, maxFeatureNodes, maxLogits, logitProb,
                   batchSize, estimateOnly, slug});
     parseCommandLine(p, args);
     rejectStray(p);
@@ -825,7 +834,8 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
     const int threads = static_cast<int>(integerOption(p, c.threads, 0));
     configureThreads(threads);
     // Attribution graphs are computed in float32, as circuit-tracer computes them.
-    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(torch::kFloat32));
+    const torch::Device device = optionValue([&] { return parseDevice(s(p.value(c.device))); });
+    auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(torch::kFloat32).withDevice(device));
     printLoadWarnings(*model);
     const CircuitTranscoders set = loadCircuitTranscoders(s(p.value(transcoders)));
     const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
@@ -1064,7 +1074,7 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
     QCommandLineOption batch("batch", "With --dataset: windows per forward pass (default 16).", "B", "16");
     QCommandLineOption maxDocuments("max-documents", "With --dataset: stop after N documents (default: all).", "N", "0");
     QCommandLineOption maxTokens("max-tokens", "With --dataset: stop reading documents after N tokens (default: no limit).", "N", "0");
-    p.addOptions({c.model, c.dtype, c.json, c.threads, dictionary, prompt, topK, out, dataset, contextSize, batch, maxDocuments, maxTokens});
+    p.addOptions({c.model, c.dtype, c.json, c.threads, c.device, dictionary, prompt, topK, out, dataset, contextSize, batch, maxDocuments, maxTokens});
     parseCommandLine(p, args);
     rejectStray(p);
     if (!p.isSet(dictionary)) throw UsageError("features needs --dictionary DIR.");
@@ -1199,7 +1209,7 @@ int cmdSupport(QCommandLineParser& p, const Common& c, const QStringList& args) 
     p.addOptions({c.model, c.json, c.dtype, c.threads, dictionary});
     parseCommandLine(p, args);
     rejectStray(p);
-    auto model = loadModel(p, c, false);
+    auto model = loadModel(p, c, /*tokenizer=*/false, /*runs=*/false);
     std::vector<AttachedDictionary> dictionaries;
     for (const auto& dir : p.values(dictionary))  // a folder, or every layer of a circuit-tracer transcoder set
         for (const auto& d : loadDictionaries(s(dir))) dictionaries.push_back(AttachedDictionary::attach(*model, d));
@@ -1241,7 +1251,7 @@ int cmdPrint(QCommandLineParser& p, const Common& c, const QStringList& args) {
     p.addOptions({c.model, c.dtype, c.threads});
     parseCommandLine(p, args);
     rejectStray(p);
-    auto model = loadModel(p, c, false);
+    auto model = loadModel(p, c, /*tokenizer=*/false, /*runs=*/false);
     std::cout << printout(*model);
     return 0;
 }
@@ -1272,6 +1282,8 @@ int runCli(const QStringList& arguments) {
         // The demo model the window opens by default, as this program finds it (installed: ../share/nnscope/demo-model).
         const QString demo = demoModelDir();
         std::cout << "Demo model: " << (demo.isEmpty() ? std::string("none found") : s(demo)) << std::endl;
+        std::cout << "libtorch: " << libtorchVersion() << std::endl;
+        std::cout << "CUDA: " << cudaSummary(deviceSupport()) << std::endl;
         std::cout << "BLAS: " << blasSummary() << std::endl;
         if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
         // a one-token pass's (every generation step's) bfloat16 products: core/model/gemv.h

@@ -34,7 +34,9 @@ int runFamilyCommand(const QStringList& arguments) {
     QCommandLineOption threads("threads", "CPU threads for libtorch (default: every core).", "N", "0");
     QCommandLineOption dtype("dtype", "Compute dtype: auto (default: the checkpoint's own where this CPU computes it natively, "
                              "else float32), float32 or bfloat16.", "D", "auto");
-    p.addOptions({model, format, out, prompt, threads, dtype});
+    QCommandLineOption device("device", "Where the model computes: cpu (default), cuda or cuda:N (a CUDA build: docs/DEVELOPING.md).",
+                              "D", "cpu");
+    p.addOptions({model, format, out, prompt, threads, dtype, device});
     parseCommandLine(p, arguments);
     if (!p.positionalArguments().isEmpty())
         throw UsageError("family takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
@@ -46,7 +48,8 @@ int runFamilyCommand(const QStringList& arguments) {
     if (!ok || n < 0) throw UsageError("--threads must be 0 (every core) or more, not \"" + p.value(threads).toStdString() + "\".");
     configureThreads(n);
     const auto dtypeRequest = optionValue([&] { return parseDtypeRequest(p.value(dtype).toStdString()); });
-    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(dtypeRequest));
+    const torch::Device where = optionValue([&] { return parseDevice(p.value(device).toStdString()); });
+    const auto loaded = Model::load(p.value(model).toStdString(), LoadOptions().withDtype(dtypeRequest).withDevice(where));
     printLoadWarnings(*loaded);
     if (!loaded->tokenizer())  // the checks that need one fail; say once which file and why
         std::cerr << "nnscope: warning: no tokenizer, so the checks run on fixed token ids and the BOS check fails: "

@@ -92,6 +92,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption prompt("prompt", QApplication::translate("gui", "Prompt to trace once the model is open (repeat for a batch)."), "TEXT");
     const QCommandLineOption shot("screenshot", QApplication::translate("gui", "Run the trace, show the attention view, save a PNG of the whole window and exit."), "FILE.png");
     const QCommandLineOption dtype("dtype", QApplication::translate("gui", "Compute dtype: auto (the checkpoint's own where this CPU computes it natively, else float32), float32 or bfloat16."), "D");
+    const QCommandLineOption device("device", QApplication::translate("gui", "Where the model computes: cpu (default: the saved choice), cuda or cuda:N (a CUDA build: docs/DEVELOPING.md)."), "D");
     const QCommandLineOption view("view", viewHelp(), "NAME");
     const QCommandLineOption pin("pin", QApplication::translate("gui", "Value path to pin once the model is open (repeatable)."), "PATH");
     const QCommandLineOption dictionary("dictionary", QApplication::translate("gui", "A sparse dictionary's folder (SAE or transcoder) to attach once the model is open (repeatable; File > Open Dictionary)."), "DIR");
@@ -106,7 +107,7 @@ int runGui(int& argc, char** argv) {
     const QCommandLineOption openTrace("open-trace", QApplication::translate("gui", "A trace file to browse instead of a checkpoint: a .safetensors written by `nnscope trace --out` or the window's exports, or any whose tensors are named by value paths (File > Open Trace)."), "FILE");
     const QCommandLineOption scheme("color-scheme", QApplication::translate("gui", "The window's colours: dark or light (the Fusion style with a dark or light palette, unless -style names another style); without it, the desktop's."), "SCHEME");
     const QCommandLineOption openGraph("open-graph", QApplication::translate("gui", "An attribution graph JSON to show in the Circuit view (circuit-tracer's or Neuronpedia's; File > Open Graph); needs no model."), "FILE");
-    p.addOptions({model, prompt, shot, dtype, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, openGraph, scheme});
+    p.addOptions({model, prompt, shot, dtype, device, view, pin, dictionary, edit, skip, steer, clean, corrupted, answer, wrong, site, openTrace, openGraph, scheme});
     if (!p.parse(args)) return usageError(p.errorText());
     if (p.isSet("help") || p.isSet("help-all") || p.isSet("version")) {
         QCoreApplication core(argc, argv);  // helpText() names the program from the application's arguments
@@ -166,6 +167,20 @@ int runGui(int& argc, char** argv) {
         } catch (const Error& e) {
             return usageError(QString::fromStdString(e.what()));
         }
+    }
+    if (p.isSet(device)) {
+        torch::Device where = torch::kCPU;
+        try {
+            where = parseDevice(p.value(device).toStdString());
+        } catch (const Error& e) {
+            return usageError(QString::fromStdString(e.what()));
+        }
+        // A GPU this build or machine lacks: said before any window opens, as the commands say it (status 1).
+        if (const std::string why = deviceUnavailableReason(where, deviceSupport()); !why.empty()) {
+            std::cerr << "nnscope: " << why << std::endl;
+            return 1;
+        }
+        options.device = QString::fromStdString(deviceName(where));
     }
     const QString colorScheme = p.value(scheme);
     if (p.isSet(scheme) && colorScheme != "dark" && colorScheme != "light")

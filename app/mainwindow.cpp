@@ -77,6 +77,7 @@
 #include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QDesktopServices>
 #include <QClipboard>
 #include <QGuiApplication>
@@ -171,6 +172,7 @@ MainWindow::MainWindow(const StartOptions& options, QWidget* parent) : QMainWind
         updateRecentMenu();
     }
     if (!start_.dtype.isEmpty()) dtype_ = parseDtypeRequest(start_.dtype.toStdString());  // checked by the command line
+    if (!start_.device.isEmpty()) device_ = parseDevice(start_.device.toStdString());    // likewise, usable too
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateActions);
     connect(views_, &QTabWidget::currentChanged, this, &MainWindow::updateDemoCaption);  // it speaks of the Attention view
 
@@ -382,7 +384,7 @@ void MainWindow::createActions() {
     preferencesAct_->setShortcuts(QKeySequence::Preferences);
     if (preferencesAct_->shortcuts().isEmpty())  // some desktops define no Preferences key
         preferencesAct_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
-    preferencesAct_->setStatusTip(tr("Compute dtype, CPU threads, logit-lens depth"));
+    preferencesAct_->setStatusTip(tr("Compute dtype, device (CPU or GPU), CPU threads, logit-lens depth"));
     connect(preferencesAct_, &QAction::triggered, this, &MainWindow::preferencesDialog);
 
     aboutAct_ = new QAction(QIcon::fromTheme("help-about"), tr("&About nnscope"), this);
@@ -874,6 +876,16 @@ void MainWindow::readSettings() {
     } catch (const Error&) {
         dtype_.reset();
     }
+    // The device saved by another build or on another machine (a GPU gone, a build without CUDA): the CPU, said once.
+    try {
+        device_ = parseDevice(settings.value("options/device", "cpu").toString().toStdString());
+    } catch (const Error&) {
+        device_ = torch::kCPU;
+    }
+    if (const std::string why = deviceUnavailableReason(device_, deviceSupport()); !why.empty()) {
+        statusBar()->showMessage(tr("Computing on the CPU: %1").arg(QString::fromStdString(why)));
+        device_ = torch::kCPU;
+    }
     threads_ = settings.value("options/threads", 0).toInt();
     lensTopK_ = std::clamp(settings.value("options/lensTopK", 5).toInt(), 1, 20);
     neurons_->setTopK(std::clamp(settings.value("options/neuronTopK", 10).toInt(), 1, 100));
@@ -908,6 +920,7 @@ void MainWindow::writeSettings() {
     settings.setValue("recentModels", recent_);
     settings.setValue("options/computeDtype", QString::fromStdString(dtypeRequestName(dtype_)));
     settings.remove("options/dtype");
+    settings.setValue("options/device", QString::fromStdString(deviceName(device_)));
     settings.setValue("options/threads", threads_);
     settings.setValue("options/lensTopK", lensTopK_);
     settings.setValue("options/neuronTopK", neurons_->settings().value("view.top_k", "10").toInt());
@@ -969,7 +982,7 @@ void MainWindow::openModel(const QString& dir) {
     clearError();
     openTraceJob_->forget();  // the latest request wins: a trace file asked for before this checkpoint is not shown
     loadingDir_ = dir;
-    loadJob_->watch(worker_->load(dir, dtype_));
+    loadJob_->watch(worker_->load(dir, dtype_, device_));
     statusBar()->showMessage(tr("Opening %1…").arg(dir));
     if (!model_) {
         startPage_->setHtml(tr("<h2>Opening %1…</h2>").arg(dir.toHtmlEscaped()));
@@ -1002,9 +1015,11 @@ void MainWindow::onModelLoaded(ModelPtr model) {
     pinned_->setUnreadText({});
     const QString dir = QString::fromStdString(model_->dir());
     setWindowTitle(tr("%1 — nnscope").arg(QFileInfo(dir).fileName()));
-    modelLabel_->setText(tr("model: %1 · %2 · %3")
+    modelLabel_->setText(tr("model: %1 · %2 · %3 · %4")
                              .arg(QFileInfo(dir).fileName(), QString::fromStdString(model_->family().modelType),
-                                  QString::fromStdString(dtypeName(model_->dtype()))));
+                                  QString::fromStdString(dtypeName(model_->dtype())), QString::fromStdString(deviceName(model_->device()))));
+    modelLabel_->setToolTip(tr("The checkpoint, its family, the dtype it computes in and the device it computes on "
+                               "(File ▸ Preferences; File ▸ Reload applies a change)"));
     diagram_->setModel(model_);
     supportModel_->setFamily(&model_->family());
     printoutModel_->setModel(model_.get());
@@ -2536,6 +2551,34 @@ void MainWindow::openDialog() {
     if (!dir.isEmpty()) openModel(dir);
 }
 
+QComboBox* createDeviceChoice(QWidget* parent, const torch::Device& current, const DeviceSupport& support) {
+    auto* box = new QComboBox(parent);
+    box->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
+    box->setItemData(0, MainWindow::tr("The weights in memory, the forward pass on the CPU's cores"), Qt::ToolTipRole);
+    const int gpus = std::max(1, support.cudaDevices);
+    auto* items = qobject_cast<QStandardItemModel*>(box->model());
+    QString why;
+    for (int i = 0; i < gpus; ++i) {
+        const torch::Device gpu(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+        const QString name = QString::fromStdString(deviceName(gpu));
+        box->addItem(gpus == 1 ? QStringLiteral("cuda") : name, name);
+        const std::string reason = deviceUnavailableReason(gpu, support);
+        if (reason.empty()) {
+            box->setItemData(box->count() - 1, MainWindow::tr("The weights copied to GPU %1 once at load; the pass computes there, "
+                                                              "and the views read its values back on the CPU").arg(i),
+                             Qt::ToolTipRole);
+            continue;
+        }
+        why = QString::fromStdString(reason);
+        box->setItemData(box->count() - 1, why, Qt::ToolTipRole);
+        if (items) items->item(box->count() - 1)->setEnabled(false);
+    }
+    if (!why.isEmpty()) box->setToolTip(why);  // the box says why its GPU entry is greyed, without opening it
+    const int wanted = box->findData(QString::fromStdString(deviceName(current)));
+    box->setCurrentIndex(wanted >= 0 && deviceUnavailableReason(current, support).empty() ? wanted : 0);
+    return box;
+}
+
 void MainWindow::preferencesDialog() {
     QDialog dialog(this);
     dialog.setWindowTitle(tr("Preferences"));
@@ -2544,6 +2587,7 @@ void MainWindow::preferencesDialog() {
     dtype->setItemData(0, tr("The checkpoint's own dtype where this CPU computes it natively (bfloat16 needs AVX512-BF16 or AMX), "
                              "else float32"), Qt::ToolTipRole);
     dtype->setCurrentText(QString::fromStdString(dtypeRequestName(dtype_)));
+    QComboBox* device = createDeviceChoice(&dialog, device_, deviceSupport());
     auto* threads = new QSpinBox(&dialog);
     threads->setRange(0, 256);
     threads->setSpecialValueText(tr("every core"));
@@ -2556,11 +2600,13 @@ void MainWindow::preferencesDialog() {
     connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
     auto* form = new QFormLayout(&dialog);
     form->addRow(tr("Compute dtype (applies when a checkpoint is opened):"), dtype);
+    form->addRow(tr("Device (applies when a checkpoint is opened):"), device);
     form->addRow(tr("CPU threads:"), threads);
     form->addRow(tr("Logit lens: tokens listed per cell:"), lensK);
     form->addRow(buttons);
     if (dialog.exec() != QDialog::Accepted) return;
     dtype_ = parseDtypeRequest(dtype->currentText().toStdString());
+    device_ = parseDevice(device->currentData().toString().toStdString());
     threads_ = threads->value();
     if (lensK->value() != lensTopK_) {  // the lenses kept list another number of tokens: computed again when shown
         lensTopK_ = lensK->value();

@@ -12,6 +12,7 @@
 
 #include "core/analysis/circuit.h"
 #include "core/analysis/valuestats.h"
+#include "core/model/device.h"
 #include "core/run/features.h"
 #include "widgets/views/featuresview.h"
 #include "widgets/views/patchingview.h"
@@ -23,6 +24,7 @@
 #include <optional>
 
 class QAction;
+class QComboBox;
 class QFrame;
 class QPushButton;
 class QTimer;
@@ -81,9 +83,16 @@ struct StartOptions {
     QStringList pins;        ///< --pin PATH: values pinned once the model is open
     QStringList dictionaries;  ///< --dictionary DIR: sparse dictionaries attached once the model is open
     QString dtype;           ///< --dtype: auto, float32 or bfloat16 (empty: the saved option)
+    QString device;          ///< --device: cpu, cuda or cuda:N (empty: the saved option); checked usable by the command line
     bool openDefault = true; ///< without --model: open the most recent model, else the demo model
     bool useSettings = true; ///< read and write QSettings (off for --screenshot: reproducible, leaves them alone)
 };
+
+/// The device choice of the Preferences dialog: "cpu", then "cuda:0" ... one per GPU `support` reports (at least one
+/// "cuda" entry). An entry this build or machine cannot use is disabled, its tooltip (and the box's) giving
+/// deviceUnavailableReason (core/model/device.h): "this nnscope was built on a libtorch without CUDA ...", "no CUDA
+/// device ...". `current` is selected when it is usable, else cpu. Each entry's Qt::UserRole data is its deviceName.
+QComboBox* createDeviceChoice(QWidget* parent, const torch::Device& current, const DeviceSupport& support);
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -426,6 +435,7 @@ private:
     // options (QSettings)
     QStringList recent_;
     std::optional<torch::ScalarType> dtype_;  ///< the compute dtype asked for; nullopt: auto
+    torch::Device device_ = torch::kCPU;      ///< where the next checkpoint opened computes (Preferences, --device)
     int threads_ = 0;
     int lensTopK_ = 5;
     QString lastExportDir_;

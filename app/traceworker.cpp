@@ -57,9 +57,9 @@ quint64 TraceWorker::enqueue(JobKind kind, std::function<QVariant(const JobContr
     return jobs_.back().id;
 }
 
-quint64 TraceWorker::load(const QString& dir, std::optional<torch::ScalarType> dtype) {
-    return enqueue(JobKind::Load, [dir, dtype](const JobControl&) {
-        return QVariant::fromValue(ModelPtr(Model::load(dir.toStdString(), LoadOptions().withDtype(dtype))));
+quint64 TraceWorker::load(const QString& dir, std::optional<torch::ScalarType> dtype, torch::Device device) {
+    return enqueue(JobKind::Load, [dir, dtype, device](const JobControl&) {
+        return QVariant::fromValue(ModelPtr(Model::load(dir.toStdString(), LoadOptions().withDtype(dtype).withDevice(device))));
     }, /*cancellable=*/false);
 }
 

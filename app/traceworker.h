@@ -55,8 +55,10 @@ public:
     explicit TraceWorker(QObject* parent = nullptr);
     ~TraceWorker() override;
 
-    /// Queues loading the checkpoint folder `dir`. Result: ModelPtr. Runs to the end (Cancel does not stop it).
-    quint64 load(const QString& dir, std::optional<torch::ScalarType> dtype);
+    /// Queues loading the checkpoint folder `dir` to compute in `dtype` (nullopt: auto) on `device` (its weights copied
+    /// there once). Result: ModelPtr, whose results reach the views as CPU tensors (core/run/trace.cpp's taps). Runs to
+    /// the end (Cancel does not stop it); a device this build or machine lacks fails it with the engine's sentence.
+    quint64 load(const QString& dir, std::optional<torch::ScalarType> dtype, torch::Device device = torch::kCPU);
     /// Queues a trace of `prompts` on `model`, saving `save`. `interventions` (core/run/edit.h's addIntervention syntax,
     /// .npy paths relative to `baseDir`) are parsed in the worker and applied during the pass; with `compare` the
     /// prompts are first traced without them too, and the snapshot carries that run as its `baseline`. A text that

@@ -20,6 +20,8 @@
 #include <QTemporaryDir>
 #include "testsuite.h"
 
+#include <torch/version.h>
+
 #include <QtTest>
 
 #include <filesystem>
@@ -563,8 +565,11 @@ private slots:
         for (int i = 0; i < m->config().numLayers; ++i) save.save.push_back({value, i});
         save.save.push_back({Value::Logits, -1});
         const TraceResult c = trace(*m, batchFromIds({clean}), save), k = trace(*m, batchFromIds({corrupted}), save);
-        QVERIFY(std::abs(est.corrupted - patchMetricValue(o.metric, k.value({Value::Logits, -1}))) < 1e-6);
-        QVERIFY(std::abs(est.clean - patchMetricValue(o.metric, c.value({Value::Logits, -1}))) < 1e-6);
+        // the same pass within float32 rounding: on libtorch >= 2 the trace computes attention by
+        // scaled_dot_product_attention, the differentiable pass eagerly, so they may differ in the sixth digit
+        const double samePass = TORCH_VERSION_MAJOR >= 2 ? 1e-5 : 1e-6;
+        QVERIFY(std::abs(est.corrupted - patchMetricValue(o.metric, k.value({Value::Logits, -1}))) < samePass);
+        QVERIFY(std::abs(est.clean - patchMetricValue(o.metric, c.value({Value::Logits, -1}))) < samePass);
         const double eps = 1e-2;
         int nonzero = 0;
         for (int i = 0; i < m->config().numLayers; ++i)

@@ -214,6 +214,32 @@ private slots:
     }
 
     /// Greedy generation (the key/value cache, one token a step) gives transformers' generate(do_sample=False) ids.
+    /// The logits and every block's output of a trace that asks for no attention scores or probabilities, against
+    /// transformers (float32 tolerance): on libtorch >= 2 every block then computes its attention with
+    /// scaled_dot_product_attention (the mask carrying causality, left padding and sliding windows), on libtorch 1.13
+    /// eagerly; valuesEqualTransformers, which saves everything, checks the eager path on both.
+    void valuesWithoutPatternsEqualTransformers_data() {
+        QTest::addColumn<QString>("fixture");
+        for (const auto& f : kFixtures)
+            if (std::filesystem::exists(test::fixture(f) + "/golden_float32.safetensors")) QTest::newRow(f.c_str()) << QString::fromStdString(f);
+    }
+    void valuesWithoutPatternsEqualTransformers() {
+        QFETCH(QString, fixture);
+        Case& c = load(fixture.toStdString(), "float32");
+        TraceOptions o;
+        o.save = {{Value::Logits, -1}};
+        for (int i = 0; i < c.model->config().numLayers; ++i) o.save.push_back({Value::LayerOutput, i});
+        for (const std::string run : {"single", "batch"}) {
+            const TraceResult r = trace(*c.model, c.runs.at(run).batch, o);
+            for (const auto& [key, got] : r.values) {
+                const std::string name = run + "." + valuePath(c.model->family(), key);
+                auto cmp = test::compare(got, c.golden->tensor(name), kF32Rtol, kF32Atol);
+                QVERIFY2(cmp.ok, (name + (scaledDotProductAttentionEnabled() ? " (scaled_dot_product_attention): " : " (eager): ") +
+                                  cmp.message).c_str());
+            }
+        }
+    }
+
     void greedyEqualsTransformers_data() {
         QTest::addColumn<QString>("fixture");
         for (const auto& e : test::fixtureManifest(test::fixturesDir() + "/models"))

@@ -109,6 +109,8 @@
 #include <set>
 #include <QTextBrowser>
 #include <QComboBox>
+#include <QStandardItemModel>
+#include <QStatusBar>
 #include <QGuiApplication>
 #include <QCryptographicHash>
 #include <QtTest>
@@ -338,6 +340,7 @@ private slots:
     void brokenCheckpointShowsError_data();
     void brokenCheckpointShowsError();
     void settingsPersist();
+    void deviceChoice();
     void commandLine_data();
     void commandLine();
     void qtOptionsAndHelpAll();
@@ -1043,6 +1046,61 @@ void TestGui::settingsPersist() {
     QCOMPARE(viewShortcut(viewSpecs()[static_cast<size_t>(viewIndex("heads"))]).toString(), QString("Ctrl+Shift+H"));
 }
 
+void TestGui::deviceChoice() {
+    // Preferences' device box: the GPU entry greyed, saying why, where the build or the machine has none; one entry per
+    // GPU where there are several; a device that cannot be used is never the one selected.
+    const torch::Device cuda0(torch::kCUDA, 0), cuda1(torch::kCUDA, 1);
+    DeviceSupport none;
+    std::unique_ptr<QComboBox> box(createDeviceChoice(nullptr, cuda0, none));
+    QCOMPARE(box->count(), 2);
+    QCOMPARE(box->itemText(1), QString("cuda"));
+    auto* items = qobject_cast<QStandardItemModel*>(box->model());
+    QVERIFY(items && items->item(0)->isEnabled() && !items->item(1)->isEnabled());
+    QVERIFY2(box->itemData(1, Qt::ToolTipRole).toString().startsWith("this nnscope was built on a libtorch without CUDA"),
+             qPrintable(box->itemData(1, Qt::ToolTipRole).toString()));
+    QCOMPARE(box->toolTip(), box->itemData(1, Qt::ToolTipRole).toString());
+    QCOMPARE(box->currentData().toString(), QString("cpu"));
+    DeviceSupport noGpu;
+    noGpu.builtWithCuda = true;
+    box.reset(createDeviceChoice(nullptr, cuda0, noGpu));
+    QVERIFY(box->toolTip().startsWith("no CUDA device"));
+    QCOMPARE(box->currentData().toString(), QString("cpu"));
+    DeviceSupport twoGpus = noGpu;
+    twoGpus.cudaDevices = 2;
+    box.reset(createDeviceChoice(nullptr, cuda1, twoGpus));
+    items = qobject_cast<QStandardItemModel*>(box->model());
+    QCOMPARE(box->count(), 3);
+    QVERIFY(items->item(1)->isEnabled() && items->item(2)->isEnabled());
+    QCOMPARE(box->currentData().toString(), QString("cuda:1"));
+    QVERIFY(box->toolTip().isEmpty());
+    // This build and machine: the box the dialog shows agrees with deviceSupport()
+    box.reset(createDeviceChoice(nullptr, torch::kCPU, deviceSupport()));
+    QCOMPARE(qobject_cast<QStandardItemModel*>(box->model())->item(1)->isEnabled(), deviceSupport().cudaDevices > 0);
+
+    // The status bar names the device the model computes on.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QStringList labels;
+    for (QLabel* l : w->statusBar()->findChildren<QLabel*>()) labels << l->text();
+    const bool named = std::any_of(labels.begin(), labels.end(), [](const QString& t) {
+        return t.startsWith("model: tiny-llama · llama · ") && t.endsWith(" · cpu");
+    });
+    QVERIFY2(named, qPrintable(labels.join(" | ")));
+
+    // `gui --device cuda` on a machine without a usable GPU: the sentence, status 1, no window.
+    if (deviceSupport().cudaDevices > 0) return;
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    p.setProcessEnvironment(env);
+    p.start(kBinary, {"gui", "--device", "cuda", "--model", modelDir("tiny-llama")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(err.startsWith(deviceSupport().builtWithCuda ? "nnscope: no CUDA device" : "nnscope: this nnscope was built on a libtorch without CUDA"),
+             qPrintable(err));
+}
+
 void TestGui::commandLine_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("expected");
@@ -1050,6 +1108,7 @@ void TestGui::commandLine_data() {
     QTest::newRow("screenshot without prompt") << QStringList{"gui", "--model", modelDir("tiny-llama"), "--screenshot", "x.png"} << "--prompt";
     QTest::newRow("bad dtype") << QStringList{"gui", "--dtype", "float13"} << "float13";
     QTest::newRow("bad view") << QStringList{"gui", "--view", "sideways"} << "--view";
+    QTest::newRow("bad device") << QStringList{"gui", "--device", "tpu"} << "--device must be cpu, cuda or cuda:N";
     QTest::newRow("bad color scheme") << QStringList{"gui", "--color-scheme", "purple"} << "--color-scheme";
     QTest::newRow("stray argument") << QStringList{"gui", "stories"} << "stories";
     QTest::newRow("unknown option") << QStringList{"gui", "--modle", "x"} << "modle";
@@ -3383,7 +3442,10 @@ void TestGui::featuresView() {
     const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
     const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
     TraceOptions options;
-    options.save = attached.neededValues();
+    // what the window's trace saves: every block's attention probabilities (viewValueKeys) beside the site, so that both
+    // compute attention the same way (a trace asking for no pattern may take scaled_dot_product_attention on libtorch >= 2)
+    options.save = viewValueKeys(*model);
+    for (const ValueKey& k : attached.neededValues()) options.save.push_back(k);
     const TraceResult result = trace(*model, encodeBatch(*model, {prompt.toStdString()}), options);
     const FeatureRun ref = runDictionary(*model, result, attached, 0);
 
@@ -3667,7 +3729,10 @@ void TestGui::featuresExportedAndReopened() {
     const ModelPtr model = Model::load(modelDir("tiny-llama").toStdString());
     const AttachedDictionary attached = AttachedDictionary::attach(*model, loadDictionary(dictDir.toStdString()));
     TraceOptions options;
-    options.save = attached.neededValues();
+    // what the window's trace saves: every block's attention probabilities (viewValueKeys) beside the site, so that both
+    // compute attention the same way (a trace asking for no pattern may take scaled_dot_product_attention on libtorch >= 2)
+    options.save = viewValueKeys(*model);
+    for (const ValueKey& k : attached.neededValues()) options.save.push_back(k);
     const TraceResult result = trace(*model, encodeBatch(*model, prompts), options);
     TraceFileOptions noWeights;
     noWeights.loadWeights = false;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/analysis.h"
 
+#include "core/model/device.h"
 #include "core/model/error.h"
 #include "core/model/taps.h"
 
@@ -116,7 +117,8 @@ LogitLens logitLens(const Model& model, const TraceResult& result, int k, const 
         if (!h.defined()) throw Error("the logit lens needs " + valuePath(model.family(), key) + ", which this trace did not save.");
         for (size_t j = 0; j < rows.size(); ++j) {
             const PromptSpan s = spans[j];
-            const torch::Tensor n = model.finalNorm(h.index({rows[j], Slice(s.start, s.start + s.length)}).to(model.dtype()));
+            // computed where the model's weights are (a GPU's too), kept on the CPU like every result the views read
+            const torch::Tensor n = model.finalNorm(h.index({rows[j], Slice(s.start, s.start + s.length)}).to(model.device(), model.dtype()));
             std::vector<torch::Tensor> chunkIds, chunkProbs, chunkLse;
             for (int64_t c = 0; c < s.length || (c == 0 && s.length == 0); c += chunk) {
                 check();
@@ -127,15 +129,15 @@ LogitLens logitLens(const Model& model, const TraceResult& result, int k, const 
                 // logits with a NaN or +Inf (a value that stopped being finite upstream) make no distribution: no token
                 // is named there (topk would name the first NaN's id)
                 const torch::Tensor undefined = ~torch::isfinite(l).unsqueeze(-1);
-                chunkIds.push_back(topI.masked_fill(undefined, -1));
+                chunkIds.push_back(toHost(topI.masked_fill(undefined, -1)));
                 // the softmax of the top k, no [n, vocab] copy
-                chunkProbs.push_back((topLogits - l.unsqueeze(-1)).exp().masked_fill(undefined, std::numeric_limits<float>::quiet_NaN()));
-                chunkLse.push_back(l);
+                chunkProbs.push_back(toHost((topLogits - l.unsqueeze(-1)).exp().masked_fill(undefined, std::numeric_limits<float>::quiet_NaN())));
+                chunkLse.push_back(toHost(l));
             }
             ids[j].push_back(torch::cat(chunkIds));
             probs[j].push_back(torch::cat(chunkProbs));
             lse[j].push_back(torch::cat(chunkLse));
-            normed[j].push_back(n);
+            normed[j].push_back(toHost(n));
         }
         if (options.progress) options.progress(i + 1, lens.numLayers);
     }
@@ -162,7 +164,7 @@ torch::Tensor lensTokenProbs(const Model& model, const LogitLens& lens, int64_t 
         throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
                     std::to_string(model.config().vocabSize - 1) + ").");
     // One row of lm_head is enough: p(id) = exp(logit(id) - logsumexp(logits)).
-    const torch::Tensor w = model.lmHead().index({Slice(id, id + 1)});
+    const torch::Tensor w = toHost(model.lmHead().index({Slice(id, id + 1)}));  // one row, to the CPU where the lens is
     const torch::Tensor logit = torch::linear(lens.normed[static_cast<size_t>(row)], w).squeeze(-1).to(torch::kFloat32);
     return (logit - lens.logSumExp[static_cast<size_t>(row)]).exp().contiguous();
 }

@@ -33,10 +33,10 @@ struct FrozenNorm {
 /// Value::Native*NormScale): gain = w · scale (Gemma: (1 + w) · scale), centred for a LayerNorm.
 FrozenNorm freeze(const torch::Tensor& scale, const torch::Tensor& w, const torch::Tensor& b, NormKind kind, int64_t hidden) {
     FrozenNorm f;
-    const torch::Tensor wf = w.defined() ? w.to(torch::kFloat32) : torch::ones({hidden});
-    f.gain = (kind == NormKind::RMSNormPlusOne ? 1.0 + wf : wf) * scale.to(torch::kFloat32);
+    const torch::Tensor wf = w.defined() ? w.to(torch::kCPU, torch::kFloat32) : torch::ones({hidden});
+    f.gain = (kind == NormKind::RMSNormPlusOne ? 1.0 + wf : wf) * scale.to(torch::kCPU, torch::kFloat32);
     f.centered = kind == NormKind::LayerNorm;
-    if (b.defined()) f.bias = b.to(torch::kFloat32);
+    if (b.defined()) f.bias = b.to(torch::kCPU, torch::kFloat32);
     return f;
 }
 
@@ -115,10 +115,12 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
     a.wrong = wrong.value_or(-1);
     a.position = position;
 
+    // Computed on the CPU, in float32, where the trace's saved values are: a GPU model's weights come over one row or
+    // one block at a time (every `.to(torch::kCPU, torch::kFloat32)`, a no-op for a CPU model's).
     // The unembedding direction u and its pull-back g through the frozen final norm: logit(v) = g · v (+ constants).
     const torch::Tensor lm = model.lmHead();
-    torch::Tensor u = lm.index({target}).to(torch::kFloat32);
-    if (wrong) u = u - lm.index({*wrong}).to(torch::kFloat32);
+    torch::Tensor u = lm.index({target}).to(torch::kCPU, torch::kFloat32);
+    if (wrong) u = u - lm.index({*wrong}).to(torch::kCPU, torch::kFloat32);
     const torch::Tensor xFinal = at(model, result, {Value::LayerOutput, n - 1}, row, position);
     const FrozenNorm finalNorm = freeze(at(model, result, {Value::NativeFinalNormScale, -1}, row, position), model.finalNormWeight(),
                                         model.finalNormBias(), fam.norm, c.hiddenSize);
@@ -127,7 +129,7 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
     a.centered = finalNorm.centered;
     // The pass's own logit, before soft-capping: lm_head(norm(x)) exactly as the model computes it.
     {
-        const torch::Tensor normed = model.finalNorm(xFinal.to(model.dtype()).unsqueeze(0)).to(torch::kFloat32).reshape({-1});
+        const torch::Tensor normed = model.finalNorm(xFinal.to(model.device(), model.dtype()).unsqueeze(0)).to(torch::kCPU, torch::kFloat32).reshape({-1});
         a.logit = torch::dot(normed, u).item<double>();
     }
 
@@ -165,13 +167,13 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         a.streamTerms.index_put_({1 + 2 * i}, attnStream);
         total += add(AttributionComponent::Kind::Attention, L + "attention_output", i, -1, attnShare);
         const torch::Tensor z = at(model, result, {Value::AttentionHeadOutputs, i}, row, position);  // [heads, head_dim]
-        const torch::Tensor perHead = (torch::matmul(gA, lw[Module::OProj].weight.to(torch::kFloat32)).reshape({c.numHeads, -1}) * z).sum(-1);
+        const torch::Tensor perHead = (torch::matmul(gA, lw[Module::OProj].weight.to(torch::kCPU, torch::kFloat32)).reshape({c.numHeads, -1}) * z).sum(-1);
         a.heads.index_put_({i}, perHead);
         for (int64_t h = 0; h < c.numHeads; ++h)
             add(AttributionComponent::Kind::Head, L + "self_attn.head." + std::to_string(h), i, h, perHead[h].item<double>());
         if (lw[Module::OProj].bias.defined())
             add(AttributionComponent::Kind::Bias, L + "self_attn." + fam.moduleName(Module::OProj) + ".bias", i, -1,
-                torch::dot(gA, lw[Module::OProj].bias.to(torch::kFloat32)).item<double>());
+                torch::dot(gA, lw[Module::OProj].bias.to(torch::kCPU, torch::kFloat32)).item<double>());
         if (bn.afterAttention && lw[Module::AttentionOutputNorm].bias.defined())
             add(AttributionComponent::Kind::Bias, L + fam.moduleName(Module::AttentionOutputNorm) + ".bias", i, -1, attnConst);
 
@@ -189,10 +191,10 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
         total += add(AttributionComponent::Kind::Mlp, L + "mlp_output", i, -1, mlpShare);
         if (model.hasValueAt(Value::MlpNeurons, i)) {  // a mixture of experts has none: its neurons' shares stay 0 (routing.h)
             const torch::Tensor acts = at(model, result, {Value::MlpNeurons, i}, row, position);  // [intermediate]
-            a.neurons.index_put_({i}, acts * torch::matmul(gM, lw[Module::DownProj].weight.to(torch::kFloat32)));
+            a.neurons.index_put_({i}, acts * torch::matmul(gM, lw[Module::DownProj].weight.to(torch::kCPU, torch::kFloat32)));
             if (lw[Module::DownProj].bias.defined())
                 add(AttributionComponent::Kind::Bias, L + "mlp." + fam.moduleName(Module::DownProj) + ".bias", i, -1,
-                    torch::dot(gM, lw[Module::DownProj].bias.to(torch::kFloat32)).item<double>());
+                    torch::dot(gM, lw[Module::DownProj].bias.to(torch::kCPU, torch::kFloat32)).item<double>());
         }
         if (bn.afterMlp && lw[Module::MlpOutputNorm].bias.defined())
             add(AttributionComponent::Kind::Bias, L + fam.moduleName(Module::MlpOutputNorm) + ".bias", i, -1, mlpConst);
@@ -226,11 +228,11 @@ LogitAttribution directLogitAttribution(const Model& model, const TraceResult& r
 std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> promotedTokens(const Model& model, const LogitAttribution& a,
                                                                              const torch::Tensor& v, int k) {
     c10::InferenceMode guard;
-    torch::Tensor x = v.to(torch::kFloat32).reshape({-1});
+    torch::Tensor x = v.to(torch::kCPU, torch::kFloat32).reshape({-1});
     if (x.size(0) != model.config().hiddenSize)
         throw Error("promotedTokens: expected a vector of hidden_size " + std::to_string(model.config().hiddenSize) + " values.");
     if (a.centered) x = x - x.mean();
-    const torch::Tensor logits = torch::matmul(model.lmHead(), (a.finalGain * x).to(model.dtype())).to(torch::kFloat32);
+    const torch::Tensor logits = torch::matmul(model.lmHead(), (a.finalGain * x).to(model.device(), model.dtype())).to(torch::kCPU, torch::kFloat32);
     k = static_cast<int>(std::min<int64_t>(k, logits.size(0)));
     std::pair<std::vector<TokenEffect>, std::vector<TokenEffect>> out;
     auto [hi, hiIdx] = logits.topk(k);
@@ -275,7 +277,7 @@ torch::Tensor headStreamVector(const Model& model, const TraceResult& result, co
         throw Error("head " + std::to_string(head) + " of block " + std::to_string(layer) + " does not exist.");
     const int64_t hd = model.config().headDim;
     const torch::Tensor z = at(model, result, {Value::AttentionHeadOutputs, layer}, row, a.position).index({head});  // [head_dim]
-    torch::Tensor v = torch::matmul(model.layer(layer)[Module::OProj].weight.to(torch::kFloat32).narrow(1, head * hd, hd), z);
+    torch::Tensor v = torch::matmul(model.layer(layer)[Module::OProj].weight.to(torch::kCPU, torch::kFloat32).narrow(1, head * hd, hd), z);
     if (a.attentionBranchGain.defined()) v = a.attentionBranchGain.index({layer}) * v;
     return v;
 }
@@ -287,7 +289,7 @@ torch::Tensor neuronStreamVector(const Model& model, const TraceResult& result, 
         !model.hasValueAt(Value::MlpNeurons, layer))
         throw Error("neuron " + std::to_string(neuron) + " of block " + std::to_string(layer) + " does not exist.");
     const double act = at(model, result, {Value::MlpNeurons, layer}, row, a.position)[neuron].item<double>();
-    torch::Tensor v = model.layer(layer)[Module::DownProj].weight.index({Slice(), neuron}).to(torch::kFloat32) * act;
+    torch::Tensor v = model.layer(layer)[Module::DownProj].weight.index({Slice(), neuron}).to(torch::kCPU, torch::kFloat32) * act;
     if (a.mlpBranchGain.defined()) v = a.mlpBranchGain.index({layer}) * v;
     return v;
 }

@@ -7,12 +7,14 @@
 #include "core/model/model.h"
 
 #include "core/model/compute_dtype.h"
+#include "core/model/device.h"
 #include "core/model/error.h"
 #include "core/io/jsonfile.h"
 #include "core/model/gemv.h"
 #include "core/model/weights.h"
 
 #include <torch/types.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -21,7 +23,17 @@
 
 using namespace torch::indexing;
 
+
 namespace nnscope {
+
+bool scaledDotProductAttentionEnabled() {
+    static const bool enabled = [] {
+        if (TORCH_VERSION_MAJOR < 2) return false;
+        const char* v = std::getenv("NNSCOPE_EAGER_ATTENTION");
+        return !(v && *v && std::string(v) != "0");
+    }();
+    return enabled;
+}
 namespace {
 
 std::string shapeOf(const torch::Tensor& t) {
@@ -307,6 +319,7 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
                                     std::unique_ptr<WeightStore> store, const LoadOptions& options) {
     if (options.dtype && *options.dtype != torch::kFloat32 && *options.dtype != torch::kBFloat16)
         throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(*options.dtype) + ".");
+    requireDevice(options.device);  // before any weight is converted: "no CUDA device", "built on a libtorch without CUDA"
     std::shared_ptr<Model> m(new Model());
     m->dir_ = store->dir();
     m->config_ = std::move(config);
@@ -326,7 +339,9 @@ std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, co
             if (n > most) most = n, majority = type;
         }
         if (!request.stored) request.stored = majority;
-        request.cpuHasBfloat16 = cpuHasNativeBfloat16();
+        // A CUDA GPU multiplies bfloat16 natively (every GPU libtorch's CUDA builds support since Ampere; older ones emulate it
+        // in float32 arithmetic, still right); on the CPU it depends on the instruction set.
+        request.cpuHasBfloat16 = options.device.is_cuda() || cpuHasNativeBfloat16();
         request.float32Bytes = static_cast<uint64_t>(elements) * 4;
         request.availableBytes = availableMemoryBytes();
         request.checkpoint = store->dir();
@@ -702,12 +717,30 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     }
     }
 
-    // eager_attention_forward
     const int64_t groups = c.numHeads / c.numKvHeads;
     auto keyRep = repeatKv(keyStates, groups);
     auto valueRep = repeatKv(valueStates, groups);
     double scaling = c.attentionScaling;
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
+#if TORCH_VERSION_MAJOR >= 2
+    // sdpa_attention_forward, where nothing asks for this block's scores or probabilities: one fused kernel (flash or
+    // memory-efficient where it applies) that never forms the [query, key] matrices. The additive mask carries the
+    // causal, padding and sliding-window cut-offs; Gemma 2's soft cap (tanh of the scores) has no SDPA form, so it
+    // keeps the eager path, and so do gpt-oss's sinks (a column the kernel has no place for). NNSCOPE_EAGER_ATTENTION=1
+    // turns it off (benchmarks, bisecting a difference).
+    if (!c.attnLogitSoftcap && !f.attentionSinks && !(taps && taps->needsAttentionPattern(layer)) && scaledDotProductAttentionEnabled() && !queryStates.is_meta()) {
+        auto attnOutput = at::scaled_dot_product_attention(queryStates, keyRep, valueRep, in.mask.to(queryStates.scalar_type()),
+                                                           /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/scaling)
+                              .transpose(1, 2)
+                              .contiguous();  // [b, s, h, d]
+        tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
+        tapValue(taps, Value::AttentionPremix, layer, attnOutput);
+        auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);
+        tapValue(taps, Value::AttentionOutput, layer, out);
+        return out;
+    }
+#endif
+    // eager_attention_forward
     auto attnWeights = timesNumber(attentionProduct(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
         attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);

@@ -38,6 +38,11 @@ struct LoadOptions {
     LoadOptions& withDevice(torch::Device d) { device = d; return *this; }
 };
 
+/// Whether a block whose attention scores and probabilities no tap needs (Taps::needsAttentionPattern) computes its
+/// attention with torch::scaled_dot_product_attention instead of the eager matrices: on libtorch >= 2 (the wheel build),
+/// unless the environment sets NNSCOPE_EAGER_ATTENTION (to anything but 0; read once). False on libtorch 1.13.
+bool scaledDotProductAttentionEnabled();
+
 /// Parses a dtype name ("float32", "f32", "bfloat16", "bf16"). Throws nnscope::Error for others.
 torch::ScalarType parseDtype(const std::string& name);
 /// "float32" / "bfloat16".

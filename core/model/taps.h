@@ -20,6 +20,14 @@ public:
         (void)layer;
         return true;
     }
+    /// Whether block `layer` must form its attention_scores and attention_probabilities (a save, an edit, a view showing
+    /// them, a freeze). Where it need not, a build on libtorch >= 2 computes the block's attention by
+    /// torch::scaled_dot_product_attention, which never forms them (core/model/model.cpp); values are equal within float
+    /// rounding. The default, true, keeps the eager attention for a tap that does not say.
+    virtual bool needsAttentionPattern(int layer) const {
+        (void)layer;
+        return true;
+    }
 };
 
 /// Whether `v` is one of the norms' scales (Value::Native*NormScale).

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/run/generate.h"
 
+#include "core/model/device.h"
+
 #include "core/model/error.h"
 #include "core/run/trace.h"
 
@@ -40,7 +42,9 @@ GenerateOptions generationDefaults(const Model& model) {
 
 int64_t chooseNextToken(const torch::Tensor& logitsIn, const GenerateOptions& o, at::Generator& generator) {
     if (!o.sample) return logitsIn.argmax().item<int64_t>();
-    torch::Tensor logits = logitsIn.to(torch::kFloat32).reshape({-1}) / o.temperature;
+    // Sampled on the CPU, with the CPU generator, whatever device computed the logits: one row of vocab_size values, and
+    // the same seed draws the same tokens on the CPU and on a GPU.
+    torch::Tensor logits = toHost(logitsIn).to(torch::kFloat32).reshape({-1}) / o.temperature;
     const float lowest = -std::numeric_limits<float>::infinity();
     const int64_t vocab = logits.size(0);
     if (o.topK > 0 && o.topK < vocab) {

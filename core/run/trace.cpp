@@ -2,6 +2,7 @@
 #include "core/run/trace.h"
 
 #include "core/model/block.h"
+#include "core/model/device.h"
 #include "core/run/edit.h"
 #include "core/run/generate.h"
 #include "core/model/error.h"
@@ -57,9 +58,16 @@ public:
     void tap(Value v, int layer, torch::Tensor& t) override {
         if (options_.intervention && options_.intervention->touches(v, layer)) options_.intervention->apply(v, layer, t);
         const ValueKey key{v, layer};
-        // A reference on the CPU (the pass never writes into a tensor in place); a value computed on another device
-        // comes back here, the one boundary where core's results become CPU tensors.
-        if (wanted_.count(key)) saved_[key] = t.device().is_cpu() ? t : t.to(torch::kCPU);
+        // A reference on the CPU (the pass never writes into a tensor in place); a value computed on a GPU is copied
+        // back here (toHost), the one boundary where core's results become the CPU tensors the views read.
+        if (wanted_.count(key)) saved_[key] = toHost(t);
+    }
+    bool needsAttentionPattern(int layer) const override {
+        for (Value v : {Value::AttentionScores, Value::AttentionProbabilities}) {
+            if (wanted_.count({v, layer})) return true;
+            if (options_.intervention && options_.intervention->touches(v, layer)) return true;
+        }
+        return false;
     }
     bool beforeLayer(int layer) override {
         if (options_.stopAfterLayer >= 0 && layer > options_.stopAfterLayer) {
