@@ -56,6 +56,15 @@ bool cpuHasNativeBfloat16() {
     return has;
 }
 
+bool oneDnnMultipliesBfloat16() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool has = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    static const bool has = false;
+#endif
+    return has;
+}
+
 std::optional<uint64_t> availableMemoryBytes() {
     std::ifstream in("/proc/meminfo");
     for (std::string line; std::getline(in, line);) {

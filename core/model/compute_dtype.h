@@ -17,6 +17,12 @@ namespace nnscope {
 /// arithmetic, between a little and 50 times slower than float32 depending on the CPU (docs/PERFORMANCE.md).
 bool cpuHasNativeBfloat16();
 
+/// Whether libtorch 1.13 hands this CPU's bfloat16 matrix products to oneDNN, which sums them in float32 and rounds once
+/// (as torch 2.x does everywhere): AVX-512 BW, VL and DQ (its mkldnn_bf16_device_check). Elsewhere (an AVX2-only CPU)
+/// its own gemm computes them and rounds otherwise, so the engine computes such products in float32 and rounds once
+/// itself (core/model/model.cpp's linear and bfloat16Product). Found once, at the first call.
+bool oneDnnMultipliesBfloat16();
+
 /// The memory the kernel says can be allocated without swapping: MemAvailable of /proc/meminfo, in bytes;
 /// nullopt where the file or the line is missing (not Linux, a restricted container).
 std::optional<uint64_t> availableMemoryBytes();

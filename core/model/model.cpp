@@ -99,20 +99,35 @@ torch::Tensor overNumber(const torch::Tensor& x, double c) {
     return inFloat32(x, [c](const torch::Tensor& t) { return t / c; });
 }
 
-/// The attention's batched product a [b, h, m, k] · b [b, h, k, n] as torch 2.x computes it in bfloat16: float32 sums,
-/// rounded once. libtorch 1.13 sends a bfloat16 product to oneDNN (which does that) only when b·h·m·k·n exceeds 16³
-/// (its mkldnn checksize); a smaller one goes through a kernel that rounds otherwise (DeepSeek's 12-wide value heads
-/// over a 9-token prompt: 199 of 432 head outputs one ulp off transformers'). float32, and larger products, unchanged.
-torch::Tensor attentionProduct(const torch::Tensor& a, const torch::Tensor& b) {
-    const bool small = a.dim() == 4 && a.size(0) * a.size(1) * a.size(2) * a.size(3) * b.size(3) <= 16 * 16 * 16;
-    if (a.scalar_type() != torch::kBFloat16 || !small || a.is_meta()) return torch::matmul(a, b);
+/// Whether a bfloat16 product of `a` must be computed in float32 and rounded once to equal torch 2.x's: a CPU bfloat16
+/// tensor where libtorch 1.13 would not hand the product to oneDNN (oneDnnMultipliesBfloat16: an AVX2-only CPU), or,
+/// with `smallToo`, a batched product of at most 16³ multiply-adds (`elements`), which libtorch 1.13 keeps from oneDNN
+/// (its mkldnn checksize).
+bool emulateBfloat16Product(const torch::Tensor& a, int64_t elements, bool smallToo) {
+    if (a.scalar_type() != torch::kBFloat16 || !a.device().is_cpu() || a.is_meta() || a.requires_grad()) return false;
+    return !oneDnnMultipliesBfloat16() || (smallToo && elements <= 16 * 16 * 16);
+}
+
+/// The product a · b (torch::matmul's broadcasting) as torch 2.x computes it in bfloat16: float32 sums, rounded once.
+/// libtorch 1.13 does that through oneDNN only where emulateBfloat16Product is false; elsewhere its own kernel rounds
+/// otherwise (DeepSeek's 12-wide value heads over a 9-token prompt: 199 of 432 head outputs one ulp off transformers';
+/// on an AVX2-only CPU every bfloat16 product), so there the factors are widened to float32 (exact), multiplied, and the
+/// result rounded once. float32, and products oneDNN takes, go to torch::matmul unchanged.
+torch::Tensor bfloat16Product(const torch::Tensor& a, const torch::Tensor& b) {
+    const int64_t elements = a.numel() * (b.dim() >= 2 ? b.size(-1) : 1);
+    if (!emulateBfloat16Product(a, elements, /*smallToo=*/true)) return torch::matmul(a, b);
     return torch::matmul(a.to(torch::kFloat32), b.to(torch::kFloat32)).to(a.scalar_type());
 }
 
 /// nn.Linear: x · wᵀ + b. A single float32 or bfloat16 row (a one-token pass, every generation step) goes through
 /// singleRowLinear, which reads the weights near memory speed (libtorch 1.13's sgemv and oneDNN's bfloat16 product do not).
+/// A bfloat16 product libtorch 1.13 would not give oneDNN (emulateBfloat16Product) is computed in float32, the bias
+/// added in float32, and rounded once, as oneDNN (and torch 2.x) compute it.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     if (singleRowLinearApplies(x, w, b)) return singleRowLinear(x, w, b);
+    if (emulateBfloat16Product(x, x.numel() * w.size(0), /*smallToo=*/false))
+        return torch::linear(x.to(torch::kFloat32), w.to(torch::kFloat32), b.defined() ? b.to(torch::kFloat32) : torch::Tensor())
+            .to(x.scalar_type());
     if (!b.defined()) return torch::linear(x, w);
     return torch::linear(x, w, b);
 }
@@ -741,7 +756,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     }
 #endif
     // eager_attention_forward
-    auto attnWeights = timesNumber(attentionProduct(queryStates, keyRep.transpose(2, 3)), scaling);
+    auto attnWeights = timesNumber(bfloat16Product(queryStates, keyRep.transpose(2, 3)), scaling);
     if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
         attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
         attnWeights = torch::tanh(attnWeights);
@@ -763,7 +778,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
         attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
     }
     tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
-    auto attnOutput = attentionProduct(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
+    auto attnOutput = bfloat16Product(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
     tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
     tapValue(taps, Value::AttentionPremix, layer, attnOutput);  // o_proj's input, viewed per head
     auto out = linear(attnOutput.reshape({b, s, -1}), lw[Module::OProj].weight, lw[Module::OProj].bias);
@@ -873,14 +888,14 @@ torch::Tensor Model::expert(int layer, int64_t e, const torch::Tensor& x) const 
     // gpt-oss (GptOssExperts.forward): x @ gate_up_proj[e] + bias, then the bias added as its own rounding step, as the
     // modeling file writes `@` and `+` apart; gate the even columns, up the odd ones.
     const double alpha = config_.moe.swigluAlpha, limit = config_.moe.swigluLimit;
-    const torch::Tensor gateUp = torch::matmul(x, expertWeight(layer, Module::ExpertGateProj, e).t()) +
+    const torch::Tensor gateUp = bfloat16Product(x, expertWeight(layer, Module::ExpertGateProj, e).t()) +
                                  expertBias(layer, Module::ExpertGateProj, e);
     torch::Tensor gate = gateUp.index({"...", Slice(0, None, 2)}).clamp_max(limit);
     const torch::Tensor up = gateUp.index({"...", Slice(1, None, 2)}).clamp(-limit, limit);
     // glu = gate * sigmoid(gate * alpha) (alpha a Python float: multiplied in float32 as torch 2.x does), then (up + 1) * glu
     const torch::Tensor glu = gate * inFloat32(timesNumber(gate, alpha), [](const torch::Tensor& t) { return torch::sigmoid(t); });
     const torch::Tensor gated = (up + 1) * glu;
-    return torch::matmul(gated, expertWeight(layer, Module::ExpertDownProj, e).t()) + expertBias(layer, Module::ExpertDownProj, e);
+    return bfloat16Product(gated, expertWeight(layer, Module::ExpertDownProj, e).t()) + expertBias(layer, Module::ExpertDownProj, e);
 }
 
 torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps) const {
