@@ -100,8 +100,18 @@ DtypeDecision resolveComputeDtype(const DtypeRequest& r) {
     }
     const std::string stored = nameOf(*r.stored);
     const std::string why = *r.stored == torch::kBFloat16
-                                ? "this CPU has no native bfloat16 (AVX512-BF16 or AMX-BF16), where bfloat16 matrix products are emulated"
+                                ? "this CPU has no native bfloat16 (AVX512-BF16 or AMX-BF16)"
                                 : "nnscope computes in float32 or bfloat16, and float32 holds every " + stored + " value exactly";
+    if (r.availableBytes && r.float32Bytes > *r.availableBytes && *r.stored == torch::kBFloat16) {
+        // a mixture of experts at its real size (OLMoE-1B-7B: 27.7 GB in float32) on a 24 GB machine: compute in the stored
+        // bfloat16, read from the mapped file, rather than refuse
+        d.dtype = torch::kBFloat16;
+        d.note = r.checkpoint + ": stored in bfloat16, computing in bfloat16 (read from the file without a copy): " + why +
+                 ", where float32 is the default, but the float32 copy would need about " + gigabytes(r.float32Bytes) + " and only " +
+                 gigabytes(*r.availableBytes) + " of memory is available. Each bfloat16 product sums in float32 and rounds once, as "
+                 "transformers computes it. --dtype float32 forces float32.";
+        return d;
+    }
     if (r.availableBytes && r.float32Bytes > *r.availableBytes) {
         d.error = r.checkpoint + ": the checkpoint is stored in " + stored + " and would compute in float32 (" + why +
                   "), but its float32 copy needs about " + gigabytes(r.float32Bytes) + " and only " +

@@ -60,8 +60,8 @@ struct DtypeDecision {
 /// - a requested dtype is used as is (float32 or bfloat16; nothing else is checked: the user asked);
 /// - "auto" on a float32 checkpoint (or an unknown one): float32, no note;
 /// - "auto" on a bfloat16 checkpoint: bfloat16 where the CPU has native bfloat16; elsewhere float32 with a note
-///   saying so, unless the float32 copy (float32Bytes) exceeds the available memory: then an error giving both
-///   and suggesting --dtype bfloat16 (nothing is loaded);
+///   saying so, unless the float32 copy (float32Bytes) exceeds the available memory: then bfloat16 (the mapped file,
+///   no copy), with a note giving both figures and --dtype float32;
 /// - "auto" on a float16 or float64 checkpoint: float32 (nnscope computes in float32 or bfloat16), with a note and
 ///   the same memory check.
 DtypeDecision resolveComputeDtype(const DtypeRequest& request);
