@@ -314,6 +314,29 @@ private slots:
         QVERIFY(torch::equal(got, want));
         QVERIFY(torch::equal(dequantizeMxfp4(blocks, scales, torch::kBFloat16).to(torch::kFloat32), want));  // exact in bfloat16
         QVERIFY_THROWS_EXCEPTION(Error, dequantizeMxfp4(blocks, scales.narrow(1, 0, 1), torch::kFloat32));
+        // the extreme exponents as torch.ldexp gives them: 2^-127 exact (a float32 subnormal); with 2^128 (not a float32)
+        // 0.5 · 2^128 is still the finite 2^127, 6 · 2^128 overflows to inf, and a zero code stays 0 (not 0 · inf)
+        auto edge = torch::zeros({1, 2, 16}, torch::kUInt8);
+        edge[0][0][0] = 0x31;  // elements 0, 1: code 1 (+0.5), code 3 (+1.5)
+        edge[0][1][0] = 0x01;  // elements 32, 33: code 1 (+0.5), code 0 (+0)
+        edge[0][1][1] = 0x07;  // element 34: code 7 (+6)
+        const torch::Tensor e = dequantizeMxfp4(edge, torch::tensor({{0, 255}}, torch::kUInt8), torch::kFloat32);
+        QCOMPARE(e[0][0].item<float>(), std::ldexp(0.5f, -127));
+        QCOMPARE(e[0][1].item<float>(), std::ldexp(1.5f, -127));
+        QCOMPARE(e[0][32].item<float>(), std::ldexp(1.0f, 127));
+        QCOMPARE(e[0][33].item<float>(), 0.0f);
+        QVERIFY(std::isinf(e[0][34].item<float>()) && e[0][34].item<float>() > 0);
+        // the transposed form into a reused buffer: the same numbers as [in, out], the buffer kept while it is large enough
+        torch::Tensor buffer;
+        const torch::Tensor t = dequantizeMxfp4Transposed(blocks[0].unsqueeze(0).expand({3, 2, 16}).contiguous(),
+                                                          scales[0].unsqueeze(0).expand({3, 2}).contiguous(), buffer);
+        QCOMPARE(t.sizes(), torch::IntArrayRef({64, 3}));
+        for (int r = 0; r < 3; ++r) QVERIFY(torch::equal(t.select(1, r), want[0]));
+        const void* storage = buffer.data_ptr();
+        const torch::Tensor smaller = dequantizeMxfp4Transposed(edge, torch::tensor({{0, 255}}, torch::kUInt8), buffer);
+        QCOMPARE(buffer.data_ptr(), storage);  // reused
+        QVERIFY(torch::equal(smaller.t(), e));
+        QVERIFY_THROWS_EXCEPTION(Error, dequantizeMxfp4Transposed(blocks, scales.narrow(1, 0, 1), buffer));
     }
 
     // A rename keeps the checkpoint's own name reachable: Persimmon's final norm prints as norm (nnterp renames it) and

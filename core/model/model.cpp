@@ -858,13 +858,17 @@ torch::Tensor Model::gatedMlp(const torch::Tensor& x, const torch::Tensor& gateW
     return linear(activation(linear(x, gateW, torch::Tensor()), lw) * linear(x, upW, torch::Tensor()), downW, torch::Tensor());
 }
 
-torch::Tensor Model::expertWeight(int layer, Module m, int64_t e) const {
+const ExpertWeights& Model::expertWeights(int layer, Module m, int64_t e) const {
     requireWeights();
     if (layer < 0 || layer >= config_.numLayers || !config_.sparseMlp(layer))
         throw Error("block " + std::to_string(layer) + " of " + dir_ + " has no experts.");
     if (e < 0 || e >= config_.moe.numExperts)
         throw Error("expert " + std::to_string(e) + " is outside [0, " + std::to_string(config_.moe.numExperts) + ") in " + dir_ + ".");
-    const ExpertWeights& w = layers_[static_cast<size_t>(layer)][m].experts;
+    return layers_[static_cast<size_t>(layer)][m].experts;
+}
+
+torch::Tensor Model::expertWeight(int layer, Module m, int64_t e) const {
+    const ExpertWeights& w = expertWeights(layer, m, e);
     if (!w.weight.empty()) return w.weight[static_cast<size_t>(e)];
     if (!w.blocks.defined())
         throw Error("block " + std::to_string(layer) + "'s experts of " + dir_ + " have no " + family_->moduleLabel(m) + " projection.");
@@ -874,9 +878,25 @@ torch::Tensor Model::expertWeight(int layer, Module m, int64_t e) const {
     return t;
 }
 
+torch::Tensor Model::expertProduct(int layer, Module m, int64_t e, const torch::Tensor& x) const {
+    const ExpertWeights& w = expertWeights(layer, m, e);
+    if (dtype_ != torch::kBFloat16 || !x.device().is_cpu()) return torch::matmul(x, expertWeight(layer, m, e).t());
+    // bfloat16: x · W in float32, rounded once (what oneDNN and torch 2.x compute); MXFP4 weights are dequantized straight
+    // to float32 (exact: the bfloat16 weight widened would be the same numbers), float ones widened
+    if (w.weight.empty() && w.transposedLayout) {
+        // gpt-oss: dequantized into [in, out] (the float file's strides, so that both sum alike), in a buffer this thread
+        // keeps (the largest expert projection's float32 size, 66 MB for gpt-oss-20b's gate_up)
+        thread_local torch::Tensor scratch;
+        const torch::Tensor weight = dequantizeMxfp4Transposed(w.blocks.select(0, e), w.scales.select(0, e), scratch);  // [in, out]
+        return torch::matmul(x.to(torch::kFloat32), weight).to(x.scalar_type());
+    }
+    const torch::Tensor weight = w.weight.empty() ? dequantizeMxfp4(w.blocks.select(0, e), w.scales.select(0, e), torch::kFloat32)
+                                                  : w.weight[static_cast<size_t>(e)].to(torch::kFloat32);  // [out, in]
+    return torch::matmul(x.to(torch::kFloat32), weight.t()).to(x.scalar_type());
+}
+
 torch::Tensor Model::expertBias(int layer, Module m, int64_t e) const {
-    (void)expertWeight(layer, m, e);  // the same checks
-    const ExpertWeights& w = layers_[static_cast<size_t>(layer)][m].experts;
+    const ExpertWeights& w = expertWeights(layer, m, e);  // the same checks, without dequantizing the weight
     return w.bias.empty() ? torch::Tensor() : w.bias[static_cast<size_t>(e)];
 }
 
@@ -888,14 +908,13 @@ torch::Tensor Model::expert(int layer, int64_t e, const torch::Tensor& x) const 
     // gpt-oss (GptOssExperts.forward): x @ gate_up_proj[e] + bias, then the bias added as its own rounding step, as the
     // modeling file writes `@` and `+` apart; gate the even columns, up the odd ones.
     const double alpha = config_.moe.swigluAlpha, limit = config_.moe.swigluLimit;
-    const torch::Tensor gateUp = bfloat16Product(x, expertWeight(layer, Module::ExpertGateProj, e).t()) +
-                                 expertBias(layer, Module::ExpertGateProj, e);
+    const torch::Tensor gateUp = expertProduct(layer, Module::ExpertGateProj, e, x) + expertBias(layer, Module::ExpertGateProj, e);
     torch::Tensor gate = gateUp.index({"...", Slice(0, None, 2)}).clamp_max(limit);
     const torch::Tensor up = gateUp.index({"...", Slice(1, None, 2)}).clamp(-limit, limit);
     // glu = gate * sigmoid(gate * alpha) (alpha a Python float: multiplied in float32 as torch 2.x does), then (up + 1) * glu
     const torch::Tensor glu = gate * inFloat32(timesNumber(gate, alpha), [](const torch::Tensor& t) { return torch::sigmoid(t); });
     const torch::Tensor gated = (up + 1) * glu;
-    return bfloat16Product(gated, expertWeight(layer, Module::ExpertDownProj, e).t()) + expertBias(layer, Module::ExpertDownProj, e);
+    return expertProduct(layer, Module::ExpertDownProj, e, gated) + expertBias(layer, Module::ExpertDownProj, e);
 }
 
 torch::Tensor Model::mixture(int layer, const torch::Tensor& hidden, Taps* taps) const {

@@ -192,6 +192,13 @@ public:
     static torch::Tensor slidingCausalMask(const torch::Tensor& attentionMask, torch::ScalarType dtype, int64_t window);
 
 private:
+    /// Block `layer`'s stored experts of projection `m`, after expertWeight's checks of `layer` and `expert` (what
+    /// expertBias reads without dequantizing the weight).
+    const ExpertWeights& expertWeights(int layer, Module m, int64_t expert) const;
+    /// x [n, in] · expertWeight(layer, m, expert)ᵀ -> [n, out] in x's dtype, without a bias (gpt-oss's experts, which add
+    /// theirs as a step of its own). In bfloat16 the product sums in float32 and rounds once, with MXFP4 weights
+    /// dequantized straight to float32, so that a packed checkpoint and its float twin compute the same bits.
+    torch::Tensor expertProduct(int layer, Module m, int64_t expert, const torch::Tensor& x) const;
     Model() = default;
     /// Throws nnscope::Error when the model has no weights (withoutWeights).
     void requireWeights() const;

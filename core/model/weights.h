@@ -62,6 +62,14 @@ extern const float kFp4Values[16];
 /// Throws nnscope::Error when the shapes do not match or the dtypes are not uint8.
 torch::Tensor dequantizeMxfp4(const torch::Tensor& blocks, const torch::Tensor& scales, torch::ScalarType dtype);
 
+/// dequantizeMxfp4 of one matrix written transposed: blocks uint8 [rows, G, 16], scales uint8 [rows, G] -> float32
+/// [G * 32, rows] contiguous, out[k][r] = the weight of row r at input k (the strides of gpt-oss's float files, which
+/// store each expert [in, out]). The result is a view of `buffer`, a float32 vector reused when it is large enough (a
+/// scratch buffer: an expert's 66 MB is then not allocated, faulted in and unmapped for every expert of every block) and
+/// replaced by a larger one otherwise. Throws nnscope::Error when the shapes or dtypes are not those, or the tensors are
+/// not on the CPU.
+torch::Tensor dequantizeMxfp4Transposed(const torch::Tensor& blocks, const torch::Tensor& scales, torch::Tensor& buffer);
+
 class WeightStore;
 /// The tensor `spec` names, read from `store` with the shape the config implies: the stored tensor itself (a view of the
 /// mapped file). Throws nnscope::Error naming the missing tensor or the wrong shape, or for a per-expert spec
