@@ -125,9 +125,19 @@ torch::Tensor bfloat16Product(const torch::Tensor& a, const torch::Tensor& b) {
 /// added in float32, and rounded once, as oneDNN (and torch 2.x) compute it.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     if (singleRowLinearApplies(x, w, b)) return singleRowLinear(x, w, b);
-    if (emulateBfloat16Product(x, x.numel() * w.size(0), /*smallToo=*/false))
-        return torch::linear(x.to(torch::kFloat32), w.to(torch::kFloat32), b.defined() ? b.to(torch::kFloat32) : torch::Tensor())
-            .to(x.scalar_type());
+    if (emulateBfloat16Product(x, x.numel() * w.size(0), /*smallToo=*/false)) {
+        // the weight widened 64 MiB of float32 at a time (a 128k-token lm_head would otherwise take a 1-2 GB copy)
+        const torch::Tensor x32 = x.to(torch::kFloat32);
+        const int64_t rows = std::max<int64_t>(1, (int64_t{64} << 20) / (4 * std::max<int64_t>(1, w.size(1))));
+        std::vector<torch::Tensor> parts;
+        for (int64_t r = 0; r < w.size(0); r += rows) {
+            const int64_t n = std::min(rows, w.size(0) - r);
+            parts.push_back(torch::linear(x32, w.narrow(0, r, n).to(torch::kFloat32),
+                                          b.defined() ? b.narrow(0, r, n).to(torch::kFloat32) : torch::Tensor())
+                                .to(x.scalar_type()));
+        }
+        return parts.size() == 1 ? parts.front() : torch::cat(parts, -1);
+    }
     if (!b.defined()) return torch::linear(x, w);
     return torch::linear(x, w, b);
 }
