@@ -5,6 +5,7 @@
 // the machine's measured matrix rate; the weight-read rate of a one-token pass against a plain memory copy measured in
 // the same run; greedy generation with the key/value cache. Run with --help for the options. Results:
 // docs/PERFORMANCE.md (bench/compare_transformers.py runs it beside transformers).
+#include "options.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -29,6 +30,10 @@
 #include <string>
 
 using namespace nnscope;
+using bench::now;
+using bench::parseCount;
+using bench::splitList;
+using bench::usageError;
 namespace fs = std::filesystem;
 
 namespace {
@@ -53,36 +58,6 @@ const char* kUsage =
     "                     what they replace) (default: native where available)\n"
     "  --json             print one JSON document instead of the tables\n"
     "  -h, --help         print this and exit\n";
-
-/// Refuses the command line: the message and a pointer to --help on stderr, exit status 2.
-[[noreturn]] void usageError(const std::string& message) {
-    std::cerr << "nnscope_bench: " << message << " (see nnscope_bench --help)" << std::endl;
-    std::exit(2);
-}
-
-int64_t parseCount(const std::string& option, const std::string& text, int64_t min) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || text.empty() || v < min)
-        usageError(option + " takes an integer >= " + std::to_string(min) + ", not '" + text + "'");
-    return v;
-}
-
-std::vector<std::string> splitList(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
-    return out;
-}
-
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void makeCheckpoint(const std::string& dir) { bench::writeRandomErnieCheckpoint(dir); }
 
@@ -164,6 +139,7 @@ std::vector<int64_t> tokenIds(int64_t n, int64_t vocab) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    bench::programName() = "nnscope_bench";
     restartWithOpenBlasCoreType(argv);  // as nnscope does: OpenBLAS's own kernels for this CPU, not its generic ones
     std::string dir = (fs::temp_directory_path() / "nnscope-bench-ernie-0.3b").string();
     int threads = 0, repeats = 3, generate = 32;

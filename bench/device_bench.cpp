@@ -5,6 +5,7 @@
 // the load time (the weights copied to the device once), the best trace time at each length, greedy generation's
 // tokens/s, and the largest difference between each device's logits and the CPU's. bench/gpu_check.sh runs it on a
 // machine with a GPU; results: docs/PERFORMANCE.md. Run with --help for the options.
+#include "options.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
@@ -25,6 +26,10 @@
 #include <string>
 
 using namespace nnscope;
+using bench::now;
+using bench::parseCount;
+using bench::splitList;
+using bench::usageError;
 namespace fs = std::filesystem;
 
 namespace {
@@ -45,33 +50,6 @@ const char* kUsage =
     "  --threads N        CPU threads, 0 = every core (default: 0)\n"
     "  --json             print one JSON document instead of the table\n"
     "  -h, --help         print this and exit\n";
-
-[[noreturn]] void usageError(const std::string& message) {
-    std::cerr << "nnscope_device_bench: " << message << " (see nnscope_device_bench --help)" << std::endl;
-    std::exit(2);
-}
-
-std::vector<std::string> splitList(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    for (std::string x; std::getline(ss, x, ',');)
-        if (!x.empty()) out.push_back(x);
-    return out;
-}
-
-int64_t parseCount(const std::string& option, const std::string& text, int64_t min) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (text.empty() || used != text.size() || v < min) usageError(option + " takes an integer >= " + std::to_string(min) + ", not '" + text + "'");
-    return v;
-}
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// Waits until `device` has finished what was queued on it (a GPU computes asynchronously: a time read without this
 /// measures the queueing).
@@ -102,6 +80,7 @@ void writeCheckpoint(const std::string& dir, const bench::RandomShape& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    bench::programName() = "nnscope_device_bench";
     std::string shapeName = "1b", dir;
     std::vector<std::string> devices = {"cpu", "cuda"};
     std::vector<torch::ScalarType> dtypes = {torch::kFloat32, torch::kBFloat16};

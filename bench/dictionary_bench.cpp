@@ -4,6 +4,7 @@
 // layers.8.layer_output, 16k and 262k features wide (float32, as the published ones). It times, best of R, side by side
 // in one run: a 512-token trace that saves the site, the 16k dictionary on those 512 positions, opening the 262k one
 // (loadDictionary + attach: mapped, not read), and a 128-token trace with the 262k dictionary's top features.
+#include "options.h"
 #include "random_checkpoint.h"
 
 #include "core/io/dictionary.h"
@@ -23,13 +24,13 @@
 #include <utility>
 
 using namespace nnscope;
+using bench::now;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr int64_t H = bench::kErnie03bShape.hidden, V = bench::kErnie03bShape.vocab;
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// A random SAELens jumprelu SAE of `width` features at blocks.8.hook_resid_post, float32, in `dir`.
 void makeDictionary(const std::string& dir, int64_t width) {

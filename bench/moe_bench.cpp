@@ -7,6 +7,7 @@
 // each trace's time and the process's peak resident memory, split into the mapped file's pages (RssFile: the page
 // cache, given back under pressure) and the process's own memory (RssAnon). Run with --help for the options; results
 // in docs/PERFORMANCE.md. Not used by nnscope itself.
+#include "options.h"
 #include "core/analysis/routing.h"
 #include "core/io/safetensors.h"
 #include "core/model/error.h"
@@ -29,6 +30,10 @@
 #include <vector>
 
 using namespace nnscope;
+using bench::now;
+using bench::parseCount;
+using bench::splitList;
+using bench::usageError;
 namespace fs = std::filesystem;
 
 namespace {
@@ -46,13 +51,6 @@ const char* kUsage =
     "                    multiplies it natively or a float32 copy would not fit, float32 elsewhere)\n"
     "  --threads N       CPU threads, 0 = every core (default: 0)\n"
     "  -h, --help        print this and exit\n";
-
-[[noreturn]] void usageError(const std::string& message) {
-    std::cerr << "nnscope_moe_bench: " << message << " (see nnscope_moe_bench --help)" << std::endl;
-    std::exit(2);
-}
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// Resident memory from /proc/self/status in bytes: {VmHWM, RssFile, RssAnon, VmRSS}.
 struct Resident {
@@ -192,6 +190,7 @@ int64_t writeCheckpoint(const std::string& dir, const MoeShape& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    bench::programName() = "nnscope_moe_bench";
     std::string shapeName = "olmoe", dir;
     std::vector<int64_t> lengths = {16, 128};
     std::optional<torch::ScalarType> dtype = torch::kBFloat16;
@@ -204,20 +203,20 @@ int main(int argc, char** argv) {
         }
         if (i + 1 >= argc) usageError(a.rfind("--", 0) == 0 ? a + " needs a value" : "unexpected argument '" + a + "'");
         const std::string v = argv[++i];
-        try {
-            if (a == "--shape") shapeName = v;
-            else if (a == "--dir") dir = v;
-            else if (a == "--dtype") dtype = parseDtypeRequest(v);
-            else if (a == "--threads") threads = std::stoi(v);
-            else if (a == "--lengths") {
-                lengths.clear();
-                std::stringstream ss(v);
-                for (std::string x; std::getline(ss, x, ',');) lengths.push_back(std::stoll(x));
-            } else
-                usageError("unknown option '" + a + "'");
-        } catch (const std::exception& e) {
-            usageError(a + ": " + e.what());
-        }
+        if (a == "--shape") shapeName = v;
+        else if (a == "--dir") dir = v;
+        else if (a == "--threads") threads = static_cast<int>(parseCount(a, v, 0));
+        else if (a == "--lengths") {
+            lengths.clear();
+            for (const std::string& x : splitList(v)) lengths.push_back(parseCount(a, x, 1));
+        } else if (a == "--dtype") {
+            try {
+                dtype = parseDtypeRequest(v);
+            } catch (const Error& e) {
+                usageError(std::string("--dtype: ") + e.what());
+            }
+        } else
+            usageError("unknown option '" + a + "'");
     }
     const std::map<std::string, MoeShape> shapes = {
         {"olmoe", {"olmoe", 16, 2048, 16, 16, 128, 64, 8, 1024, 50304}},
@@ -225,8 +224,7 @@ int main(int argc, char** argv) {
         {"tiny-olmoe", {"olmoe", 2, 64, 4, 4, 16, 8, 2, 32, 512}},
         {"tiny-gpt-oss", {"gpt_oss", 2, 64, 4, 2, 16, 4, 2, 64, 512}}};
     if (!shapes.count(shapeName)) usageError("--shape takes olmoe, gpt-oss-20b, tiny-olmoe or tiny-gpt-oss, not '" + shapeName + "'");
-    for (int64_t n : lengths)
-        if (n < 1) usageError("--lengths takes positive token counts");
+    if (lengths.empty()) usageError("--lengths needs at least one length");
     const MoeShape& shape = shapes.at(shapeName);
     if (dir.empty()) dir = (fs::temp_directory_path() / ("nnscope-moe-bench-" + shapeName)).string();
     configureThreads(threads);

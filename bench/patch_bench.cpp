@@ -5,6 +5,7 @@
 //   nnscope_patch_bench MODEL_DIR CLEAN CORRUPTED ANSWER WRONG [SITE] [REPEATS]
 // ANSWER and WRONG are tokens as the command line takes them (text of one token, or #ID); SITE is parsePatchSite's
 // spelling (layer_output by default, `heads` for every head).
+#include "options.h"
 #include "core/model/model.h"
 #include "core/run/patching.h"
 #include "core/run/trace.h"
@@ -15,12 +16,7 @@
 #include <iostream>
 
 using namespace nnscope;
-
-namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-}  // namespace
+using bench::now;
 
 int main(int argc, char** argv) {
     if (argc < 6) {
