@@ -4617,7 +4617,12 @@ void TestGui::gridsFitTheirViews() {
     lv->setLogScale(true);
     QCOMPARE(lv->heatmap()->colorMap()->dataScaleType(), QCPAxis::stLogarithmic);
     QCOMPARE(lv->heatmap()->colorMap()->dataRange().lower, LogitLensView::kLogFloor);
+    // and the target's probability across blocks below it
+    QCOMPARE(lv->targetPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(lv->targetPlot()->yAxis->range().lower, LogitLensView::kLogFloor);
     lv->setLogScale(false);
+    QCOMPARE(lv->targetPlot()->yAxis->scaleType(), QCPAxis::stLinear);
+    QCOMPARE(lv->targetPlot()->yAxis->range().lower, 0.0);
 
     // The neuron heatmap: every token and every neuron
     QVERIFY(w->showView("neurons"));

@@ -96,6 +96,22 @@ LogitLensView::LogitLensView(QWidget* parent) : TraceView(parent) {
     connect(heatmap_, &HeatmapPlot::cellClicked, this, [this](int, int column) { setPosition(column); });
     connect(logCheck_, &QCheckBox::toggled, this, [this](bool on) {
         heatmap_->setLogScale(on, kLogFloor);
+        // the target's probability across blocks on the same scale (at a 128k vocabulary it sits near 1e-5, flat at 0 on
+        // a linear axis)
+        QCPAxis* y = targetPlot_->yAxis;
+        y->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+        if (on) {
+            y->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+            y->setNumberFormat("eb");
+            y->setNumberPrecision(0);
+            y->setRange(kLogFloor, 1.5);
+        } else {
+            y->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+            y->setNumberFormat("gb");
+            y->setNumberPrecision(6);
+            y->setRange(0, 1.02);
+        }
+        targetPlot_->replot();
     });
     // a long prompt's lens is computed for the columns in view: scrolling to others asks for them once it pauses
     wantTimer_ = new QTimer(this);
