@@ -58,8 +58,9 @@ locked cmake "${cmake_args[@]}"
 
 if [ "$stage" = core ]; then
   locked nice -n 10 cmake --build "$build_dir" -j "$jobs" --target nnscope nnscope_tests
-  # the engine's suites (nnscope_tests; the program they drive is built too), not the window's nor the package's
-  locked ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure -E 'test_gui|package' ${tests:+-R "$tests"}
+  # the engine's suites (nnscope_tests; the program they drive is built too), not the window's, the package's nor the
+  # benchmark programs' option checks (none of those is built at this stage)
+  locked ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure -E 'test_gui|package|bench_' ${tests:+-R "$tests"}
 else
   locked nice -n 10 cmake --build "$build_dir" -j "$jobs"
   locked ctest --test-dir "$build_dir" -j "$jobs" --output-on-failure ${tests:+-R "$tests"}
