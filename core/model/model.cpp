@@ -889,20 +889,22 @@ torch::Tensor Model::expertWeight(int layer, Module m, int64_t e) const {
 }
 
 torch::Tensor Model::expertProduct(int layer, Module m, int64_t e, const torch::Tensor& x) const {
+    if (!x.device().is_cpu()) return torch::matmul(x, expertWeight(layer, m, e).t());
+    // On the CPU: x · W in float32, rounded once to x's dtype (in bfloat16 what oneDNN and torch 2.x compute). MXFP4 weights
+    // are dequantized straight to float32 (exact: the bfloat16 weight widened would be the same numbers); gpt-oss's into
+    // [in, out] (the float file's strides, so that a packed checkpoint and its float twin sum alike), in a buffer this
+    // thread keeps (the largest expert projection's float32 size, 66 MB for gpt-oss-20b's gate_up).
     const ExpertWeights& w = expertWeights(layer, m, e);
-    if (dtype_ != torch::kBFloat16 || !x.device().is_cpu()) return torch::matmul(x, expertWeight(layer, m, e).t());
-    // bfloat16: x · W in float32, rounded once (what oneDNN and torch 2.x compute); MXFP4 weights are dequantized straight
-    // to float32 (exact: the bfloat16 weight widened would be the same numbers), float ones widened
+    torch::Tensor weightT;  // [in, out] float32
     if (w.weight.empty() && w.transposedLayout) {
-        // gpt-oss: dequantized into [in, out] (the float file's strides, so that both sum alike), in a buffer this thread
-        // keeps (the largest expert projection's float32 size, 66 MB for gpt-oss-20b's gate_up)
         thread_local torch::Tensor scratch;
-        const torch::Tensor weight = dequantizeMxfp4Transposed(w.blocks.select(0, e), w.scales.select(0, e), scratch);  // [in, out]
-        return torch::matmul(x.to(torch::kFloat32), weight).to(x.scalar_type());
+        weightT = dequantizeMxfp4Transposed(w.blocks.select(0, e), w.scales.select(0, e), scratch);
+    } else {
+        weightT = (w.weight.empty() ? dequantizeMxfp4(w.blocks.select(0, e), w.scales.select(0, e), torch::kFloat32)
+                                    : w.weight[static_cast<size_t>(e)].to(torch::kFloat32))
+                      .t();
     }
-    const torch::Tensor weight = w.weight.empty() ? dequantizeMxfp4(w.blocks.select(0, e), w.scales.select(0, e), torch::kFloat32)
-                                                  : w.weight[static_cast<size_t>(e)].to(torch::kFloat32);  // [out, in]
-    return torch::matmul(x.to(torch::kFloat32), weight.t()).to(x.scalar_type());
+    return torch::matmul(x.to(torch::kFloat32), weightT).to(x.scalar_type());
 }
 
 torch::Tensor Model::expertBias(int layer, Module m, int64_t e) const {

@@ -196,7 +196,7 @@ private:
     /// expertBias reads without dequantizing the weight).
     const ExpertWeights& expertWeights(int layer, Module m, int64_t expert) const;
     /// x [n, in] · expertWeight(layer, m, expert)ᵀ -> [n, out] in x's dtype, without a bias (gpt-oss's experts, which add
-    /// theirs as a step of its own). In bfloat16 the product sums in float32 and rounds once, with MXFP4 weights
+    /// theirs as a step of its own). On the CPU the product sums in float32 and rounds once, with MXFP4 weights
     /// dequantized straight to float32, so that a packed checkpoint and its float twin compute the same bits.
     torch::Tensor expertProduct(int layer, Module m, int64_t expert, const torch::Tensor& x) const;
     Model() = default;

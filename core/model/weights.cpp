@@ -177,14 +177,23 @@ inline void decodeMxfp4Group(const uint8_t* in, uint8_t scale, float* out) {
     }
 }
 
+/// Throws nnscope::Error unless blocks are uint8 [..., groups, 16] and scales uint8 [..., groups] (with `matrix`, exactly
+/// [rows, groups, 16] and [rows, groups], on the CPU).
+void requireMxfp4(const torch::Tensor& blocks, const torch::Tensor& scales, bool matrix) {
+    const bool ok = blocks.scalar_type() == torch::kUInt8 && scales.scalar_type() == torch::kUInt8 && blocks.dim() >= 2 &&
+                    blocks.size(-1) == 16 && scales.sizes() == blocks.sizes().slice(0, blocks.dim() - 1) &&
+                    (!matrix || (blocks.dim() == 3 && blocks.device().is_cpu() && scales.device().is_cpu()));
+    if (!ok)
+        throw Error(std::string("MXFP4 blocks must be ") + (matrix ? "CPU uint8 [rows, groups, 16]" : "uint8 [..., groups, 16]") +
+                    " and scales uint8 " + (matrix ? "[rows, groups]" : "[..., groups]") + "; got blocks " +
+                    c10::toString(blocks.scalar_type()) + " " + c10::str(blocks.sizes()) + " and scales " +
+                    c10::toString(scales.scalar_type()) + " " + c10::str(scales.sizes()) + ".");
+}
+
 }  // namespace
 
 torch::Tensor dequantizeMxfp4(const torch::Tensor& blocks, const torch::Tensor& scales, torch::ScalarType dtype) {
-    if (blocks.scalar_type() != torch::kUInt8 || scales.scalar_type() != torch::kUInt8 || blocks.dim() < 2 ||
-        blocks.size(-1) != 16 || scales.sizes() != blocks.sizes().slice(0, blocks.dim() - 1))
-        throw Error(std::string("MXFP4 blocks must be uint8 [..., groups, 16] and scales uint8 [..., groups]; got blocks ") +
-                    c10::toString(blocks.scalar_type()) + " " + c10::str(blocks.sizes()) + " and scales " +
-                    c10::toString(scales.scalar_type()) + " " + c10::str(scales.sizes()) + ".");
+    requireMxfp4(blocks, scales, /*matrix=*/false);
     // One pass over the bytes (gpt-oss-20b: 8.3 M per expert's gate_up), written straight into the float32 result:
     // torch's indexing ops widened every code to int64 and allocated four temporaries of the result's size.
     const torch::Tensor b = blocks.device().is_cpu() ? blocks.contiguous() : blocks.to(torch::kCPU).contiguous();
@@ -203,12 +212,7 @@ torch::Tensor dequantizeMxfp4(const torch::Tensor& blocks, const torch::Tensor& 
 }
 
 torch::Tensor dequantizeMxfp4Transposed(const torch::Tensor& blocks, const torch::Tensor& scales, torch::Tensor& buffer) {
-    if (blocks.scalar_type() != torch::kUInt8 || scales.scalar_type() != torch::kUInt8 || blocks.dim() != 3 || blocks.size(2) != 16 ||
-        scales.dim() != 2 || scales.size(0) != blocks.size(0) || scales.size(1) != blocks.size(1) || !blocks.device().is_cpu() ||
-        !scales.device().is_cpu())
-        throw Error(std::string("MXFP4 blocks must be CPU uint8 [rows, groups, 16] and scales uint8 [rows, groups]; got blocks ") +
-                    c10::toString(blocks.scalar_type()) + " " + c10::str(blocks.sizes()) + " and scales " +
-                    c10::toString(scales.scalar_type()) + " " + c10::str(scales.sizes()) + ".");
+    requireMxfp4(blocks, scales, /*matrix=*/true);
     const torch::Tensor b = blocks.contiguous(), sc = scales.contiguous();
     const int64_t rows = b.size(0), groups = b.size(1);
     if (!buffer.defined() || buffer.scalar_type() != torch::kFloat32 || buffer.dim() != 1 || !buffer.is_contiguous() ||
