@@ -86,11 +86,7 @@ Family deepseek_v2Family() {
                         {"topk_group", nullptr}, {"topk_method", "greedy"}, {"norm_topk_prob", false}, {"v_head_dim", 128},
                         {"num_experts_per_tok", nullptr}, {"moe_intermediate_size", 1407}};
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        nlohmann::json k = j;
-        if (!k.contains("num_key_value_heads") || k["num_key_value_heads"].is_null()) k["num_key_value_heads"] = k["num_attention_heads"];
-        readLlamaLikeConfig(k, file, fam, c);
-        readLatentAttentionConfig(k, file, /*ropeInterleaveKey=*/false, c);
-        readGroupRouterConfig(k, file, RouterKind::SoftmaxGroupGreedy, c);
+        readDeepSeekConfig(j, file, fam, /*ropeInterleaveKey=*/false, RouterKind::SoftmaxGroupGreedy, c);
     };
     return f;
 }

@@ -20,6 +20,15 @@
 
 namespace nnscope {
 
+void readDeepSeekConfig(const nlohmann::json& j, const std::string& file, const Family& fam, bool ropeInterleaveKey, RouterKind router,
+                        ModelConfig& c) {
+    nlohmann::json k = j;
+    if (!k.contains("num_key_value_heads") || k["num_key_value_heads"].is_null()) k["num_key_value_heads"] = k["num_attention_heads"];
+    readLlamaLikeConfig(k, file, fam, c);
+    readLatentAttentionConfig(k, file, ropeInterleaveKey, c);
+    readGroupRouterConfig(k, file, router, c);
+}
+
 void readLatentAttentionConfig(const nlohmann::json& j, const std::string& file, bool ropeInterleaveKey, ModelConfig& c) {
     MlaConfig& a = c.mla;
     a.enabled = true;
@@ -143,11 +152,7 @@ Family deepseek_v3Family() {
                         {"attention_bias", false}};
     f.mlpBiasKey.clear();
     f.readConfig = [](const nlohmann::json& j, const std::string& file, const Family& fam, ModelConfig& c) {
-        nlohmann::json k = j;
-        if (!k.contains("num_key_value_heads") || k["num_key_value_heads"].is_null()) k["num_key_value_heads"] = k["num_attention_heads"];
-        readLlamaLikeConfig(k, file, fam, c);
-        readLatentAttentionConfig(k, file, /*ropeInterleaveKey=*/true, c);
-        readGroupRouterConfig(k, file, RouterKind::SigmoidGroupTopK, c);
+        readDeepSeekConfig(j, file, fam, /*ropeInterleaveKey=*/true, RouterKind::SigmoidGroupTopK, c);
     };
     return f;
 }

@@ -63,6 +63,12 @@ void setSharedExpertsModules(Family& f);
 /// num_key_value_heads other than num_attention_heads (every head has its own expanded key).
 void readLatentAttentionConfig(const nlohmann::json& j, const std::string& file, bool ropeInterleaveKey, ModelConfig& c);
 
+/// A DeepSeek V2/V3 config.json: num_key_value_heads defaulting to num_attention_heads (DeepseekV3Config's default),
+/// Llama's keys, the latent attention's (readLatentAttentionConfig) and the `router` kind's (readGroupRouterConfig).
+/// Throws nnscope::Error naming the key, as those readers do.
+void readDeepSeekConfig(const nlohmann::json& j, const std::string& file, const Family& fam, bool ropeInterleaveKey, RouterKind router,
+                        ModelConfig& c);
+
 /// Marks `f` a multi-head latent attention family (DeepSeek V2/V3): its module names (q_proj / q_a_proj, q_a_layernorm,
 /// q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj), no k_proj or v_proj.
 void setLatentAttentionModules(Family& f);
