@@ -612,17 +612,17 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (n > 0 && static_cast<size_t>(n) < rows.size()) rows.resize(static_cast<size_t>(n));
     auto num = [](double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); };
     const HeadScore chance = chanceScores(result.batch.ids[0]);
+    const bool sinks = model->family().attentionSinks;  // gpt-oss: sink_share, the share the rows leave to the head's sink
     if (p.isSet(c.json)) {
         nlohmann::json j{{"tokens", tokensJson(*model, result.batch.ids[0])},
                          {"chance", {{"previous_token", num(chance.previousToken)}, {"induction", num(chance.induction)},
                                      {"first_token", num(chance.firstToken)}, {"diagonal", num(chance.diagonal)}}},
                          {"heads", nlohmann::json::array()}};
         if (p.isSet(repeated)) j["repeated_random"] = {{"length", repeatedLength}, {"seed", seedValue}};
-        const bool sinks = model->family().attentionSinks;
         for (const auto& h : rows) {
             j["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"previous_token", num(h.previousToken)},
                                   {"induction", num(h.induction)}, {"first_token", num(h.firstToken)}, {"diagonal", num(h.diagonal)}});
-            if (sinks) j["heads"].back()["sink_share"] = num(h.sinkShare);  // gpt-oss: what the rows leave to the sink
+            if (sinks) j["heads"].back()["sink_share"] = num(h.sinkShare);
         }
         std::cout << j.dump(2) << std::endl;
         return 0;
@@ -630,7 +630,6 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (p.isSet(repeated))
         std::printf("%lld random tokens repeated once (seed %llu), %zu tokens in all\n", static_cast<long long>(repeatedLength),
                     static_cast<unsigned long long>(seedValue), result.batch.ids[0].size());
-    const bool sinks = model->family().attentionSinks;  // gpt-oss: one more column, the share left to the head's sink
     std::printf("block head  previous_token  induction  first_token  diagonal%s\n", sinks ? "  sink_share" : "");
     std::printf("   chance  %14.4f  %9.4f  %11.4f  %8.4f   (a head attending uniformly to its causal prefix)\n", chance.previousToken,
                 chance.induction, chance.firstToken, chance.diagonal);
