@@ -451,30 +451,37 @@ void MainWindow::createCentral() {
         panelEnd(circuitJob_, what);
         circuit_->setComputeMessage(circuit_->computeMessage()->text() + " " + what);
         circuit_->setGraph(graph);
-        // a feature's card: the tokens its decoder row promotes and suppresses (per-layer transcoders that write the
-        // residual stream's width; a cross-layer transcoder writes several layers and gets none)
+        // a feature's card: the tokens its decoder row promotes and suppresses (for a cross-layer transcoder, the sum of
+        // its decoder rows to every layer it writes)
         const ModelPtr model = snapshot_ ? snapshot_->model : nullptr;
         circuitTranscoders_ = std::shared_ptr<const CircuitTranscoders>(computed, &computed->transcoders);
-        // and its top contexts where a dashboard sits beside the layer's transcoder (looked for once per layer)
+        // and its top contexts where a dashboard sits beside the layer's transcoder (looked for once per layer; a
+        // cross-layer transcoder has no dashboard format)
         auto dashboards = std::make_shared<std::map<int, std::pair<std::shared_ptr<const Dashboard>, QString>>>();
         circuit_->setFeatureDetails([model, transcoders = circuitTranscoders_, dashboards](const GraphNode& n) -> QString {
-            if (!model || transcoders->perLayer.empty() || n.layer < 0 || n.layer >= static_cast<int>(transcoders->perLayer.size())) return {};
-            auto found = dashboards->find(n.layer);
-            if (found == dashboards->end()) {
-                std::pair<std::shared_ptr<const Dashboard>, QString> entry;
-                try {
-                    entry.first = findDashboard(*transcoders->perLayer[static_cast<size_t>(n.layer)]);
-                } catch (const std::exception& e) {
-                    entry.second = QString::fromStdString(e.what());
+            if (!model || n.layer < 0 || n.layer >= transcoders->numLayers()) return {};
+            const bool perLayer = !transcoders->perLayer.empty();
+            QString examples;
+            if (perLayer) {
+                auto found = dashboards->find(n.layer);
+                if (found == dashboards->end()) {
+                    std::pair<std::shared_ptr<const Dashboard>, QString> entry;
+                    try {
+                        entry.first = findDashboard(*transcoders->perLayer[static_cast<size_t>(n.layer)]);
+                    } catch (const std::exception& e) {
+                        entry.second = QString::fromStdString(e.what());
+                    }
+                    found = dashboards->emplace(n.layer, std::move(entry)).first;
                 }
-                found = dashboards->emplace(n.layer, std::move(entry)).first;
+                examples = found->second.first ? dashboardExamplesHtml(*model, *found->second.first, n.index, 5)
+                           : found->second.second.isEmpty()
+                               ? QString()
+                               : QObject::tr("<p style='color:gray'>No dashboard: %1</p>").arg(found->second.second.toHtmlEscaped());
             }
-            const QString examples = found->second.first ? dashboardExamplesHtml(*model, *found->second.first, n.index, 5)
-                                     : found->second.second.isEmpty()
-                                         ? QString()
-                                         : QObject::tr("<p style='color:gray'>No dashboard: %1</p>").arg(found->second.second.toHtmlEscaped());
             try {
-                const FeatureLogitEffects e = featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5);
+                const FeatureLogitEffects e =
+                    perLayer ? featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5)
+                             : featureLogitEffects(*model, *transcoders->crossLayer, n.layer, n.index, 5);
                 auto tokens = [&](const std::vector<TokenEffect>& effects) {
                     QStringList out;
                     for (const TokenEffect& t : effects)
@@ -483,9 +490,13 @@ void MainWindow::createCentral() {
                                    .arg(t.logit, 0, 'f', 2);
                     return out.join(QStringLiteral(", "));
                 };
-                return QObject::tr("<p><b>Promotes</b> %1<br><b>Suppresses</b> %2<br><span style='color:gray'>its decoder row through the "
-                                   "final norm's gain and the unembedding</span></p>")
-                           .arg(tokens(e.promoted), tokens(e.suppressed)) +
+                const QString how = perLayer ? QObject::tr("its decoder row through the final norm's gain and the unembedding")
+                                             : QObject::tr("the sum of its decoder rows to layers %1 to %2 through the final norm's gain and "
+                                                           "the unembedding")
+                                                   .arg(n.layer)
+                                                   .arg(transcoders->numLayers() - 1);
+                return QObject::tr("<p><b>Promotes</b> %1<br><b>Suppresses</b> %2<br><span style='color:gray'>%3</span></p>")
+                           .arg(tokens(e.promoted), tokens(e.suppressed), how) +
                        examples;
             } catch (const std::exception& e) {
                 return QObject::tr("<p>No logit effects: %1</p>").arg(QString::fromStdString(e.what()).toHtmlEscaped()) + examples;

@@ -6,6 +6,7 @@
 // every edge. Also: the feature selection under max_feature_nodes, bad inputs, rows spilled to a temporary file, the
 // memory estimate against the measured peak.
 #include "core/analysis/circuit.h"
+#include "core/analysis/featureeffects.h"
 #include "bench/peakmemory.h"
 #include "bench/randomcircuit.h"
 #include "core/io/safetensors.h"
@@ -32,6 +33,18 @@ namespace {
 
 std::string circuitsDir() { return test::fixturesDir() + "/circuits"; }
 std::string dictionaryDir(const std::string& name) { return test::fixturesDir() + "/dictionaries/" + name; }
+
+/// Fails the test unless f throws nnscope::Error with `words` in its message.
+void expectError(const std::function<void()>& f, const std::string& words) {
+    try {
+        f();
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        QVERIFY2(m.find(words) != std::string::npos, m.c_str());
+        return;
+    }
+    QFAIL(("no error; expected one saying: " + words).c_str());
+}
 
 std::vector<int64_t> int64s(const torch::Tensor& t) {
     const torch::Tensor c = t.contiguous();
@@ -280,16 +293,6 @@ private slots:
     /// SAE given as a transcoder, a one-token prompt, a token outside the vocabulary, a bfloat16 model.
     void badInputs() {
         auto llama = Model::load(test::fixture("tiny-llama"), test::float32());
-        auto expectError = [](const std::function<void()>& f, const std::string& words) {
-            try {
-                f();
-            } catch (const Error& e) {
-                const std::string m = e.what();
-                QVERIFY2(m.find(words) != std::string::npos, m.c_str());
-                return;
-            }
-            QFAIL(("no error; expected one saying: " + words).c_str());
-        };
         const CircuitTranscoders gemmaSet = loadCircuitTranscoders(dictionaryDir("circuittracer-plt-gemma2"));  // 3 layers
         const std::vector<int64_t> ids = test::goldenIds("tiny-llama");
         expectError([&] { computeAttributionGraph(*llama, gemmaSet, ids); }, "3 layers of transcoders, but");
@@ -324,6 +327,62 @@ private slots:
         auto bf16 = Model::load(test::fixture("tiny-llama"), LoadOptions().withDtype(torch::kBFloat16));
         expectError([&] { computeAttributionGraph(*bf16, plt, ids); }, "attribution graphs are computed in float32");
         expectError([&] { loadCircuitTranscoders(test::fixture("tiny-llama")); }, "no transcoders");
+    }
+
+    /// A feature's logit effects (the Circuit view's card), per-layer and cross-layer, against the same product computed
+    /// here in float64 from the raw files: the checkpoint's final norm weight and unembedding, the transcoders' W_dec
+    /// (a cross-layer transcoder's rows to every output layer summed); Gemma's norm scales by 1 + weight and ties the
+    /// unembedding to the embedding.
+    void featureLogitEffectsFromTheRawWeights_data() {
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<QString>("transcoders");
+        QTest::newRow("per-layer llama") << "tiny-llama" << "circuittracer-plt-llama";
+        QTest::newRow("per-layer gemma2") << "tiny-gemma2" << "circuittracer-plt-gemma2";
+        QTest::newRow("cross-layer llama") << "tiny-llama" << "circuittracer-clt-llama";
+    }
+    void featureLogitEffectsFromTheRawWeights() {
+        QFETCH(QString, model);
+        QFETCH(QString, transcoders);
+        auto m = Model::load(test::fixture(model.toStdString()), test::float32());
+        const std::string dir = dictionaryDir(transcoders.toStdString());
+        const CircuitTranscoders t = loadCircuitTranscoders(dir);
+        const SafetensorsFile weights(test::fixture(model.toStdString()) + "/model.safetensors");
+        const bool gemma = model == "tiny-gemma2";
+        const torch::Tensor unembedding = weights.tensor(gemma ? "model.embed_tokens.weight" : "lm_head.weight").to(torch::kFloat64);
+        torch::Tensor gain = weights.tensor("model.norm.weight").to(torch::kFloat64);
+        if (gemma) gain = gain + 1.0;
+        int checked = 0;
+        for (int layer = 0; layer < t.numLayers(); ++layer) {
+            for (int64_t feature : {int64_t{0}, int64_t{17}, t.dTranscoder() - 1}) {
+                torch::Tensor row;
+                FeatureLogitEffects e;
+                if (t.crossLayer) {
+                    const std::string name = "W_dec_" + std::to_string(layer);
+                    row = SafetensorsFile(dir + "/" + name + ".safetensors").tensor(name)[feature].to(torch::kFloat64).sum(0);
+                    e = featureLogitEffects(*m, *t.crossLayer, layer, feature, 5);
+                } else {
+                    row = SafetensorsFile(dir + "/layer_" + std::to_string(layer) + ".safetensors").tensor("W_dec")[feature].to(torch::kFloat64);
+                    e = featureLogitEffects(*m, *t.perLayer[static_cast<size_t>(layer)], feature, 5);
+                }
+                const torch::Tensor logits = torch::matmul(unembedding, gain * row);
+                const auto [hi, hiIdx] = logits.topk(5);
+                const auto [lo, loIdx] = logits.topk(5, -1, /*largest=*/false);
+                const double tol = 1e-5 * logits.abs().max().item<double>();
+                QCOMPARE(static_cast<int>(e.promoted.size()), 5);
+                for (int j = 0; j < 5; ++j) {
+                    QCOMPARE(e.promoted[j].id, hiIdx[j].item<int64_t>());
+                    QCOMPARE(e.suppressed[j].id, loIdx[j].item<int64_t>());
+                    QVERIFY2(std::abs(e.promoted[j].logit - hi[j].item<double>()) <= tol, qPrintable(QString::number(e.promoted[j].logit)));
+                    QVERIFY2(std::abs(e.suppressed[j].logit - lo[j].item<double>()) <= tol, qPrintable(QString::number(e.suppressed[j].logit)));
+                }
+                ++checked;
+            }
+        }
+        QCOMPARE(checked, 3 * static_cast<int>(t.numLayers()));
+        if (t.crossLayer) {  // a layer or a feature that does not exist is named
+            expectError([&] { featureLogitEffects(*m, *t.crossLayer, 2, 0, 5); }, "no feature 0 at layer 2");
+            expectError([&] { featureLogitEffects(*m, *t.crossLayer, 0, 48, 5); }, "no feature 48 at layer 0");
+        }
     }
 
     /// A run that cannot fit is refused before it starts, with the estimate in the message.

@@ -16,16 +16,9 @@ void checkFeature(const Dictionary& d, int64_t feature) {
                     std::to_string(d.dSae) + " features (0 to " + std::to_string(d.dSae - 1) + ").");
 }
 
-}  // namespace
-
-FeatureLogitEffects featureLogitEffects(const Model& model, const Dictionary& d, int64_t feature, int k) {
-    c10::InferenceMode guard;
-    checkFeature(d, feature);
+/// The k largest and smallest logits of direction `dir` [hidden_size] written into the residual stream (float32).
+FeatureLogitEffects logitEffectsOfDirection(const Model& model, torch::Tensor dir, int k) {
     const int64_t hidden = model.config().hiddenSize;
-    if (d.dOut != hidden)
-        throw Error("the dictionary writes " + std::to_string(d.dOut) + " values per position, not the residual stream's " +
-                    std::to_string(hidden) + " (hidden_size): its features have no direct logit effect.");
-    torch::Tensor dir = d.wDec.index({feature}).to(torch::kFloat32);
     const NormKind kind = model.family().norm;
     if (kind == NormKind::LayerNorm) dir = dir - dir.mean();  // LayerNorm centres what it reads
     const torch::Tensor& w = model.finalNormWeight();
@@ -42,6 +35,28 @@ FeatureLogitEffects featureLogitEffects(const Model& model, const Dictionary& d,
         out.suppressed.push_back({loIdx[j].item<int64_t>(), lo[j].item<double>()});
     }
     return out;
+}
+
+}  // namespace
+
+FeatureLogitEffects featureLogitEffects(const Model& model, const Dictionary& d, int64_t feature, int k) {
+    c10::InferenceMode guard;
+    checkFeature(d, feature);
+    const int64_t hidden = model.config().hiddenSize;
+    if (d.dOut != hidden)
+        throw Error("the dictionary writes " + std::to_string(d.dOut) + " values per position, not the residual stream's " +
+                    std::to_string(hidden) + " (hidden_size): its features have no direct logit effect.");
+    return logitEffectsOfDirection(model, d.wDec.index({feature}).to(torch::kFloat32), k);
+}
+
+FeatureLogitEffects featureLogitEffects(const Model& model, const CrossLayerTranscoder& t, int layer, int64_t feature, int k) {
+    c10::InferenceMode guard;
+    const int64_t hidden = model.config().hiddenSize;
+    if (t.dModel != hidden)
+        throw Error("the cross-layer transcoder " + t.dir + " writes " + std::to_string(t.dModel) +
+                    " values per position, not the residual stream's " + std::to_string(hidden) + " (hidden_size).");
+    // decoderRows checks the layer and the feature: [n_layers - layer, d_model], summed in float32
+    return logitEffectsOfDirection(model, t.decoderRows(layer, feature).to(torch::kFloat32).sum(0), k);
 }
 
 std::vector<FeatureSimilarity> nearestFeatures(const Dictionary& d, int64_t feature, int k) {

@@ -5,6 +5,7 @@
 // distribution"), and the features whose decoder directions point the same way.
 #include "core/analysis/attribution.h"
 #include "core/io/dictionary.h"
+#include "core/io/transcoderset.h"
 #include "core/model/model.h"
 
 #include <utility>
@@ -24,6 +25,13 @@ struct FeatureLogitEffects {
 /// range, when the dictionary does not write the residual stream's width (d_out != hidden_size: neurons, hook_z), or
 /// when the model has no weights.
 FeatureLogitEffects featureLogitEffects(const Model& model, const Dictionary& dictionary, int64_t feature, int k);
+
+/// The direct logit effect of feature `feature` of source layer `layer` of a cross-layer transcoder: the sum of its
+/// decoder rows to every output layer it writes, d = Σ_{j} W_dec_layer[feature, j, :] [d_model] (each row is added to
+/// the residual stream at its output layer's MLP output, and the final norm reads the sum), through the final norm's
+/// gain and the unembedding as above. Throws nnscope::Error when the layer or the feature is out of range, when the
+/// transcoder's d_model is not the model's hidden_size, or when the model has no weights.
+FeatureLogitEffects featureLogitEffects(const Model& model, const CrossLayerTranscoder& transcoder, int layer, int64_t feature, int k);
 
 /// A feature and its decoder cosine with another.
 struct FeatureSimilarity {
