@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // An attribution graph on a larger random model (a program, not a test): a random Llama-shaped model built in memory
 // (default 4 blocks of width 256, 8 heads, MLP 768, vocabulary 8192, float32) with random per-layer JumpReLU
-// transcoders (default 1024 features, about 1/40 active) at mlp_input → mlp_output, and prompts of 16 and 32 tokens.
+// transcoders (default 1024 features, about 1/40 active, or about --l0 per block and position) at mlp_input →
+// mlp_output, and prompts of 16 and 32 tokens.
 // For each it prints the estimate (estimateCircuit with the counted active features) beside the measured time, the
 // measured peak resident memory above what the process held before (/proc/self/status VmHWM after resetting it), the
 // active features, the edges and the backward passes.
 //
 //   nnscope_circuit_bench [--layers N] [--hidden D] [--heads H] [--intermediate I] [--vocab V] [--features F] [--tokens T]... [--batch B]
-//                         [--max-feature-nodes M] [--estimate-only 1]
+//                         [--max-feature-nodes M] [--l0 N] [--estimate-only 1]
 #include "core/analysis/circuit.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
@@ -27,8 +28,23 @@
 
 using namespace nnscope;
 
+namespace {
+
+/// The z with P(Z > z) = p for a standard normal Z (bisection on erfc: the benchmark's threshold, not a hot path).
+double upperNormalQuantile(double p) {
+    double lo = -10, hi = 10;
+    for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (0.5 * std::erfc(mid / std::sqrt(2.0)) > p ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     int64_t layers = 4, d = 256, features = 1024, batch = 512, maxNodes = 0, estimateOnly = 0, vocab = 8192, inter = 0, heads = 8;
+    double l0 = 0;  // active features per block and position expected; 0: 1/40 of them
     std::vector<int64_t> tokens;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i];
@@ -39,7 +55,8 @@ int main(int argc, char** argv) {
         else if (a == "--tokens") tokens.push_back(v);
         else if (a == "--batch") batch = v;
         else if (a == "--max-feature-nodes") maxNodes = v;
-        else if (a == "--estimate-only") estimateOnly = v;  // 1: print estimateCircuit's figures for 1/40 active, run nothing
+        else if (a == "--estimate-only") estimateOnly = v;  // 1: print estimateCircuit's figures for the expected L0, run nothing
+        else if (a == "--l0") l0 = static_cast<double>(v);
         else if (a == "--vocab") vocab = v;
         else if (a == "--heads") heads = v;
         else if (a == "--intermediate") inter = v;
@@ -58,6 +75,9 @@ int main(int argc, char** argv) {
     shape.intermediate = inter;
     shape.vocab = vocab;
     shape.features = features;
+    if (l0 <= 0) l0 = static_cast<double>(features) / 40.0;
+    // pre-activations are about N(0, 1): a threshold z keeps P(Z > z) of the features active
+    shape.threshold = upperNormalQuantile(l0 / static_cast<double>(features));
     if (estimateOnly) {  // sizes only: a model without weights, transcoders of broadcast (unallocated) tensors
         auto sized = Model::withoutWeights(bench::randomLlamaConfig(shape), "random Llama (sizes only)");
         CircuitTranscoders t;
@@ -77,15 +97,17 @@ int main(int argc, char** argv) {
             CircuitOptions o;
             o.batchSize = static_cast<int>(batch);
             o.maxFeatureNodes = maxNodes;
-            o.activePerLayerPosition = static_cast<double>(features) / 40.0;
+            o.activePerLayerPosition = l0;
             std::printf("%ld tokens: estimate %s\n", static_cast<long>(n), estimateCircuit(*sized, t, n, o).text().c_str());
         }
         return 0;
     }
     auto [model, t] = bench::randomCircuit(shape);
-    std::printf("random Llama: %ld blocks, width %ld, MLP %ld, vocabulary %ld; transcoders %ld features; %d threads\n",
+    std::printf("random Llama: %ld blocks, width %ld, MLP %ld, vocabulary %ld; transcoders %ld features (threshold %.3f: "
+                "about %.0f active per block and position); %d threads\n",
                 static_cast<long>(layers), static_cast<long>(d), static_cast<long>(inter), static_cast<long>(vocab),
-                static_cast<long>(features), at::get_num_threads());
+                static_cast<long>(features), shape.threshold, l0, at::get_num_threads());
+    std::fflush(stdout);
     for (int64_t n : tokens) {
         std::vector<int64_t> ids{1};
         for (int64_t i = 1; i < n; ++i) ids.push_back(2 + (i * 7919) % (vocab - 2));
@@ -94,7 +116,19 @@ int main(int argc, char** argv) {
         o.maxFeatureNodes = maxNodes;
         const bench::PeakMemory meter;
         CircuitStats s;
-        const AttributionGraph g = computeAttributionGraph(*model, t, ids, o, {}, nullptr, &s);
+        // the phases on stderr as they go (a run at the 1B shape takes most of an hour)
+        const auto start = std::chrono::steady_clock::now();
+        std::string lastPhase;
+        int64_t lastPercent = -1;
+        const CircuitProgress progress = [&](const std::string& phase, int64_t done, int64_t total) {
+            const int64_t percent = total > 0 ? done * 10 / total * 10 : 0;
+            if (phase == lastPhase && percent == lastPercent) return;
+            lastPhase = phase;
+            lastPercent = percent;
+            std::fprintf(stderr, "  %.0f s: %s %ld / %ld\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                         phase.c_str(), static_cast<long>(done), static_cast<long>(total));
+        };
+        const AttributionGraph g = computeAttributionGraph(*model, t, ids, o, progress, nullptr, &s);
         const int64_t peak = meter.peakBytes();
         CircuitOptions counted = o;
         counted.activePerLayerPosition = static_cast<double>(s.activeFeatures) / static_cast<double>(layers * (n - 1));
@@ -104,6 +138,7 @@ int main(int argc, char** argv) {
                     static_cast<long>(n), static_cast<long>(s.activeFeatures), static_cast<long>(s.selectedFeatures),
                     static_cast<long>(g.edgeCount()), static_cast<long>(s.backwardPasses), s.seconds, peak / 1e6, e.seconds,
                     e.peakBytes / 1e6);
+        std::fflush(stdout);
     }
     return 0;
 }
