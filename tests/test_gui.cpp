@@ -360,6 +360,7 @@ private slots:
     void circuitView();
     void circuitViewMillionEdges();
     void circuitComputedInWindow();
+    void circuitCrossLayerCard();
     void flowInWorker();
     void headsView();
     void attentionAtAnyLength_data();
@@ -3789,6 +3790,36 @@ void TestGui::featuresExportedAndReopened() {
     plot = qobject_cast<ValuePlotView*>(w->currentView());
     QVERIFY(plot && plot->dictionaryPath() == QString::fromStdString(stem + "error"));
     QVERIFY(torch::allclose(mapTensor(plot->heatmap()), ref.error.to(torch::kFloat64), 1e-5, 1e-5));
+}
+
+void TestGui::circuitCrossLayerCard() {
+    // A cross-layer transcoder's feature writes every layer from its own on: its card names the tokens the sum of its
+    // decoder rows promotes (featureLogitEffects' cross-layer form), on tiny-llama with circuit-tracer's CLT fixture.
+    auto w = openWindow(modelDir("tiny-llama"));
+    QVERIFY(w);
+    QVERIFY(runFromPanel(*w, {"the cat sat on the mat and the cat"}));
+    CircuitView* cv = w->circuitView();
+    const QString dir = kDictionaries + "/circuittracer-clt-llama";
+    QSignalSpy ended(w->circuitJob(), &JobWatcher::ended);
+    const QString refused = w->computeCircuit(dir);
+    QVERIFY2(refused.isEmpty(), qPrintable(refused));
+    QVERIFY(ended.count() > 0 || ended.wait(120000));
+    QVERIFY2(cv->hasGraph(), qPrintable(cv->computeMessage()->text()));
+    cv->setThresholds(1.0, 1.0);  // every node
+    const GraphNode* feature = nullptr;
+    for (const GraphNode& n : cv->shown().nodes)
+        if (n.kind == GraphNode::Kind::Feature && n.layer == 0) feature = &n;  // writes layers 0 and 1
+    QVERIFY(feature);
+    cv->selectNode(feature->nodeId());
+    const CircuitTranscoders t = loadCircuitTranscoders(dir.toStdString());
+    QVERIFY(t.crossLayer);
+    const FeatureLogitEffects effects = featureLogitEffects(*w->model(), *t.crossLayer, feature->layer, feature->index, 5);
+    const QString card = cv->card()->toPlainText();
+    QVERIFY2(card.contains("Promotes") && card.contains("the sum of its decoder rows to layers 0 to 1"), qPrintable(card));
+    for (const TokenEffect& e : {effects.promoted.at(0), effects.suppressed.at(0)}) {
+        const QString token = QString::fromStdString(w->model()->tokenizer()->tokenLabel(e.id));
+        QVERIFY2(card.contains(QString("“%1” %2").arg(token).arg(e.logit, 0, 'f', 2)), qPrintable(card));
+    }
 }
 
 void TestGui::circuitComputedInWindow() {
