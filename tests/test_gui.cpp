@@ -353,6 +353,7 @@ private slots:
     void patchingView();
     void patchingWithInterventions();
     void patchingEveryHead();
+    void patchingChosenPositions();
     void transcoderEditInWindow();
     void attributionView();
     void generateView();
@@ -1577,6 +1578,56 @@ void TestGui::patchingView() {
     QCOMPARE(pv->result()->grid, activationPatching(m, b.ids[0], b.ids[1], o).grid);
 }
 
+void TestGui::patchingChosenPositions() {
+    // Positions chosen at the end of a prompt are the grid: one column each, named by its position and token, holding
+    // the engine's values (on a 313-token prompt, 4 chosen positions were a sliver at the right edge of 313 columns,
+    // 4,944 of 5,008 cells flagged as NaN); and a result does not make the window wider than it was.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    w->resize(1280, 800);
+    QVERIFY(w->showView("patching"));
+    QCoreApplication::processEvents();
+    PatchingView* pv = w->patchingView();
+    const PatchRequest r = demoPatchRequest();
+    pv->setRequest(r);
+    QTest::keyClicks(pv->positionsEdit(), "3,-1");
+    QVERIFY2(patchFromView(*w), qPrintable(pv->statusLabel()->text()));
+    QCoreApplication::processEvents();
+    const Model& m = *w->model();
+    const Batch b = encodeBatch(m, {r.clean.toStdString(), r.corrupted.toStdString()});
+    const size_t S = b.ids[1].size();
+    PatchingOptions o = demoPatchOptions(m);
+    o.positions = {3, -1};
+    const PatchingResult ref = activationPatching(m, b.ids[0], b.ids[1], o);
+    const int L = static_cast<int>(m.config().numLayers);
+    QCOMPARE(pv->matrixModel()->rowCount(), L);
+    QCOMPARE(pv->matrixModel()->columnCount(), 2);
+    QCOMPARE(pv->estimateModel()->columnCount(), 2);
+    const QStringList labels = pv->matrixModel()->matrix().columnLabels;
+    QCOMPARE(labels.at(0), QString("3 %1").arg(QString::fromStdString(ref.tokens.at(3))));
+    QCOMPARE(labels.at(1), QString("%1 %2").arg(S - 1).arg(QString::fromStdString(ref.tokens.at(S - 1))));
+    for (int i = 0; i < L; ++i) {
+        QVERIFY(std::fabs(pv->matrixModel()->value(i, 0) - ref.grid[static_cast<size_t>(i)][3]) <= 1e-5);
+        QVERIFY(std::fabs(pv->matrixModel()->value(i, 1) - ref.grid[static_cast<size_t>(i)][S - 1]) <= 1e-5);
+    }
+    QTest::mouseMove(pv->heatmap()->plot(), pv->heatmap()->cellCenter(L - 1, 1));
+    QVERIFY2(pv->heatmap()->hoverText().contains(QString("at position %1").arg(S - 1)) &&
+                 pv->heatmap()->hoverText().contains(QString("layers.%1").arg(L - 1)),
+             qPrintable(pv->heatmap()->hoverText()));
+    // in a narrow plot each title line ends in "…" instead of being clipped at both edges; title() stays whole
+    pv->estimateHeatmap()->setFixedWidth(160);
+    QTest::qWait(50);
+    const QFontMetrics titleMetrics(pv->estimateHeatmap()->titleFont());
+    QVERIFY(pv->estimateHeatmap()->title().startsWith("attribution patching (first-order)\ncorrelation with the exact grid"));
+    QVERIFY2(pv->estimateHeatmap()->shownTitle().contains(QChar(0x2026)), qPrintable(pv->estimateHeatmap()->shownTitle()));
+    for (const QString& line : pv->estimateHeatmap()->shownTitle().split('\n'))
+        QVERIFY2(titleMetrics.horizontalAdvance(line) <= pv->estimateHeatmap()->plot()->width(), qPrintable(line));
+    pv->estimateHeatmap()->setMinimumWidth(0);
+    pv->estimateHeatmap()->setMaximumWidth(QWIDGETSIZE_MAX);
+    QVERIFY2(w->width() <= 1280 && w->minimumSizeHint().width() <= 1280,
+             qPrintable(QString("window %1 px, its minimum %2 px").arg(w->width()).arg(w->minimumSizeHint().width())));
+}
+
 void TestGui::patchingEveryHead() {
     // Every head in one run, on chosen blocks and positions, typed into the view: the blocks x heads grid shows the
     // engine's cells at the chosen position and summed over the positions run; the progress bar ends on "cell N of N";
@@ -1613,8 +1664,9 @@ void TestGui::patchingEveryHead() {
             if (chosen) QVERIFY(std::fabs(got.grid[row][p] - ref.grid[row][p]) <= 1e-5 * std::max(1.0, std::fabs(ref.grid[row][p])));
         }
     QCOMPARE(pv->progressBar()->text(), QString("cell %1 of %1").arg((L - 1) * H * 2));
-    // blocks x heads, the position chooser lists "summed" and the two positions run
-    QCOMPARE(pv->matrixModel()->rowCount(), L);
+    // blocks x heads (the blocks run: 1 to L-1), the position chooser lists "summed" and the two positions run
+    QCOMPARE(pv->matrixModel()->rowCount(), L - 1);
+    QCOMPARE(pv->matrixModel()->matrix().rowLabels.first(), QString("layers.1"));
     QCOMPARE(pv->matrixModel()->columnCount(), H);
     QComboBox* at = pv->headPositionCombo();
     QVERIFY(at->isVisibleTo(pv));
@@ -1626,36 +1678,32 @@ void TestGui::patchingEveryHead() {
         for (size_t p : {size_t(3), S - 1}) sum += g.grid[row][p] - g.corrupted;
         return g.corrupted + sum;
     };
-    for (int i = 0; i < L; ++i)
+    for (int i = 1; i < L; ++i)  // model row i - 1 is block i
         for (int h = 0; h < H; ++h) {
             const size_t row = static_cast<size_t>(i * H + h);
-            if (i == 0) {
-                QVERIFY(std::isnan(pv->matrixModel()->value(i, h)));
-                continue;
-            }
-            QVERIFY(std::fabs(pv->matrixModel()->value(i, h) - summed(ref, row)) <= 1e-4);
-            QVERIFY(std::fabs(pv->estimateModel()->value(i, h) - summed(est, row)) <= 1e-4);
+            QVERIFY(std::fabs(pv->matrixModel()->value(i - 1, h) - summed(ref, row)) <= 1e-4);
+            QVERIFY(std::fabs(pv->estimateModel()->value(i - 1, h) - summed(est, row)) <= 1e-4);
         }
     at->setCurrentIndex(2);  // the last position
     for (int i = 1; i < L; ++i)
         for (int h = 0; h < H; ++h) {
-            QVERIFY(std::fabs(pv->matrixModel()->value(i, h) - ref.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
-            QVERIFY(std::fabs(pv->estimateModel()->value(i, h) - est.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
+            QVERIFY(std::fabs(pv->matrixModel()->value(i - 1, h) - ref.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
+            QVERIFY(std::fabs(pv->estimateModel()->value(i - 1, h) - est.grid[static_cast<size_t>(i * H + h)][S - 1]) <= 1e-4);
         }
     // hover: each grid's cell shows its own value, and Qt's tooltip event does not replace it
     w->resize(1600, 1000);
     QCoreApplication::processEvents();
     for (HeatmapPlot* hm : {pv->heatmap(), pv->estimateHeatmap()}) {
         const PatchingResult& g = hm == pv->heatmap() ? got : est;
-        const int i = L - 1, h = H - 1;
-        const QPoint centre = hm->cellCenter(i, h);
+        const int i = L - 1, h = H - 1;  // the last block: the grid's row L - 2
+        const QPoint centre = hm->cellCenter(i - 1, h);
         QTest::mouseMove(hm->plot(), centre);
         const QString value = QString::number(g.grid[static_cast<size_t>(i * H + h)][S - 1], 'g', 5);
         QVERIFY2(hm->hoverText().contains(value) && hm->hoverText().contains(QString("attention_head_outputs[:, :, %1]").arg(h)) &&
                      hm->hoverText().contains(QString("layers.%1").arg(i)),
                  qPrintable(hm->hoverText() + " / " + value + QString(" at %1,%2 in %3x%4").arg(centre.x()).arg(centre.y())
                                                                  .arg(hm->plot()->width()).arg(hm->plot()->height())));
-        QHelpEvent help(QEvent::ToolTip, hm->cellCenter(i, h), hm->plot()->mapToGlobal(hm->cellCenter(i, h)));
+        QHelpEvent help(QEvent::ToolTip, centre, hm->plot()->mapToGlobal(centre));
         QApplication::sendEvent(hm->plot(), &help);
         QVERIFY2(!QToolTip::isVisible() || QToolTip::text().contains(value), qPrintable(QToolTip::text()));
         QVERIFY(hm->toolTip().isEmpty());

@@ -89,7 +89,7 @@ QVector<double> TokenTicker::createTickVector(double tickStep, const QCPRange& r
 
 QString TokenTicker::getTickLabel(double tick, const QLocale&, QChar, int) {
     const QString label = mTicks.value(tick);
-    return step_ > 1 ? QString("%1 %2").arg(std::lround(tick)).arg(label) : label;
+    return step_ > 1 && !numbered_ ? QString("%1 %2").arg(std::lround(tick)).arg(label) : label;
 }
 
 // ---- MatrixImage ------------------------------------------------------------------------------------------------
@@ -417,11 +417,23 @@ void HeatmapPlot::setZoomable(bool on) {
 }
 
 void HeatmapPlot::setTitle(const QString& title) {
-    title_->setText(title);
+    fullTitle_ = title;
+    elideTitle();
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-QString HeatmapPlot::title() const { return title_->text(); }
+void HeatmapPlot::elideTitle() {
+    // each line elided to the plot's width (a long metric or site in a narrow half of a view ends in "…" instead of
+    // being clipped at both edges); an export at full size shows the whole title
+    const QFontMetrics metrics(title_->font());
+    const int room = std::max(40, plot_->width() - 8);
+    QStringList lines = fullTitle_.split('\n');
+    for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideRight, room);
+    title_->setText(lines.join('\n'));
+}
+
+QString HeatmapPlot::title() const { return fullTitle_; }
+QString HeatmapPlot::shownTitle() const { return title_->text(); }
 QFont HeatmapPlot::titleFont() const { return title_->font(); }
 
 void HeatmapPlot::setMarkedCell(int row, int column) {
@@ -473,17 +485,18 @@ void HeatmapPlot::rebuild() {
         nonFinite_->setVisible(false);
     }
     // Token labels where the model has them (thinned to what fits), plain indices (a numeric ticker) elsewhere.
-    const auto ticker = [](const QSharedPointer<TokenTicker>& tokens, const QStringList& labels) -> QSharedPointer<QCPAxisTicker> {
+    const auto ticker = [](const QSharedPointer<TokenTicker>& tokens, const QStringList& labels, bool numbered) -> QSharedPointer<QCPAxisTicker> {
         if (labels.isEmpty()) {
             QSharedPointer<QCPAxisTicker> t(new QCPAxisTicker);
             t->setTickStepStrategy(QCPAxisTicker::tssReadability);
             return t;
         }
         tokens->setLabels(labels);
+        tokens->setNumbered(numbered);
         return tokens;
     };
-    plot_->xAxis->setTicker(ticker(xTicks_, m ? m->columnLabels : QStringList()));
-    plot_->yAxis->setTicker(ticker(yTicks_, m ? m->rowLabels : QStringList()));
+    plot_->xAxis->setTicker(ticker(xTicks_, m ? m->columnLabels : QStringList(), m && m->labelsNumbered));
+    plot_->yAxis->setTicker(ticker(yTicks_, m ? m->rowLabels : QStringList(), false));
     plot_->xAxis->setTickLabelRotation(m && !m->columnLabels.isEmpty() ? 90 : 0);
     plot_->xAxis->setLabel(m ? m->columnTitle : QString());
     plot_->yAxis->setLabel(m ? m->rowTitle : QString());
@@ -701,6 +714,7 @@ void HeatmapPlot::setFullView(bool full) {
             axis->setLabelFont(scaled(axis->labelFont()));
         }
         title_->setFont(scaled(title_->font()));
+        title_->setText(fullTitle_);  // an export is sized for its cells: the whole title
         scale_->setBarWidth(static_cast<int>(std::lround(14 * exportFontScale_)));
     } else if (savedFonts_.size() == 7) {
         int i = 0;
@@ -711,6 +725,7 @@ void HeatmapPlot::setFullView(bool full) {
         title_->setFont(savedFonts_[i]);
         scale_->setBarWidth(14);
         exportFontScale_ = 1;
+        elideTitle();
     }
     if (xTicks_) xTicks_->setLabels(model_ ? model_->matrix().columnLabels : QStringList());  // the widest label again
     if (yTicks_) yTicks_->setLabels(model_ ? model_->matrix().rowLabels : QStringList());
@@ -834,6 +849,7 @@ bool HeatmapPlot::onKey(QKeyEvent* event) {
 
 bool HeatmapPlot::eventFilter(QObject* watched, QEvent* event) {
     if (watched == plot_) {
+        if (event->type() == QEvent::Resize && exportFontScale_ == 1) elideTitle();
         if (event->type() == QEvent::Resize && !windowPending_) {
             windowPending_ = true;  // let the plot finish its own resize first
             QTimer::singleShot(0, this, &HeatmapPlot::updateWindow);

@@ -32,6 +32,8 @@ public:
     void setLabels(const QStringList& labels);
     /// The step of the last generated ticks: 1 when every label in view is drawn.
     int step() const { return step_; }
+    /// Labels that carry their own numbers: a thinned label is not prefixed with its index.
+    void setNumbered(bool numbered) { numbered_ = numbered; }
 
 protected:
     double getTickStep(const QCPRange& range) override;
@@ -41,6 +43,7 @@ protected:
 private:
     QCPAxis* axis_;
     int step_ = 1;
+    bool numbered_ = false;
     int widest_ = 0;  // pixels: the widest label, for labels that run along the axis
 };
 
@@ -131,6 +134,8 @@ public:
     bool zoomable() const { return zoomable_; }
     void setTitle(const QString& title);
     /// The title above the matrix (its lines, as set) and its font.
+    /// The title as drawn: each line of title() elided to the plot's width.
+    QString shownTitle() const;
     QString title() const;
     QFont titleFont() const;
     /// Outlines row `row` (whole row when column < 0), column `column` (whole column when row < 0), or a cell.
@@ -206,6 +211,8 @@ private:
     MatrixImage* map_;
     QCPColorScale* scale_;
     QCPTextElement* title_;
+    QString fullTitle_;   ///< the title as set; title_ shows it with each line elided to the plot's width
+    void elideTitle();
     QCPTextElement* nonFinite_;  ///< the count of non-finite cells, in the layout's last row only while there are some
     QCPItemRect* mark_;
     QScrollBar* hbar_;

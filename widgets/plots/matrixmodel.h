@@ -16,6 +16,9 @@ namespace nnscope {
 struct Matrix {
     torch::Tensor values;  ///< float32 [rows, columns], contiguous (undefined: empty)
     QStringList rowLabels, columnLabels;
+    /// The labels carry their own numbers (a chosen subset of positions: "309 ␣moment"): the axis does not prefix its
+    /// column index when it thins them.
+    bool labelsNumbered = false;
     QString rowTitle, columnTitle, valueName;
     std::function<QString(int row, int column)> cellText;  ///< optional text drawn in a cell
     std::function<QString(int row, int column)> toolTip;   ///< optional; default: the labels and the value

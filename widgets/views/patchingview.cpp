@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -291,25 +292,58 @@ void PatchingView::refresh() {
             }
         return any ? corrupted + sum : std::nan("");
     };
+    // Only the blocks (rows) and positions (columns of a blocks x positions grid) that were run, the Patch row's
+    // choice: 16 blocks x 4 positions at the end of a 313-token prompt is a 16 x 4 grid, not a sliver at the edge of
+    // 313 blank columns. From the exact grid (NaN where not run); everything when nothing was run.
+    std::vector<int> shownBlocks, shownColumns;
+    {
+        const int layers = H > 0 ? static_cast<int>(r.grid.size()) / H : static_cast<int>(r.grid.size());
+        const int len = H > 0 ? H : (layers ? static_cast<int>(r.grid[0].size()) : 0);
+        const size_t positions = r.grid.empty() ? 0 : r.grid[0].size();
+        std::vector<char> columnRun(static_cast<size_t>(len), H > 0);
+        for (int i = 0; i < layers; ++i) {
+            bool run = false;
+            for (int k = 0; k < std::max(H, 1); ++k)
+                for (size_t p = 0; p < positions; ++p)
+                    if (!std::isnan(r.grid[static_cast<size_t>(i * std::max(H, 1) + k)][p])) {
+                        run = true;
+                        if (H == 0) columnRun[p] = 1;
+                    }
+            if (run) shownBlocks.push_back(i);
+        }
+        for (int c = 0; c < len; ++c)
+            if (columnRun[static_cast<size_t>(c)]) shownColumns.push_back(c);
+        if (shownBlocks.empty() || shownColumns.empty()) {
+            shownBlocks.resize(static_cast<size_t>(layers));
+            std::iota(shownBlocks.begin(), shownBlocks.end(), 0);
+            shownColumns.resize(static_cast<size_t>(len));
+            std::iota(shownColumns.begin(), shownColumns.end(), 0);
+        }
+    }
+    const bool subset = H == 0 && static_cast<size_t>(shownColumns.size()) < (r.grid.empty() ? 0 : r.grid[0].size());
     // one blocks x positions (or blocks x heads) matrix of a grid; `what` names the grid in the tooltip
     auto matrixOf = [&](const std::vector<std::vector<double>>& grid, const QString& what) {
-        const int layers = H > 0 ? static_cast<int>(grid.size()) / H : static_cast<int>(grid.size());
-        const int len = H > 0 ? H : (layers ? static_cast<int>(grid[0].size()) : 0);
-        std::vector<std::vector<double>> cells(static_cast<size_t>(layers), std::vector<double>(static_cast<size_t>(len)));
-        for (int i = 0; i < layers; ++i)
-            for (int c = 0; c < len; ++c)
-                cells[i][c] = H > 0 ? headCell(grid, static_cast<size_t>(i * H + c)) : grid[i][c];
-        torch::Tensor values = torch::empty({layers, len}, torch::kFloat32);
+        const int rows = static_cast<int>(shownBlocks.size()), len = static_cast<int>(shownColumns.size());
+        std::vector<std::vector<double>> cells(static_cast<size_t>(rows), std::vector<double>(static_cast<size_t>(len)));
+        for (int i = 0; i < rows; ++i)
+            for (int c = 0; c < len; ++c) {
+                const int block = shownBlocks[static_cast<size_t>(i)], column = shownColumns[static_cast<size_t>(c)];
+                cells[i][c] = H > 0 ? headCell(grid, static_cast<size_t>(block * H + column)) : grid[block][column];
+            }
+        torch::Tensor values = torch::empty({rows, len}, torch::kFloat32);
         auto a = values.accessor<float, 2>();
-        for (int i = 0; i < layers; ++i)
+        for (int i = 0; i < rows; ++i)
             for (int c = 0; c < len; ++c) a[i][c] = static_cast<float>(norm ? (gap != 0 ? (cells[i][c] - r.corrupted) / gap : 0.0) : cells[i][c]);
         Matrix m;
         m.values = values;
-        for (int i = 0; i < layers; ++i) m.rowLabels << QString("layers.%1").arg(i);
+        for (int block : shownBlocks) m.rowLabels << QString("layers.%1").arg(block);
         if (H > 0)
-            for (int h = 0; h < H; ++h) m.columnLabels << tr("head %1").arg(h);
+            for (int h : shownColumns) m.columnLabels << tr("head %1").arg(h);
         else
-            for (const auto& t : r.tokens) m.columnLabels << QString::fromStdString(t);
+            for (int p : shownColumns)  // a chosen subset names its positions (the axis numbers only its own columns)
+                m.columnLabels << (subset ? QString("%1 %2").arg(p).arg(QString::fromStdString(r.tokens[static_cast<size_t>(p)]))
+                                          : QString::fromStdString(r.tokens[static_cast<size_t>(p)]));
+        m.labelsNumbered = subset;
         QStringList tokens;
         for (const auto& t : r.tokens) tokens << QString::fromStdString(t);
         m.rowTitle = tr("block");
@@ -317,11 +351,12 @@ void PatchingView::refresh() {
                                                     : tr("head (summed over positions)"))
                               : tr("position (corrupted prompt)");
         m.valueName = norm ? tr("fraction recovered") : metric_;
-        m.toolTip = [site, tokens, metric, cells, clean, corrupted, what, H, shownPosition](int row, int col) {
+        m.toolTip = [site, tokens, metric, cells, clean, corrupted, what, H, shownPosition, shownBlocks, shownColumns](int shownRow, int shownCol) {
+            const double v = cells[static_cast<size_t>(shownRow)][static_cast<size_t>(shownCol)];
+            const int row = shownBlocks[static_cast<size_t>(shownRow)], col = shownColumns[static_cast<size_t>(shownCol)];
             QString path = site;
             path.replace("{i}", QString::number(row));
             path.replace("{h}", QString::number(col));
-            const double v = cells[static_cast<size_t>(row)][static_cast<size_t>(col)];
             const QString where = H > 0 && shownPosition < 0 ? QObject::tr("at each position run, the changes summed")
                                   : QObject::tr("at position %1 “%2”").arg(H > 0 ? shownPosition : col).arg(tokens.value(H > 0 ? shownPosition : col));
             if (std::isnan(v)) return QObject::tr("%1 %2 (%3)\nnot run (outside the chosen blocks and positions)").arg(path, where, what);
