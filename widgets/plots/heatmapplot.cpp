@@ -227,6 +227,10 @@ HeatmapPlot::HeatmapPlot(QWidget* parent) : QWidget(parent) {
     plot_->plotLayout()->insertRow(0);
     title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
     plot_->plotLayout()->addElement(0, 0, title_);
+    // each layout gives the title its cell's width: elide it to that (an export shows it whole)
+    connect(plot_, &QCustomPlot::afterLayout, this, [this] {
+        if (!fullView_) elideTitle();
+    });
     nonFinite_ = new QCPTextElement(plot_, QString(), QFont(font().family(), font().pointSize(), QFont::Bold));
     nonFinite_->setVisible(false);  // put in the layout by rebuild() while the matrix holds a NaN or an infinity
 
@@ -426,7 +430,10 @@ void HeatmapPlot::elideTitle() {
     // each line elided to the plot's width (a long metric or site in a narrow half of a view ends in "…" instead of
     // being clipped at both edges); an export at full size shows the whole title
     const QFontMetrics metrics(title_->font());
-    const int room = std::max(40, plot_->width() - 8);
+    // the title's own cell: the axis rect's column (the colour scale's column beside it is not the title's), as laid
+    // out by the last replot; before the first one, the plot's width
+    const int cell = title_->outerRect().width() > 0 ? title_->outerRect().width() : plot_->width();
+    const int room = std::max(40, cell - 8);
     QStringList lines = fullTitle_.split('\n');
     for (QString& line : lines) line = metrics.elidedText(line, Qt::ElideRight, room);
     title_->setText(lines.join('\n'));
@@ -849,7 +856,6 @@ bool HeatmapPlot::onKey(QKeyEvent* event) {
 
 bool HeatmapPlot::eventFilter(QObject* watched, QEvent* event) {
     if (watched == plot_) {
-        if (event->type() == QEvent::Resize && exportFontScale_ == 1) elideTitle();
         if (event->type() == QEvent::Resize && !windowPending_) {
             windowPending_ = true;  // let the plot finish its own resize first
             QTimer::singleShot(0, this, &HeatmapPlot::updateWindow);

@@ -343,7 +343,7 @@ void PatchingView::refresh() {
             for (int p : shownColumns)  // a chosen subset names its positions (the axis numbers only its own columns)
                 m.columnLabels << (subset ? QString("%1 %2").arg(p).arg(QString::fromStdString(r.tokens[static_cast<size_t>(p)]))
                                           : QString::fromStdString(r.tokens[static_cast<size_t>(p)]));
-        m.labelsNumbered = subset;
+        m.labelsNumbered = subset || H > 0;  // "head 5" names its own number too
         QStringList tokens;
         for (const auto& t : r.tokens) tokens << QString::fromStdString(t);
         m.rowTitle = tr("block");
