@@ -427,7 +427,7 @@ void HeatmapPlot::setTitle(const QString& title) {
 }
 
 void HeatmapPlot::elideTitle() {
-    // each line elided to the plot's width (a long metric or site in a narrow half of a view ends in "…" instead of
+    // each line elided to its cell's width (a long metric or site in a narrow half of a view ends in "…" instead of
     // being clipped at both edges); an export at full size shows the whole title
     const QFontMetrics metrics(title_->font());
     // the title's own cell: the axis rect's column (the colour scale's column beside it is not the title's), as laid

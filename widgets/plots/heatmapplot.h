@@ -134,10 +134,10 @@ public:
     bool zoomable() const { return zoomable_; }
     void setTitle(const QString& title);
     /// The title above the matrix (its lines, as set) and its font.
-    /// The title as drawn: each line of title() elided to the plot's width.
-    QString shownTitle() const;
     QString title() const;
     QFont titleFont() const;
+    /// The title as drawn: each line of title() elided to the width of its cell (the axis rect's column).
+    QString shownTitle() const;
     /// Outlines row `row` (whole row when column < 0), column `column` (whole column when row < 0), or a cell.
     void setMarkedCell(int row, int column);
 
@@ -211,7 +211,7 @@ private:
     MatrixImage* map_;
     QCPColorScale* scale_;
     QCPTextElement* title_;
-    QString fullTitle_;   ///< the title as set; title_ shows it with each line elided to the plot's width
+    QString fullTitle_;   ///< the title as set; title_ shows it with each line elided to its cell's width
     void elideTitle();
     QCPTextElement* nonFinite_;  ///< the count of non-finite cells, in the layout's last row only while there are some
     QCPItemRect* mark_;
