@@ -613,7 +613,9 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
     RowStore store(capacity, width, limit, o.tempDir);
     std::vector<int64_t> rowNode(static_cast<size_t>(capacity));
     std::vector<int> rowLayer(static_cast<size_t>(capacity));    // the layer of each row's node (L for a logit)
-    std::vector<float> rowSum(static_cast<size_t>(capacity));    // Σ |row|, clamped at 1e-8: the ranking's normaliser
+    // Σ |row|, clamped at 1e-8: the ranking's normaliser, kept only when features are ranked (not every one gets a row)
+    const bool ranked = maxFeatureNodes < nActive;
+    std::vector<float> rowSum(ranked ? static_cast<size_t>(capacity) : 0);
     int64_t stored = 0, backwardPasses = 0;
 
     // One backward pass for up to B targets: target i injects vectors[i] at (layer[i], position[i]) (layer L: the final
@@ -665,12 +667,12 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
     };
     auto storeRows = [&](const torch::Tensor& rows, const std::vector<int64_t>& nodes) {
         store.rows(stored, rows.size(0)).copy_(rows);
-        const torch::Tensor sums = rows.abs().sum(1).clamp_min(1e-8).contiguous();
+        const torch::Tensor sums = ranked ? rows.abs().sum(1).clamp_min(1e-8).contiguous() : torch::Tensor();
         for (size_t i = 0; i < nodes.size(); ++i) {
             const size_t r = static_cast<size_t>(stored) + i;
             rowNode[r] = nodes[i];
             rowLayer[r] = nodes[i] >= width ? L : static_cast<int>(featLayer[static_cast<size_t>(nodes[i])]);
-            rowSum[r] = sums.data_ptr<float>()[i];
+            if (ranked) rowSum[r] = sums.data_ptr<float>()[i];
         }
         stored += rows.size(0);
     };
@@ -695,7 +697,7 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
     int64_t nVisited = 0;
     while (nVisited < maxFeatureNodes) {
         std::vector<int64_t> pending;
-        if (maxFeatureNodes == nActive) {
+        if (!ranked) {
             pending.resize(static_cast<size_t>(nActive));
             std::iota(pending.begin(), pending.end(), 0);
         } else {
