@@ -731,8 +731,7 @@ void HeatmapPlot::setFullView(bool full) {
         }
         title_->setFont(savedFonts_[i]);
         scale_->setBarWidth(14);
-        exportFontScale_ = 1;
-        elideTitle();
+        exportFontScale_ = 1;  // the title is elided again by the replot below (afterLayout)
     }
     if (xTicks_) xTicks_->setLabels(model_ ? model_->matrix().columnLabels : QStringList());  // the widest label again
     if (yTicks_) yTicks_->setLabels(model_ ? model_->matrix().rowLabels : QStringList());
