@@ -10,6 +10,7 @@
 //   nnscope_circuit_bench [--layers N] [--hidden D] [--heads H] [--intermediate I] [--vocab V] [--features F] [--tokens T]... [--batch B]
 //                         [--max-feature-nodes M] [--l0 N] [--estimate-only 1]
 #include "core/analysis/circuit.h"
+#include "core/model/compute_dtype.h"
 #include "core/model/model.h"
 #include "core/run/trace.h"
 #include "bench/peakmemory.h"
@@ -98,7 +99,9 @@ int main(int argc, char** argv) {
             o.batchSize = static_cast<int>(batch);
             o.maxFeatureNodes = maxNodes;
             o.activePerLayerPosition = l0;
-            std::printf("%ld tokens: estimate %s\n", static_cast<long>(n), estimateCircuit(*sized, t, n, o).text().c_str());
+            const CircuitEstimate e = estimateCircuit(*sized, t, n, o);
+            std::printf("%ld tokens: estimate %s (%.3g FLOP at %.0f GFLOP/s, 512 x 512)\n", static_cast<long>(n), e.text().c_str(), e.flops,
+                        e.matmulSpeed / 1e9);
         }
         return 0;
     }
@@ -114,6 +117,9 @@ int main(int argc, char** argv) {
         CircuitOptions o;
         o.batchSize = static_cast<int>(batch);
         o.maxFeatureNodes = maxNodes;
+        // the transcoders are already in this process's memory (a real run maps them from their files), and the
+        // estimate counts their weights: add them back to what is available, or they are counted twice
+        if (const auto available = availableMemoryBytes()) o.memoryLimit = static_cast<int64_t>(*available) + t.weightBytes();
         const bench::PeakMemory meter;
         CircuitStats s;
         // the phases on stderr as they go (a run at the 1B shape takes most of an hour)
@@ -133,11 +139,13 @@ int main(int argc, char** argv) {
         CircuitOptions counted = o;
         counted.activePerLayerPosition = static_cast<double>(s.activeFeatures) / static_cast<double>(layers * (n - 1));
         const CircuitEstimate e = estimateCircuit(*model, t, n, counted);
-        std::printf("%ld tokens: %ld active features (%ld with rows), %ld edges, %ld backward passes: %.2f s, peak %.1f MB above "
-                    "the start | estimate: %.2f s, %.1f MB\n",
+        std::printf("%ld tokens: %ld active features (%ld with rows), %ld edges, %ld backward passes crossing %ld blocks: %.2f s "
+                    "(forward %.2f, backward %.2f, rows %.2f, ranking %.2f), peak %.1f MB above the start | estimate: %.2f s, "
+                    "%.1f MB (%.1f MB without the transcoders' weights), %.3g FLOP at %.0f GFLOP/s (512 x 512)\n",
                     static_cast<long>(n), static_cast<long>(s.activeFeatures), static_cast<long>(s.selectedFeatures),
-                    static_cast<long>(g.edgeCount()), static_cast<long>(s.backwardPasses), s.seconds, peak / 1e6, e.seconds,
-                    e.peakBytes / 1e6);
+                    static_cast<long>(g.edgeCount()), static_cast<long>(s.backwardPasses), static_cast<long>(s.blocksCrossed), s.seconds,
+                    s.forwardSeconds, s.backwardSeconds, s.contractionSeconds, s.rankingSeconds, peak / 1e6, e.seconds,
+                    e.peakBytes / 1e6, (e.peakBytes - t.weightBytes()) / 1e6, e.flops, e.matmulSpeed / 1e9);
         std::fflush(stdout);
     }
     return 0;

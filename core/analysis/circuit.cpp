@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <vector>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -53,21 +54,24 @@ int64_t availableMemory() {
     return 0;
 }
 
-/// Float32 matrix-multiply speed of this machine (FLOP/s), measured once per process on a 512 × 512 product.
+/// Float32 matrix-multiply speed of this machine (FLOP/s), measured once per process on 512 × 512 products: the
+/// median of up to 40 timed products (about 0.1 s), after two that warm the thread pool, so that one slow product (the
+/// pool waking, another process) does not set it.
 double measuredFlops() {
     static const double speed = [] {
         c10::InferenceMode guard;
         const torch::Tensor a = torch::randn({512, 512}), b = torch::randn({512, 512});
         torch::matmul(a, b);  // warm the pool
-        const auto t0 = std::chrono::steady_clock::now();
-        int reps = 0;
-        double elapsed = 0;
-        do {
+        torch::matmul(a, b);
+        std::vector<double> times;
+        const auto start = std::chrono::steady_clock::now();
+        while (times.size() < 40 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 0.1) {
+            const auto t0 = std::chrono::steady_clock::now();
             torch::matmul(a, b);
-            ++reps;
-            elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        } while (elapsed < 0.05 && reps < 200);
-        return std::max(1e8, 2.0 * 512 * 512 * 512 * reps / elapsed);
+            times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+        return std::max(1e8, 2.0 * 512 * 512 * 512 / std::max(1e-9, times[times.size() / 2]));
     }();
     return speed;
 }
@@ -449,18 +453,32 @@ CircuitEstimate estimateWith(const Model& model, const CircuitTranscoders& t, in
     e.peakBytes = static_cast<int64_t>(static_cast<double>(t.weightBytes()) + pass + backward + values + batchRows + graph + nd * V * 8 +
                                        (e.rowsOnDisk ? std::min<double>(static_cast<double>(e.rowBytes), 64e6) : static_cast<double>(e.rowBytes)));
     // FLOPs: the forward of B rows (2 per weight per position; attention 4·heads·head_dim·n² per block; lm_head on one
-    // row), then per batch a backward through what the gradient crosses: v_proj and o_proj (the pattern and the MLP are
-    // frozen), the pattern times the values' gradient, a skip connection, and the row contractions (2·B·width·d).
+    // row), then per batch a backward through the blocks it crosses, each: v_proj and o_proj (the pattern and the MLP
+    // are frozen), the pattern times the values' gradient, a skip connection; and the row contractions (2·B·width·d).
     const double attnParams = d * (H + 2 * kv) * hd + H * hd * d;
     const double params = L * (attnParams + 3 * d * I);
     const double forward = B * (2 * params * nd + L * 4 * H * hd * nd * nd) + 2 * nd * V * d;
     const double skip = t.perLayer.empty() || !t.perLayer.front()->wSkip.defined() ? 0 : d * d;
-    const double backwardFlops = B * (2 * L * (kv * hd * d + H * hd * d + skip) * nd + L * 2 * H * hd * nd * nd);
-    const double batches = std::ceil(static_cast<double>(rowsTotal) / B);
-    e.flops = forward + batches * (backwardFlops + 2 * B * width * d);
-    // Most of these products are small or memory-bound: they run at about half the speed of a 512 × 512 matrix product
-    // (measured on the benchmark's model, bench/circuit_bench.cpp).
-    e.seconds = e.flops / (0.5 * measuredFlops());
+    const double perBlock = B * (2 * (kv * hd * d + H * hd * d + skip) * nd + 2 * H * hd * nd * nd);
+    // Blocks crossed: a batch's gradient runs from its highest target down. The logits' batches cross every block.
+    // Feature batches are taken latest layer first (all features in layer order when every one gets a row; each
+    // queue of update_interval batches sorted by layer when they are ranked), so with the features spread evenly over
+    // the layers a batch crosses about L/2 blocks, or L·(u + 1)/(2u) when ranked. (Where the ranking picks mostly
+    // early-layer features it crosses fewer: 3.6 of 16 on the benchmark's random model, docs/PERFORMANCE.md.)
+    const bool ranked = e.featureRows < active;
+    const double u = static_cast<double>(std::max(1, o.updateInterval));
+    const double logitBatches = std::ceil(static_cast<double>(nLogits) / B);
+    const double featureBatches = std::ceil(static_cast<double>(e.featureRows) / B);
+    const double crossed = logitBatches * L + featureBatches * (ranked ? L * (u + 1) / (2 * u) : (L + 1) / 2);
+    e.flops = forward + crossed * perBlock + (logitBatches + featureBatches) * 2 * B * width * d;
+    // The products run at d / (d + 480) of the speed of a 512 × 512 float32 product measured here: about a third of
+    // it at width 256, where per-element work and autograd's own weigh more, 0.8 of it at width 2048 (fitted on
+    // bench/circuit_bench.cpp at both widths, docs/PERFORMANCE.md). The ranking (max_feature_nodes) reads the stored
+    // rows once per update, at about 5 GB/s (measured there).
+    const double rankings = ranked ? std::ceil(static_cast<double>(e.featureRows) / (u * static_cast<double>(std::max(1, o.batchSize)))) : 0;
+    const double rankedBytes = rankings * (static_cast<double>(nLogits) + 0.5 * static_cast<double>(e.featureRows)) * width * 4;
+    e.matmulSpeed = measuredFlops();
+    e.seconds = e.flops / (d / (d + 480) * e.matmulSpeed) + rankedBytes / 5e9;
     e.availableBytes = o.memoryLimit > 0 ? o.memoryLimit : availableMemory();
     e.fits = e.availableBytes == 0 || e.peakBytes <= e.availableBytes;
     return e;
@@ -616,7 +634,10 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
     // Σ |row|, clamped at 1e-8: the ranking's normaliser, kept only when features are ranked (not every one gets a row)
     const bool ranked = maxFeatureNodes < nActive;
     std::vector<float> rowSum(ranked ? static_cast<size_t>(capacity) : 0);
-    int64_t stored = 0, backwardPasses = 0;
+    int64_t stored = 0, backwardPasses = 0, blocksCrossed = 0;
+    double backwardSeconds = 0, contractionSeconds = 0, rankingSeconds = 0;
+    auto since = [](std::chrono::steady_clock::time_point t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+    const double forwardSeconds = since(start);
 
     // One backward pass for up to B targets: target i injects vectors[i] at (layer[i], position[i]) (layer L: the final
     // norm's output); row i gets the direct effect of every source.
@@ -639,9 +660,13 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
         std::vector<torch::Tensor> wrt;
         for (int l = 0; l < std::min(top, L); ++l) wrt.push_back(taps.outputs[static_cast<size_t>(l)]);
         wrt.push_back(taps.embeddings);
+        const auto backwardStart = std::chrono::steady_clock::now();
         const std::vector<torch::Tensor> g = torch::autograd::grad(outs, wrt, grads, /*retain_graph=*/true, /*create_graph=*/false,
                                                                   /*allow_unused=*/true);
         ++backwardPasses;
+        blocksCrossed += std::min(top + 1, L);
+        backwardSeconds += since(backwardStart);
+        const auto contractionStart = std::chrono::steady_clock::now();
         torch::NoGradGuard noGrad;
         torch::Tensor rows = torch::zeros({B, width});
         const int outLayers = static_cast<int>(wrt.size()) - 1;
@@ -663,9 +688,11 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
             if (g[static_cast<size_t>(l)].defined())
                 rows.narrow(1, nActive + l * n, n).copy_((g[static_cast<size_t>(l)].to(torch::kFloat32) * errors[l].unsqueeze(0)).sum(-1));
         if (g.back().defined()) rows.narrow(1, nActive + L * n, n).copy_((g.back().to(torch::kFloat32) * tokenVectors.unsqueeze(0)).sum(-1));
+        contractionSeconds += since(contractionStart);
         return rows.narrow(0, 0, m);
     };
     auto storeRows = [&](const torch::Tensor& rows, const std::vector<int64_t>& nodes) {
+        const auto storeStart = std::chrono::steady_clock::now();
         store.rows(stored, rows.size(0)).copy_(rows);
         const torch::Tensor sums = ranked ? rows.abs().sum(1).clamp_min(1e-8).contiguous() : torch::Tensor();
         for (size_t i = 0; i < nodes.size(); ++i) {
@@ -675,6 +702,7 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
             if (ranked) rowSum[r] = sums.data_ptr<float>()[i];
         }
         stored += rows.size(0);
+        contractionSeconds += since(storeStart);
     };
 
     // Phase 3: the logit rows.
@@ -701,6 +729,7 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
             pending.resize(static_cast<size_t>(nActive));
             std::iota(pending.begin(), pending.end(), 0);
         } else {
+            const auto rankingStart = std::chrono::steady_clock::now();
             const torch::Tensor infl = partialInfluences(store, stored, rowNode, rowSum, rowLayer, logitP, width);
             const float* p = infl.data_ptr<float>();
             std::vector<int64_t> rank(static_cast<size_t>(nActive));
@@ -711,6 +740,12 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
                 if (static_cast<int64_t>(pending.size()) >= queueSize) break;
                 if (!visited[static_cast<size_t>(j)]) pending.push_back(j);
             }
+            // Visited latest layer first: a batch's backward pass crosses the blocks up to its highest target, so
+            // batches of one or two layers stop early. The rows do not depend on which batch computes them, and the
+            // next ranking sums every stored row whatever their order.
+            std::stable_sort(pending.begin(), pending.end(),
+                             [&](int64_t a, int64_t b) { return featLayer[static_cast<size_t>(a)] > featLayer[static_cast<size_t>(b)]; });
+            rankingSeconds += since(rankingStart);
         }
         for (size_t q = 0; q < pending.size(); q += static_cast<size_t>(o.batchSize)) {
             checkCancel();
@@ -825,6 +860,11 @@ AttributionGraph computeAttributionGraph(const Model& model, const CircuitTransc
         stats->activeFeatures = nActive;
         stats->selectedFeatures = nVisited;
         stats->backwardPasses = backwardPasses;
+        stats->blocksCrossed = blocksCrossed;
+        stats->forwardSeconds = forwardSeconds;
+        stats->backwardSeconds = backwardSeconds;
+        stats->contractionSeconds = contractionSeconds;
+        stats->rankingSeconds = rankingSeconds;
         stats->rowsOnDisk = store.onDisk;
         stats->rowBytes = store.bytes();
         stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -96,7 +96,14 @@ struct CircuitStats {
     int64_t backwardPasses = 0;
     bool rowsOnDisk = false;      ///< the rows went to a memory-mapped temporary file
     int64_t rowBytes = 0;         ///< bytes the rows took (in memory or in the file)
-    double seconds = 0;
+    /// Σ over backward passes of the blocks the gradient crossed (the highest target's layer + 1, or every block for
+    /// a logit): the backward cost in block-passes of one batch.
+    int64_t blocksCrossed = 0;
+    double seconds = 0;           ///< the whole run, wall clock
+    double forwardSeconds = 0;    ///< the batched replacement pass and the real values (phases 0 and 1)
+    double backwardSeconds = 0;   ///< autograd's backward passes
+    double contractionSeconds = 0;///< the rows from the gradients (decoder rows, errors, tokens) and storing them
+    double rankingSeconds = 0;    ///< the influence ranking of the features not yet visited (max_feature_nodes)
 };
 
 /// The estimate of a run before it starts.
@@ -110,7 +117,8 @@ struct CircuitEstimate {
     int64_t rowBytes = 0;         ///< of which the rows (the largest part on long prompts)
     bool rowsOnDisk = false;      ///< the rows exceed CircuitOptions::rowMemoryLimit and go to a temporary file
     double flops = 0;             ///< forward + every backward pass + the row contractions
-    double seconds = 0;           ///< flops at half the speed of a 512 × 512 float32 product measured here (calibrated on the bench)
+    double seconds = 0;           ///< flops at width / (width + 480) of matmulSpeed, plus the ranking's reads (fitted on bench/circuit_bench.cpp)
+    double matmulSpeed = 0;       ///< FLOP/s of a 512 × 512 float32 product, measured once per process (the time's unit)
     int64_t availableBytes = 0;   ///< CircuitOptions::memoryLimit, or /proc/meminfo MemAvailable when estimated
     bool fits = true;             ///< peakBytes <= availableBytes
     /// "about 1.2 GB of memory (0.8 GB of rows), about 40 s, for 64 tokens and ~60k active features".
