@@ -1058,7 +1058,8 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
                                                 "(config.json + params.safetensors), sparsify (cfg.json + sae.safetensors), Llama Scope "
                                                 "(hyperparams.json + checkpoints/final.safetensors), a circuit-tracer transcoder set "
                                                 "(config.yaml: every layer, or one layer's layer_<i>.safetensors) or cross-layer "
-                                                "transcoder (config.yaml + W_enc_<i>/W_dec_<i>.safetensors).", "DIR");
+                                                "transcoder (config.yaml + W_enc_<i>/W_dec_<i>.safetensors; with --dataset, one layer's "
+                                                "W_enc_<i>.safetensors, its dashboard made beside it).", "DIR");
     QCommandLineOption prompt("prompt", "A prompt (repeatable: each is traced in one batch).", "TEXT");
     QCommandLineOption topK("top-k", "Features listed per position: the K largest active ones (default 10).", "K", "10");
     QCommandLineOption out("out", "Write every prompt's features, reconstruction and error (float32 [seq, d_sae] / [seq, d_out]) to this "

@@ -455,29 +455,27 @@ void MainWindow::createCentral() {
         // its decoder rows to every layer it writes)
         const ModelPtr model = snapshot_ ? snapshot_->model : nullptr;
         circuitTranscoders_ = std::shared_ptr<const CircuitTranscoders>(computed, &computed->transcoders);
-        // and its top contexts where a dashboard sits beside the layer's transcoder (looked for once per layer; a
-        // cross-layer transcoder has no dashboard format)
+        // and its top contexts where a dashboard sits beside the layer's transcoder (looked for once per layer; for a
+        // cross-layer transcoder, beside the layer's encoder file: W_enc_L.dashboard.safetensors)
         auto dashboards = std::make_shared<std::map<int, std::pair<std::shared_ptr<const Dashboard>, QString>>>();
         circuit_->setFeatureDetails([model, transcoders = circuitTranscoders_, dashboards](const GraphNode& n) -> QString {
             if (!model || n.layer < 0 || n.layer >= transcoders->numLayers()) return {};
             const bool perLayer = !transcoders->perLayer.empty();
-            QString examples;
-            if (perLayer) {
-                auto found = dashboards->find(n.layer);
-                if (found == dashboards->end()) {
-                    std::pair<std::shared_ptr<const Dashboard>, QString> entry;
-                    try {
-                        entry.first = findDashboard(*transcoders->perLayer[static_cast<size_t>(n.layer)]);
-                    } catch (const std::exception& e) {
-                        entry.second = QString::fromStdString(e.what());
-                    }
-                    found = dashboards->emplace(n.layer, std::move(entry)).first;
+            auto found = dashboards->find(n.layer);
+            if (found == dashboards->end()) {
+                std::pair<std::shared_ptr<const Dashboard>, QString> entry;
+                try {
+                    entry.first = findDashboard(perLayer ? *transcoders->perLayer[static_cast<size_t>(n.layer)]
+                                                         : *transcoders->crossLayer->layerEncoder(n.layer));
+                } catch (const std::exception& e) {
+                    entry.second = QString::fromStdString(e.what());
                 }
-                examples = found->second.first ? dashboardExamplesHtml(*model, *found->second.first, n.index, 5)
-                           : found->second.second.isEmpty()
-                               ? QString()
-                               : QObject::tr("<p style='color:gray'>No dashboard: %1</p>").arg(found->second.second.toHtmlEscaped());
+                found = dashboards->emplace(n.layer, std::move(entry)).first;
             }
+            const QString examples = found->second.first ? dashboardExamplesHtml(*model, *found->second.first, n.index, 5)
+                                     : found->second.second.isEmpty()
+                                         ? QString()
+                                         : QObject::tr("<p style='color:gray'>No dashboard: %1</p>").arg(found->second.second.toHtmlEscaped());
             try {
                 const FeatureLogitEffects e =
                     perLayer ? featureLogitEffects(*model, *transcoders->perLayer[static_cast<size_t>(n.layer)], n.index, 5)

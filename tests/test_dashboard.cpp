@@ -3,7 +3,9 @@
 // again here, traced alone and run through runDictionary, then the top activations, their contexts, the histogram, the
 // density and the maximum counted position by position. An interrupted run resumed gives the one run's file; bad
 // datasets and a resume against another dataset are refused with messages that say so.
+#include "core/analysis/featureeffects.h"
 #include "core/io/dictionary.h"
+#include "core/io/transcoderset.h"
 #include "core/io/safetensors.h"
 #include "core/model/error.h"
 #include "core/model/model.h"
@@ -271,6 +273,77 @@ private slots:
         o.dataset = tmp.filePath("data.txt").toStdString();
         o.out = demoDir() + "/model.safetensors";
         QVERIFY_THROWS_EXCEPTION(Error, makeDashboard(*model, attached, o));
+    }
+
+    // A cross-layer transcoder's layer: its W_enc_<i>.safetensors read alone is that layer's encoder (encoderOnly), and
+    // `nnscope features --dataset` makes its dashboard beside it; the counts and maxima equal the layer's features of
+    // the whole transcoder (runCrossLayerTranscoder) on each document, and findDashboard finds it from the transcoder.
+    // What would need its (missing) decoder is refused with the reason.
+    void crossLayerEncoder() {
+        QTemporaryDir tmp;
+        const QString clt = tmp.filePath("clt");
+        QVERIFY(QDir().mkpath(clt));
+        const QString fixture = QString::fromStdString(test::fixturesDir() + "/dictionaries/circuittracer-clt-llama");
+        for (const QFileInfo& f : QDir(fixture).entryInfoList(QDir::Files)) QVERIFY(QFile::copy(f.filePath(), clt + "/" + f.fileName()));
+        const std::string encoderFile = (clt + "/W_enc_1.safetensors").toStdString();
+        auto model = Model::load(test::fixture("tiny-llama"), test::float32());
+        const auto transcoder = loadCrossLayerTranscoder(clt.toStdString());
+        const auto encoder = loadDictionary(encoderFile);
+        QVERIFY(encoder->encoderOnly);
+        QCOMPARE(encoder->site, transcoder->site(1));
+        QCOMPARE(encoder->dSae, transcoder->dTranscoder);
+        QCOMPARE(encoder->weightFiles, std::vector<std::string>{encoderFile});
+        QCOMPARE(defaultDashboardPath(encoder->dir), (clt + "/W_enc_1.dashboard.safetensors").toStdString());
+        const torch::Tensor x = torch::randn({5, transcoder->dModel});
+        QVERIFY(torch::equal(encoder->encode(x), transcoder->encode(x, 1)));
+        auto says = [](const std::function<void()>& f, const char* what) {
+            try {
+                f();
+            } catch (const Error& e) {
+                QVERIFY2(std::string(e.what()).find(what) != std::string::npos, e.what());
+                return;
+            }
+            QFAIL(qPrintable(QString("not refused; expected: ") + what));
+        };
+        says([&] { encoder->decode(encoder->encode(x), x); }, "run the transcoder whole");
+        says([&] { featureLogitEffects(*model, *encoder, 0, 5); }, "no decoder of its own");
+        says([&] { loadDictionaries(encoderFile); }, "run it whole from its folder");
+        says([&] { transcoder->layerEncoder(2); }, "no layer 2");
+        QVERIFY(!findDashboard(*transcoder->layerEncoder(1)));
+
+        const QString data = tmp.filePath("data.txt"), out = QString::fromStdString(defaultDashboardPath(encoder->dir));
+        const std::vector<std::string> lines{"the cat sat on the mat", "a dog ran to the park and the dog sat down", "the end"};
+        writeLines(data.toStdString(), lines);
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"features", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--dtype", "float32",
+                                 "--dictionary", QString::fromStdString(encoderFile), "--dataset", data, "--out", out, "--json"});
+        QVERIFY(p.waitForFinished(120000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        QCOMPARE(nlohmann::json::parse(p.readAllStandardOutput().toStdString())["complete"].get<bool>(), true);
+        const std::shared_ptr<const Dashboard> d = findDashboard(*transcoder->layerEncoder(1));
+        QVERIFY(d);
+        QCOMPARE(d->metadata.at("site"), valuePath(model->family(), AttachedDictionary::attach(*model, encoder).site));
+
+        // the direct computation: the whole transcoder on each document (each fits one window), BOS left out
+        QVERIFY(model->tokenizer()->addsBos());
+        const AttachedCrossLayerTranscoder attached = AttachedCrossLayerTranscoder::attach(*model, transcoder);
+        const int64_t F = transcoder->dTranscoder;
+        torch::Tensor active = torch::zeros({F}, torch::kInt64), maximum = torch::zeros({F});
+        int64_t positions = 0;
+        for (const std::string& line : lines) {
+            TraceOptions t;
+            t.save = attached.neededValues();
+            const std::vector<int64_t> ids = model->tokenizer()->encode(line, true);
+            const TraceResult r = trace(*model, batchFromIds({ids}), t);
+            const torch::Tensor f = runCrossLayerTranscoder(*model, r, attached, 0)[1].features.narrow(0, 1, static_cast<int64_t>(ids.size()) - 1);
+            positions += f.size(0);
+            active += (f > 0).sum(0);
+            maximum = torch::maximum(maximum, f.clamp_min(0).amax(0));
+        }
+        QCOMPARE(d->positions, positions);
+        QVERIFY(active.sum().item<int64_t>() > 0);
+        QVERIFY(torch::equal(d->activeCount, active));
+        NNSCOPE_COMPARE_TENSORS(d->maxActivation, maximum, 1e-5, 1e-5);
     }
 
     // The command line: --dataset writes the dashboard and says what it did; the --prompt contract is unchanged.

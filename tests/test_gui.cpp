@@ -3844,7 +3844,8 @@ void TestGui::featuresExportedAndReopened() {
 
 void TestGui::circuitCrossLayerCard() {
     // A cross-layer transcoder's feature writes every layer from its own on: its card names the tokens the sum of its
-    // decoder rows promotes (featureLogitEffects' cross-layer form), on tiny-llama with circuit-tracer's CLT fixture.
+    // decoder rows promotes (featureLogitEffects' cross-layer form), on tiny-llama with circuit-tracer's CLT fixture, and
+    // its top contexts once its layer's encoder has a dashboard.
     auto w = openWindow(modelDir("tiny-llama"));
     QVERIFY(w);
     QVERIFY(runFromPanel(*w, {"the cat sat on the mat and the cat"}));
@@ -3870,6 +3871,36 @@ void TestGui::circuitCrossLayerCard() {
         const QString token = QString::fromStdString(w->model()->tokenizer()->tokenLabel(e.id));
         QVERIFY2(card.contains(QString("“%1” %2").arg(token).arg(e.logit, 0, 'f', 2)), qPrintable(card));
     }
+    QVERIFY2(!card.contains("Top contexts"), qPrintable(card));
+
+    // With a dashboard beside the layer's encoder (W_enc_L.dashboard.safetensors, made here from the traced prompt in a
+    // copy of the transcoder), the card shows the feature's top contexts: the first at least as strong as its
+    // activation on this prompt.
+    QTemporaryDir copy;
+    QVERIFY(copy.isValid());
+    for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files)) QVERIFY(QFile::copy(f.filePath(), copy.filePath(f.fileName())));
+    const GraphNode chosen = *feature;
+    const std::shared_ptr<const Dictionary> encoder = loadCrossLayerTranscoder(copy.path().toStdString())->layerEncoder(chosen.layer);
+    QFile text(copy.filePath("text.txt"));
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write((w->snapshot()->result.batch.prompts[0] + "\n").c_str());
+    text.close();
+    DashboardOptions dashOptions;
+    dashOptions.dataset = text.fileName().toStdString();
+    dashOptions.out = defaultDashboardPath(encoder->dir);
+    QCOMPARE(QFileInfo(QString::fromStdString(dashOptions.out)).fileName(), QString("W_enc_%1.dashboard.safetensors").arg(chosen.layer));
+    QVERIFY(makeDashboard(*w->model(), AttachedDictionary::attach(*w->model(), encoder), dashOptions).complete);
+    const std::shared_ptr<const Dashboard> dash = findDashboard(*encoder);
+    QVERIFY(dash && dash->filledSlots(chosen.index) >= 1);
+    QVERIFY(dash->topActivation[chosen.index][0].item<double>() >= chosen.activation - 1e-3);
+    QSignalSpy again(w->circuitJob(), &JobWatcher::ended);
+    QVERIFY2(w->computeCircuit(copy.path()).isEmpty(), qPrintable(cv->computeMessage()->text()));
+    QVERIFY(again.wait(120000));
+    cv->setThresholds(1.0, 1.0);
+    cv->selectNode(chosen.nodeId());
+    const QString withExamples = cv->card()->toPlainText();
+    QVERIFY2(withExamples.contains("Top contexts"), qPrintable(withExamples));
+    QVERIFY2(withExamples.contains(QString::number(dash->topActivation[chosen.index][0].item<double>(), 'f', 2) + " · "), qPrintable(withExamples));
 }
 
 void TestGui::circuitComputedInWindow() {

@@ -14,6 +14,9 @@ void checkFeature(const Dictionary& d, int64_t feature) {
     if (feature < 0 || feature >= d.dSae)
         throw Error("feature " + std::to_string(feature) + " does not exist: the dictionary " + d.dir + " has " +
                     std::to_string(d.dSae) + " features (0 to " + std::to_string(d.dSae - 1) + ").");
+    if (d.encoderOnly)
+        throw Error(d.describe() + ": no decoder of its own (a cross-layer transcoder's layer writes every later layer): read the "
+                    "transcoder whole for its features' effects.");
 }
 
 /// The k largest and smallest logits of direction `dir` [hidden_size] written into the residual stream (float32).

@@ -326,6 +326,9 @@ torch::Tensor Dictionary::encode(const torch::Tensor& xIn) const {
 }
 
 torch::Tensor Dictionary::decode(const torch::Tensor& features, const torch::Tensor& xIn) const {
+    if (encoderOnly)
+        throw Error(describe() + ": the encoder of one layer of a cross-layer transcoder has no reconstruction of its own (layer l's "
+                    "sums the features of every layer up to l): run the transcoder whole, from its folder.");
     torch::Tensor x = xIn.to(torch::kFloat32);
     torch::Tensor f = features;
     if (activation == Activation::TopK && rescaleByDecoderNorm) f = f / wDec.norm(2, -1);
@@ -346,6 +349,9 @@ torch::Tensor Dictionary::decode(const torch::Tensor& features, const torch::Ten
 }
 
 std::string Dictionary::describe() const {
+    if (encoderOnly)
+        return format + " " + architecture + " cross-layer transcoder's layer encoder, " + std::to_string(dIn) + " → " + std::to_string(dSae) +
+               " features (" + dir + ")";
     return format + " " + architecture + (transcoder ? " transcoder, " : " SAE, ") + std::to_string(dIn) + " → " +
            std::to_string(dSae) + " features" + (transcoder ? " → " + std::to_string(dOut) : "") + " (" + dir + ")";
 }
@@ -353,8 +359,14 @@ std::string Dictionary::describe() const {
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
     const fs::path dir(dirIn);
     if (!fs::exists(dir)) throw Error(dirIn + ": no such folder.");
-    if (isFile(dir) && dir.extension() == ".safetensors" && isTranscoderSet(dir.parent_path().string()))
+    if (isFile(dir) && dir.extension() == ".safetensors" && isTranscoderSet(dir.parent_path().string())) {
+        static const std::regex encoderRe(R"(W_enc_(\d+)\.safetensors)");
+        std::smatch m;
+        const std::string name = dir.filename().string();
+        if (std::regex_match(name, m, encoderRe) && readTranscoderSetConfig(dir.parent_path().string()).modelKind == "cross_layer_transcoder")
+            return loadCrossLayerTranscoder(dir.parent_path().string())->layerEncoder(std::stoi(m[1].str()));  // a CLT layer's encoder
         return loadDictionaries(dirIn).front();  // one layer of a circuit-tracer set
+    }
     if (!fs::is_directory(dir)) throw Error(dirIn + ": a file; a dictionary is the folder that holds its config and weights.");
     if (isTranscoderSet(dirIn)) {
         const TranscoderSetConfig c = readTranscoderSetConfig(dirIn);

@@ -39,6 +39,10 @@ struct Dictionary {
     std::string architecture;  ///< as the file names it ("jumprelu", "jump_relu", "topk", ...)
     std::string trainedOn;     ///< the model the file says it was trained on (metadata.model_name), "" when it says none
     bool transcoder = false;
+    /// The encoder of one layer of a cross-layer transcoder (CrossLayerTranscoder::layerEncoder): its features are
+    /// exact, but it has no decoder of its own (layer l's reconstruction sums the features of every layer up to l), so
+    /// decode throws and wDec is undefined. What reads features only (feature dashboards) takes it.
+    bool encoderOnly = false;
     Activation activation = Activation::ReLU;
     int64_t dIn = 0, dSae = 0, dOut = 0;
     int64_t k = 0;  ///< TopK's k
@@ -75,7 +79,7 @@ struct Dictionary {
     /// The features of x [..., dIn] (float32): [..., dSae]. Throws nnscope::Error when the last axis is not dIn.
     torch::Tensor encode(const torch::Tensor& x) const;
     /// The reconstruction [..., dOut] from `features` [..., dSae], given the input `x` they were encoded from (the
-    /// run-time norms and a transcoder's skip connection need it).
+    /// run-time norms and a transcoder's skip connection need it). Throws nnscope::Error for an encoderOnly dictionary.
     torch::Tensor decode(const torch::Tensor& features, const torch::Tensor& x) const;
     /// One line for messages: "saelens jumprelu SAE, 64 → 96 features (dir)".
     std::string describe() const;
@@ -85,7 +89,8 @@ struct Dictionary {
 /// (SAELens), config.json + params.safetensors (Gemma Scope 2), cfg.json + sae.safetensors (sparsify),
 /// hyperparams.json + checkpoints/final.safetensors (Llama Scope), or one layer of a circuit-tracer transcoder set given
 /// as its layer_<i>.safetensors (core/io/transcoderset.h; a whole set's folder holds several dictionaries: read it with
-/// loadDictionaries). Every tensor is checked against the shape the config implies. Throws nnscope::Error naming the file
+/// loadDictionaries), or the encoder of one layer of a cross-layer transcoder given as its W_enc_<i>.safetensors
+/// (CrossLayerTranscoder::layerEncoder, encoderOnly: for a feature dashboard). Every tensor is checked against the shape the config implies. Throws nnscope::Error naming the file
 /// and the problem: no known format, a missing tensor or key, a wrong shape, an unknown architecture, a pickled weights
 /// file (with the one line that converts it), a circuit-tracer set's folder (with the reason).
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dir);

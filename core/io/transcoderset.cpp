@@ -142,6 +142,10 @@ std::vector<std::shared_ptr<const Dictionary>> loadDictionaries(const std::strin
     // One layer of a set: layer_<i>.safetensors (or a file the set's `transcoders` list names) beside config.yaml.
     if (fs::is_regular_file(p) && p.extension() == ".safetensors" && isTranscoderSet(p.parent_path().string())) {
         const TranscoderSetConfig c = readTranscoderSetConfig(p.parent_path().string());
+        if (c.modelKind == "cross_layer_transcoder")
+            throw Error(path + ": a file of a circuit-tracer cross-layer transcoder, whose layers' reconstructions sum the features "
+                        "of every earlier layer: run it whole from its folder (" + p.parent_path().string() + "); a W_enc_<i> file is "
+                        "read alone only to make that layer's feature dashboard (nnscope features --dataset).");
         std::smatch m;
         const std::string name = p.filename().string();
         static const std::regex layerRe(R"(layer_(\d+)\.safetensors)");
@@ -204,6 +208,34 @@ std::string CrossLayerTranscoder::siteOut(int layer) const { return "blocks." + 
 std::string CrossLayerTranscoder::describe() const {
     return std::string("circuit-tracer ") + (jumpReLU ? "jump_relu" : "relu") + " cross-layer transcoder, " + std::to_string(numLayers) +
            " layers, " + std::to_string(dModel) + " → " + std::to_string(dTranscoder) + " features per layer (" + dir + ")";
+}
+
+std::shared_ptr<const Dictionary> CrossLayerTranscoder::layerEncoder(int layer) const {
+    if (layer < 0 || layer >= numLayers)
+        throw Error(describe() + ": no layer " + std::to_string(layer) + " (it has " + std::to_string(numLayers) + ").");
+    const Layer& L = layers[static_cast<size_t>(layer)];
+    const size_t file = 2 * static_cast<size_t>(layer);  // W_enc_<layer>, then W_dec_<layer> (loadCrossLayerTranscoder)
+    auto d = std::make_shared<Dictionary>();
+    d->dir = weightFiles.at(file);
+    d->format = "circuit-tracer";
+    d->architecture = jumpReLU ? "jump_relu" : "relu";
+    d->trainedOn = config.modelName;
+    d->transcoder = true;
+    d->encoderOnly = true;
+    d->activation = jumpReLU ? Dictionary::Activation::JumpReLUSigned : Dictionary::Activation::ReLU;
+    d->dIn = d->dOut = dModel;
+    d->dSae = dTranscoder;
+    d->site = site(layer);
+    d->siteOut = siteOut(layer);
+    d->wEnc = L.wEnc;
+    d->bEnc = L.bEnc;
+    d->bDec = L.bDec;
+    d->threshold = L.threshold;
+    d->weightFiles = {weightFiles.at(file)};
+    d->files = {files.at(file)};
+    d->notes.push_back(d->dir + ": the encoder of layer " + std::to_string(layer) + " of a cross-layer transcoder; its features "
+                       "only (its layer's reconstruction sums every earlier layer's features: run the transcoder whole for it).");
+    return d;
 }
 
 std::shared_ptr<const CrossLayerTranscoder> loadCrossLayerTranscoder(const std::string& dirIn) {

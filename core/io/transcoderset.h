@@ -49,8 +49,9 @@ std::vector<std::shared_ptr<const Dictionary>> loadTranscoderSet(const std::stri
 
 /// Every dictionary at `path`: the layers of a per-layer transcoder set folder (loadTranscoderSet), the one layer of a
 /// set when `path` is its layer_<i>.safetensors (or a file its `transcoders` list names), else the one dictionary
-/// loadDictionary reads. Throws nnscope::Error as those do; a cross-layer transcoder folder is refused with the
-/// reason (its layers' reconstructions are not separate dictionaries: see CrossLayerTranscoder).
+/// loadDictionary reads. Throws nnscope::Error as those do; a cross-layer transcoder folder, or one of its layers'
+/// W_enc_<i>.safetensors, is refused with the reason (its layers' reconstructions are not separate dictionaries: see
+/// CrossLayerTranscoder; loadDictionary reads a W_enc file as an encoder for a dashboard).
 std::vector<std::shared_ptr<const Dictionary>> loadDictionaries(const std::string& path);
 
 /// A cross-layer transcoder (CLT; circuit_tracer/transcoder/cross_layer_transcoder.py): the features of source layer s
@@ -101,6 +102,13 @@ struct CrossLayerTranscoder {
     std::string siteOut(int layer) const;
     /// One line for messages: "circuit-tracer cross-layer transcoder, 2 layers, 64 → 48 features per layer (dir)".
     std::string describe() const;
+    /// Source layer `layer`'s encoder as a Dictionary, for what reads features only (a feature dashboard: makeDashboard,
+    /// findDashboard): encode(x) equals encode(x, layer), at site(layer); `dir` and `weightFiles` are the layer's
+    /// W_enc_<layer>.safetensors (the features depend on it alone, so its dashboard is W_enc_<layer>.dashboard.safetensors
+    /// beside it, checked against that file's sha256). It is Dictionary::encoderOnly: no decoder (wDec undefined) and
+    /// decode throws, since layer l's reconstruction sums the features of every layer up to l. Views of the same
+    /// mapped tensors. Throws nnscope::Error for a layer out of range.
+    std::shared_ptr<const Dictionary> layerEncoder(int layer) const;
 };
 
 /// Reads the cross-layer transcoder in `dir` (config.yaml with model_kind cross_layer_transcoder, W_enc_<i> and W_dec_<i>
