@@ -11,7 +11,7 @@ of threads; each figure is the best of its repetitions. Prints one Markdown tabl
 nnscope / transformers (below 1: nnscope is faster).
 
   /work/main/.venv-fixtures/bin/python bench/compare_transformers.py --bench build/bench/nnscope_bench \\
-      [--dir DIR] [--threads 2] [--repeats 2] [--lengths 1,128,512]
+      [--dir DIR] [--threads 2] [--repeats 2] [--lengths 1,128,512] [--dtypes float32,default]
 
 Without --dir, nnscope_bench's random ERNIE-4.5-0.3B-shaped checkpoint is used (written first if missing).
 Python is used here, as for the fixtures; never at run time or in CI.
@@ -44,7 +44,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--lengths", default="1,128,512")
     ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--dtypes", default="float32,default",
+                    help="which comparisons: float32 (both tools in float32), default (each tool's default dtype)")
     args = ap.parse_args()
+    labels = [d for d in args.dtypes.split(",") if d]
+    if not labels or any(d not in ("float32", "default") for d in labels):
+        ap.error("--dtypes takes float32 and/or default, comma-separated")
     lengths = [int(x) for x in args.lengths.split(",")]
 
     import torch
@@ -63,6 +68,8 @@ def main():
     info = {}
     for rep in range(args.repeats):
         for label, nn_dtype, hf_dtype in (("float32", "float32", torch.float32), ("default", "auto", None)):
+            if label not in labels:
+                continue
             # nnscope: one process loads, traces every length both ways and generates
             r = nnscope_run(args.bench, args.dir, nn_dtype, lengths, args.threads, args.new_tokens)
             info[("nnscope", label)] = r["runs"][0]["compute_dtype"]
@@ -104,7 +111,7 @@ def main():
     whats = ["load"] + [f"{n} {s}" for n in lengths for s in ("nothing", "every value")]
     if args.new_tokens > 0:
         whats.append("generate")
-    for label in ("float32", "default"):
+    for label in labels:
         dt = f"{label}: {info[('nnscope', label)]} / {info[('transformers', label)]}"
         for w in whats:
             a, b = best[("nnscope", label, w)], best[("transformers", label, w)]
