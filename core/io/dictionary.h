@@ -90,9 +90,10 @@ struct Dictionary {
 /// hyperparams.json + checkpoints/final.safetensors (Llama Scope), or one layer of a circuit-tracer transcoder set given
 /// as its layer_<i>.safetensors (core/io/transcoderset.h; a whole set's folder holds several dictionaries: read it with
 /// loadDictionaries), or the encoder of one layer of a cross-layer transcoder given as its W_enc_<i>.safetensors
-/// (CrossLayerTranscoder::layerEncoder, encoderOnly: for a feature dashboard). Every tensor is checked against the shape the config implies. Throws nnscope::Error naming the file
-/// and the problem: no known format, a missing tensor or key, a wrong shape, an unknown architecture, a pickled weights
-/// file (with the one line that converts it), a circuit-tracer set's folder (with the reason).
+/// (CrossLayerTranscoder::layerEncoder, encoderOnly: for a feature dashboard). Every tensor is checked against the
+/// shape the config implies. Throws nnscope::Error naming the file and the problem: no known format, a missing tensor
+/// or key, a wrong shape, an unknown architecture, a pickled weights file (with the one line that converts it), a
+/// circuit-tracer set's folder (with the reason).
 std::shared_ptr<const Dictionary> loadDictionary(const std::string& dir);
 
 }  // namespace nnscope
