@@ -115,6 +115,7 @@
 #include <QCryptographicHash>
 #include <QtTest>
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -321,6 +322,41 @@ TraceResult engineEdited(const Model& model, const QStringList& prompts, const Q
 
 double maxDiff(const torch::Tensor& a, const torch::Tensor& b) {
     return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+/// The Circuit view's card with a feature dashboard: the transcoders in `transcodersDir` are copied into a temporary
+/// folder, `dictionaryIn(copy)` gives the dictionary of `chosen`'s layer there, a dashboard of it is made from the
+/// window's traced prompt (named `dashboardName`, beside its weights), and the graph computed again from the copy
+/// shows, at thresholds `nodes` / `edges`, the feature's top contexts in its card: the first at least as strong as the
+/// feature's activation on this prompt. Fails the running test where it does not.
+void checkCardShowsDashboard(MainWindow& w, const QString& transcodersDir, const GraphNode& chosen,
+                             const std::function<std::shared_ptr<const Dictionary>(const std::string&)>& dictionaryIn,
+                             const QString& dashboardName, double nodes, double edges) {
+    CircuitView* cv = w.circuitView();
+    QTemporaryDir copy;
+    QVERIFY(copy.isValid());
+    for (const QFileInfo& f : QDir(transcodersDir).entryInfoList(QDir::Files)) QVERIFY(QFile::copy(f.filePath(), copy.filePath(f.fileName())));
+    const std::shared_ptr<const Dictionary> dictionary = dictionaryIn(copy.path().toStdString());
+    QFile text(copy.filePath("text.txt"));
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write((w.snapshot()->result.batch.prompts[0] + "\n").c_str());
+    text.close();
+    DashboardOptions dashOptions;
+    dashOptions.dataset = text.fileName().toStdString();
+    dashOptions.out = defaultDashboardPath(dictionary->dir);
+    QCOMPARE(QFileInfo(QString::fromStdString(dashOptions.out)).fileName(), dashboardName);
+    QVERIFY(makeDashboard(*w.model(), AttachedDictionary::attach(*w.model(), dictionary), dashOptions).complete);
+    const std::shared_ptr<const Dashboard> dash = findDashboard(*dictionary);
+    QVERIFY(dash && dash->filledSlots(chosen.index) >= 1);
+    QVERIFY(dash->topActivation[chosen.index][0].item<double>() >= chosen.activation - 1e-3);
+    QSignalSpy again(w.circuitJob(), &JobWatcher::ended);
+    QVERIFY2(w.computeCircuit(copy.path()).isEmpty(), qPrintable(cv->computeMessage()->text()));
+    QVERIFY(again.wait(120000));
+    cv->setThresholds(nodes, edges);
+    cv->selectNode(chosen.nodeId());
+    const QString withExamples = cv->card()->toPlainText();
+    QVERIFY2(withExamples.contains("Top contexts"), qPrintable(withExamples));
+    QVERIFY2(withExamples.contains(QString::number(dash->topActivation[chosen.index][0].item<double>(), 'f', 2) + " · "), qPrintable(withExamples));
 }
 
 }  // namespace
@@ -3874,33 +3910,11 @@ void TestGui::circuitCrossLayerCard() {
     QVERIFY2(!card.contains("Top contexts"), qPrintable(card));
 
     // With a dashboard beside the layer's encoder (W_enc_L.dashboard.safetensors, made here from the traced prompt in a
-    // copy of the transcoder), the card shows the feature's top contexts: the first at least as strong as its
-    // activation on this prompt.
-    QTemporaryDir copy;
-    QVERIFY(copy.isValid());
-    for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files)) QVERIFY(QFile::copy(f.filePath(), copy.filePath(f.fileName())));
+    // copy of the transcoder), the card shows the feature's top contexts.
     const GraphNode chosen = *feature;
-    const std::shared_ptr<const Dictionary> encoder = loadCrossLayerTranscoder(copy.path().toStdString())->layerEncoder(chosen.layer);
-    QFile text(copy.filePath("text.txt"));
-    QVERIFY(text.open(QIODevice::WriteOnly));
-    text.write((w->snapshot()->result.batch.prompts[0] + "\n").c_str());
-    text.close();
-    DashboardOptions dashOptions;
-    dashOptions.dataset = text.fileName().toStdString();
-    dashOptions.out = defaultDashboardPath(encoder->dir);
-    QCOMPARE(QFileInfo(QString::fromStdString(dashOptions.out)).fileName(), QString("W_enc_%1.dashboard.safetensors").arg(chosen.layer));
-    QVERIFY(makeDashboard(*w->model(), AttachedDictionary::attach(*w->model(), encoder), dashOptions).complete);
-    const std::shared_ptr<const Dashboard> dash = findDashboard(*encoder);
-    QVERIFY(dash && dash->filledSlots(chosen.index) >= 1);
-    QVERIFY(dash->topActivation[chosen.index][0].item<double>() >= chosen.activation - 1e-3);
-    QSignalSpy again(w->circuitJob(), &JobWatcher::ended);
-    QVERIFY2(w->computeCircuit(copy.path()).isEmpty(), qPrintable(cv->computeMessage()->text()));
-    QVERIFY(again.wait(120000));
-    cv->setThresholds(1.0, 1.0);
-    cv->selectNode(chosen.nodeId());
-    const QString withExamples = cv->card()->toPlainText();
-    QVERIFY2(withExamples.contains("Top contexts"), qPrintable(withExamples));
-    QVERIFY2(withExamples.contains(QString::number(dash->topActivation[chosen.index][0].item<double>(), 'f', 2) + " · "), qPrintable(withExamples));
+    checkCardShowsDashboard(
+        *w, dir, chosen, [&](const std::string& copy) { return loadCrossLayerTranscoder(copy)->layerEncoder(chosen.layer); },
+        QString("W_enc_%1.dashboard.safetensors").arg(chosen.layer), 1.0, 1.0);
 }
 
 void TestGui::circuitComputedInWindow() {
@@ -3986,35 +4000,12 @@ void TestGui::circuitComputedInWindow() {
     w.interventionPanel()->clear();
 
     // With a dashboard beside the layer's transcoder (layer_L.dashboard.safetensors, made here from the traced prompt's
-    // text in a copy of the set), the card shows the feature's top contexts: the dashboard's first one, at least as
-    // strong as the feature's activation on this prompt.
-    QTemporaryDir copy;
-    QVERIFY(copy.isValid());
-    for (const QFileInfo& f : QDir(cv->transcodersDir()).entryInfoList(QDir::Files))
-        QVERIFY(QFile::copy(f.filePath(), copy.filePath(f.fileName())));
+    // text in a copy of the set), the card shows the feature's top contexts.
     const GraphNode chosen = *feature;
-    const auto copied = loadTranscoderSet(copy.path().toStdString());
-    const std::shared_ptr<const Dictionary> layer = copied.at(static_cast<size_t>(chosen.layer));
-    QFile text(copy.filePath("text.txt"));
-    QVERIFY(text.open(QIODevice::WriteOnly));
-    text.write((w.snapshot()->result.batch.prompts[0] + "\n").c_str());
-    text.close();
-    DashboardOptions dashOptions;
-    dashOptions.dataset = text.fileName().toStdString();
-    dashOptions.out = defaultDashboardPath(layer->dir);
-    QCOMPARE(QFileInfo(QString::fromStdString(dashOptions.out)).fileName(), QString("layer_%1.dashboard.safetensors").arg(chosen.layer));
-    QVERIFY(makeDashboard(*w.model(), AttachedDictionary::attach(*w.model(), layer), dashOptions).complete);
-    const std::shared_ptr<const Dashboard> dash = findDashboard(*layer);
-    QVERIFY(dash && dash->filledSlots(chosen.index) >= 1);
-    QVERIFY(dash->topActivation[chosen.index][0].item<double>() >= chosen.activation - 1e-3);
-    QSignalSpy again(w.circuitJob(), &JobWatcher::ended);
-    QVERIFY2(w.computeCircuit(copy.path()).isEmpty(), qPrintable(cv->computeMessage()->text()));
-    QVERIFY(again.wait(120000));
-    cv->setThresholds(0.95, 0.98);
-    cv->selectNode(chosen.nodeId());
-    const QString withExamples = cv->card()->toPlainText();
-    QVERIFY2(withExamples.contains("Top contexts"), qPrintable(withExamples));
-    QVERIFY2(withExamples.contains(QString::number(dash->topActivation[chosen.index][0].item<double>(), 'f', 2) + " · "), qPrintable(withExamples));
+    checkCardShowsDashboard(
+        w, cv->transcodersDir(), chosen,
+        [&](const std::string& copy) { return loadTranscoderSet(copy).at(static_cast<size_t>(chosen.layer)); },
+        QString("layer_%1.dashboard.safetensors").arg(chosen.layer), 0.95, 0.98);
 }
 
 void TestGui::circuitView() {
