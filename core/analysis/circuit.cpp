@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +26,7 @@
 #include <numeric>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace torch::indexing;

@@ -296,16 +296,17 @@ void PatchingView::refresh() {
     // choice: 16 blocks x 4 positions at the end of a 313-token prompt is a 16 x 4 grid, not a sliver at the edge of
     // 313 blank columns. From the exact grid (NaN where not run); everything when nothing was run.
     std::vector<int> shownBlocks, shownColumns;
+    const size_t positions = r.grid.empty() ? 0 : r.grid[0].size();
     {
-        const int layers = H > 0 ? static_cast<int>(r.grid.size()) / H : static_cast<int>(r.grid.size());
-        const int len = H > 0 ? H : (layers ? static_cast<int>(r.grid[0].size()) : 0);
-        const size_t positions = r.grid.empty() ? 0 : r.grid[0].size();
-        std::vector<char> columnRun(static_cast<size_t>(len), H > 0);
+        const int rowsPerBlock = std::max(H, 1);  // a grid row per head, or one per block
+        const int layers = static_cast<int>(r.grid.size()) / rowsPerBlock;
+        const int len = H > 0 ? H : static_cast<int>(positions);
+        std::vector<char> columnRun(static_cast<size_t>(len), H > 0);  // every head's column; positions as run
         for (int i = 0; i < layers; ++i) {
             bool run = false;
-            for (int k = 0; k < std::max(H, 1); ++k)
+            for (int k = 0; k < rowsPerBlock; ++k)
                 for (size_t p = 0; p < positions; ++p)
-                    if (!std::isnan(r.grid[static_cast<size_t>(i * std::max(H, 1) + k)][p])) {
+                    if (!std::isnan(r.grid[static_cast<size_t>(i * rowsPerBlock + k)][p])) {
                         run = true;
                         if (H == 0) columnRun[p] = 1;
                     }
@@ -320,7 +321,7 @@ void PatchingView::refresh() {
             std::iota(shownColumns.begin(), shownColumns.end(), 0);
         }
     }
-    const bool subset = H == 0 && static_cast<size_t>(shownColumns.size()) < (r.grid.empty() ? 0 : r.grid[0].size());
+    const bool subset = H == 0 && shownColumns.size() < positions;
     // one blocks x positions (or blocks x heads) matrix of a grid; `what` names the grid in the tooltip
     auto matrixOf = [&](const std::vector<std::vector<double>>& grid, const QString& what) {
         const int rows = static_cast<int>(shownBlocks.size()), len = static_cast<int>(shownColumns.size());
