@@ -2705,6 +2705,11 @@ void MainWindow::updateCircuitCompute() {
                                                : tr("Open a model and run a trace to compute a graph of its prompt."));
         return;
     }
+    const QString why = circuitDtypeProblem();
+    if (!why.isEmpty()) {
+        circuit_->setComputeEnabled(false, why);
+        return;
+    }
     const QString modelDir = QString::fromStdString(snapshot_->model->dir());
     if (circuit_->property("modelDir").toString() != modelDir) {  // another model: its own transcoders, when it ships them
         circuit_->setProperty("modelDir", modelDir);
@@ -2712,6 +2717,15 @@ void MainWindow::updateCircuitCompute() {
         circuit_->setTranscodersDir(QFileInfo(beside).isDir() ? beside : QString());
     }
     circuit_->setComputeEnabled(true, {});
+}
+
+QString MainWindow::circuitDtypeProblem() const {
+    // computeAttributionGraph refuses another dtype (its message names the command line's --dtype); the window says
+    // where its own choice is.
+    if (!snapshot_ || !snapshot_->model || snapshot_->model->dtype() == torch::kFloat32) return {};
+    return tr("Attribution graphs are computed in float32, as circuit-tracer computes them, and this model computes in %1: "
+              "choose float32 in File ▸ Preferences ▸ Compute dtype, then File ▸ Reload Checkpoint.")
+        .arg(QString::fromStdString(dtypeName(snapshot_->model->dtype())));
 }
 
 QString MainWindow::steerCircuitFeatures(const std::vector<GraphNode>& features, double value, bool clamp, bool atOwnPosition) {
@@ -2750,6 +2764,7 @@ QString MainWindow::computeCircuit(const QString& dirIn) {
     if (circuitJob_->isActive()) return refuse(tr("A graph is being computed already."));
     if (!snapshot_ || !snapshot_->sourceFile.isEmpty() || !snapshot_->model || !snapshot_->model->hasWeights())
         return refuse(tr("Open a model and run a trace first: the graph explains the traced prompt's next token."));
+    if (const QString why = circuitDtypeProblem(); !why.isEmpty()) return refuse(why);
     if (dir.isEmpty()) return refuse(tr("Choose the transcoders' folder first."));
     const ModelPtr model = snapshot_->model;
     const int row = std::clamp(attention_->prompt(), 0, snapshot_->numPrompts() - 1);

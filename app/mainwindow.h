@@ -411,6 +411,10 @@ private:
     /// Whether the Circuit view can compute a graph now (a trace run in this window on a model with weights), and its
     /// default transcoders folder (<model>/transcoders where it exists).
     void updateCircuitCompute();
+    /// Why the open model cannot compute an attribution graph in the window ("" when it can): graphs are computed in
+    /// float32, and a model opened in bfloat16 (`--dtype auto` on a CPU with native bfloat16) is refused with where to
+    /// change the compute dtype.
+    QString circuitDtypeProblem() const;
     std::vector<ViewJob> viewJobs_;
     std::vector<AttachedDictionary> dictionaries_;  ///< attached to the open checkpoint, in attach order
     JobWatcher* panelJob_ = nullptr;  ///< the computation the trace panel's bar counts (nullptr: the trace's or none)

@@ -132,10 +132,12 @@ const QString kBinary = QStringLiteral(NNSCOPE_BINARY);
 
 QString modelDir(const QString& name) { return name.startsWith("tiny-") ? kFixtures + "/" + name : kShared + "/" + name; }
 
-/// A window that opens `dir` and waits for it (nullptr and a failure when it does not open).
-std::unique_ptr<MainWindow> openWindow(const QString& dir) {
+/// A window that opens `dir` (computing in `dtype`: auto, float32 or bfloat16; "" the saved option) and waits for it
+/// (nullptr and a failure when it does not open).
+std::unique_ptr<MainWindow> openWindow(const QString& dir, const QString& dtype = {}) {
     StartOptions options;
     options.openDefault = false;
+    options.dtype = dtype;
     auto w = std::make_unique<MainWindow>(options);
     // No trace runs by itself after an intervention is added (the window does it when the last trace took under a
     // second): the tests that edit the list run the trace themselves, when they mean to; staleInterventionsBar tests it.
@@ -398,6 +400,7 @@ private slots:
     void circuitViewMillionEdges();
     void circuitComputedInWindow();
     void circuitCrossLayerCard();
+    void circuitAsksForFloat32();
     void flowInWorker();
     void headsView();
     void attentionAtAnyLength_data();
@@ -3881,8 +3884,9 @@ void TestGui::featuresExportedAndReopened() {
 void TestGui::circuitCrossLayerCard() {
     // A cross-layer transcoder's feature writes every layer from its own on: its card names the tokens the sum of its
     // decoder rows promotes (featureLogitEffects' cross-layer form), on tiny-llama with circuit-tracer's CLT fixture, and
-    // its top contexts once its layer's encoder has a dashboard.
-    auto w = openWindow(modelDir("tiny-llama"));
+    // its top contexts once its layer's encoder has a dashboard. The fixture is stored in bfloat16: float32 asked for,
+    // as graphs are computed in it (`auto` would compute bfloat16 on a CPU with native bfloat16).
+    auto w = openWindow(modelDir("tiny-llama"), "float32");
     QVERIFY(w);
     QVERIFY(runFromPanel(*w, {"the cat sat on the mat and the cat"}));
     CircuitView* cv = w->circuitView();
@@ -3915,6 +3919,34 @@ void TestGui::circuitCrossLayerCard() {
     checkCardShowsDashboard(
         *w, dir, chosen, [&](const std::string& copy) { return loadCrossLayerTranscoder(copy)->layerEncoder(chosen.layer); },
         QString("W_enc_%1.dashboard.safetensors").arg(chosen.layer), 1.0, 1.0);
+    w.reset();
+    QSettings().remove("options/computeDtype");  // the window saved the float32 it was given: the next tests start at auto
+}
+
+void TestGui::circuitAsksForFloat32() {
+    // A model the window computes in bfloat16 (asked for here; `auto` on a CPU with native bfloat16) cannot compute a
+    // graph: the Compute button is off and says where the compute dtype is chosen, computeCircuit refuses with the same
+    // sentence and starts nothing; reopened in float32 the button is on.
+    auto w = openWindow(modelDir("tiny-llama"), "bfloat16");
+    QVERIFY(w);
+    QCOMPARE(w->model()->dtype(), torch::kBFloat16);
+    QVERIFY(runFromPanel(*w, {"the cat sat on the mat"}));
+    CircuitView* cv = w->circuitView();
+    QVERIFY(!cv->computeButton()->isEnabled());
+    const QString tip = cv->computeButton()->toolTip();
+    QVERIFY2(tip.contains("computes in bfloat16") && tip.contains("Preferences") && tip.contains("Compute dtype"), qPrintable(tip));
+    const QString refused = w->computeCircuit(kDictionaries + "/circuittracer-clt-llama");
+    QCOMPARE(refused, tip);
+    QCOMPARE(cv->computeMessage()->text(), tip);
+    QVERIFY(!w->circuitJob()->isActive());
+
+    auto f32 = openWindow(modelDir("tiny-llama"), "float32");
+    QVERIFY(f32);
+    QVERIFY(runFromPanel(*f32, {"the cat sat on the mat"}));
+    QVERIFY2(f32->circuitView()->computeButton()->isEnabled(), qPrintable(f32->circuitView()->computeButton()->toolTip()));
+    f32.reset();
+    w.reset();
+    QSettings().remove("options/computeDtype");  // each window saved the dtype it was given: the next tests start at auto
 }
 
 void TestGui::circuitComputedInWindow() {
