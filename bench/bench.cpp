@@ -53,6 +53,7 @@ const char* kUsage =
     "  --repeats R        timed runs per figure, the best is kept (default: 3)\n"
     "  --threads N        libtorch intra-op threads, 0 = every core (default: 0)\n"
     "  --generate N       greedy generation: a 32-token prompt then N new tokens; 0 skips it (default: 32)\n"
+    "  --saved WHAT       what each trace saves: nothing, every (every standard value) or both (default: both)\n"
     "  --bf16-dot KERNEL  one-token bfloat16 products: native (AVX512-BF16's VDPBF16PS, where the CPU has it) or\n"
     "                     widening (bfloat16 widened to float32, any x86-64), or libtorch (torch::linear: oneDNN,\n"
     "                     what they replace) (default: native where available)\n"
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
     int threads = 0, repeats = 3, generate = 32;
     bool json = false;
     std::vector<int64_t> lengths = {1, 128, 512};
+    std::vector<bool> saveds = {false, true};  // save nothing, save every standard value
     std::vector<std::optional<torch::ScalarType>> dtypes = {torch::kFloat32, torch::kBFloat16};
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -157,7 +159,7 @@ int main(int argc, char** argv) {
             continue;
         }
         if (a != "--dir" && a != "--dtypes" && a != "--lengths" && a != "--repeats" && a != "--threads" && a != "--generate" &&
-            a != "--bf16-dot")
+            a != "--bf16-dot" && a != "--saved")
             usageError("unknown option '" + a + "'");
         if (i + 1 >= argc) usageError(a + " needs a value");
         const std::string v = argv[++i];
@@ -178,6 +180,9 @@ int main(int argc, char** argv) {
             } catch (const Error& e) {
                 usageError(std::string("--bf16-dot: ") + e.what());
             }
+        } else if (a == "--saved") {
+            if (v != "nothing" && v != "every" && v != "both") usageError("--saved takes nothing, every or both, not '" + v + "'");
+            saveds = v == "nothing" ? std::vector<bool>{false} : v == "every" ? std::vector<bool>{true} : std::vector<bool>{false, true};
         } else if (a == "--generate") {
             generate = static_cast<int>(parseCount(a, v, 0));
         } else if (a == "--lengths") {
@@ -216,7 +221,10 @@ int main(int argc, char** argv) {
     out["openblas_core"] = openBlasCoreName();
     out["blas"] = blasSummary();
     out["bf16_dot"] = bf16DotKernelName(bf16DotKernel());
-    say("BLAS: %s\none-token bfloat16 products: %s\n", blasSummary().c_str(), bf16DotKernelName(bf16DotKernel()));
+    // A trace that asks for no attention pattern: torch::scaled_dot_product_attention on libtorch >= 2, else eager.
+    out["attention_without_patterns"] = scaledDotProductAttentionEnabled() ? "sdpa" : "eager";
+    say("BLAS: %s\none-token bfloat16 products: %s\nattention when no pattern is saved: %s\n", blasSummary().c_str(),
+        bf16DotKernelName(bf16DotKernel()), scaledDotProductAttentionEnabled() ? "scaled_dot_product_attention" : "eager");
     const double copy = memcpyRate();
     out["memcpy_gb_s"] = copy / 1e9;
     say("memory copy (memcpy, 1 GiB or more): %.1f GB/s copied (%.1f GB/s of reads and writes)\n", copy / 1e9, 2 * copy / 1e9);
@@ -237,7 +245,7 @@ int main(int argc, char** argv) {
             const std::string label = requested ? dtypeName(dt) : "auto (" + dtypeName(dt) + ")";
             for (int64_t s : lengths) {
                 const Batch b = batchFromIds({tokenIds(s, shape.vocab)});
-                for (bool saveAll : {false, true}) {
+                for (bool saveAll : saveds) {
                     TraceOptions o;
                     if (saveAll) o.save = allValueKeys(*model, false);
                     double best = 1e9, mb = 0;
