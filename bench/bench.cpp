@@ -222,9 +222,10 @@ int main(int argc, char** argv) {
     out["blas"] = blasSummary();
     out["bf16_dot"] = bf16DotKernelName(bf16DotKernel());
     // A trace that asks for no attention pattern: torch::scaled_dot_product_attention on libtorch >= 2, else eager.
-    out["attention_without_patterns"] = scaledDotProductAttentionEnabled() ? "sdpa" : "eager";
+    const bool sdpa = scaledDotProductAttentionEnabled();
+    out["attention_without_patterns"] = sdpa ? "sdpa" : "eager";
     say("BLAS: %s\none-token bfloat16 products: %s\nattention when no pattern is saved: %s\n", blasSummary().c_str(),
-        bf16DotKernelName(bf16DotKernel()), scaledDotProductAttentionEnabled() ? "scaled_dot_product_attention" : "eager");
+        bf16DotKernelName(bf16DotKernel()), sdpa ? "scaled_dot_product_attention" : "eager");
     const double copy = memcpyRate();
     out["memcpy_gb_s"] = copy / 1e9;
     say("memory copy (memcpy, 1 GiB or more): %.1f GB/s copied (%.1f GB/s of reads and writes)\n", copy / 1e9, 2 * copy / 1e9);

@@ -56,6 +56,8 @@ def main():
     if not labels or any(d not in ("float32", "default") for d in labels):
         ap.error("--dtypes takes float32 and/or default, comma-separated")
     lengths = [int(x) for x in args.lengths.split(",")]
+    # what each trace saves (transformers' arguments for it); through SDPA neither tool returns attention probabilities
+    extras = {"nothing": {}, "every value": {"output_hidden_states": True, "output_attentions": True}}
     saveds = ("nothing", "every value") if args.attention == "eager" else ("nothing",)
 
     import torch
@@ -78,7 +80,7 @@ def main():
                 continue
             # nnscope: one process loads, traces every length both ways and generates
             r = nnscope_run(args.bench, args.dir, nn_dtype, lengths, args.threads, args.new_tokens,
-                            "both" if args.attention == "eager" else "nothing")
+                            "both" if len(saveds) == 2 else "nothing")
             info[("nnscope", label)] = r["runs"][0]["compute_dtype"]
             info["nnscope attention"] = r["attention_without_patterns"]
             info["memcpy"] = r["memcpy_gb_s"]
@@ -98,11 +100,9 @@ def main():
             with torch.inference_mode():
                 for n in lengths:
                     ids = torch.tensor([token_ids(n, vocab)])
-                    for saved, extra in (("nothing", {}), ("every value", {"output_hidden_states": True, "output_attentions": True})):
-                        if saved not in saveds:
-                            continue
+                    for saved in saveds:
                         t0 = time.perf_counter()
-                        model(ids, use_cache=False, **extra)
+                        model(ids, use_cache=False, **extras[saved])
                         keep(("transformers", label, f"{n} {saved}"), time.perf_counter() - t0)
                 if args.new_tokens > 0:
                     ids = torch.tensor([token_ids(32, vocab)])

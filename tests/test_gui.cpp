@@ -368,6 +368,7 @@ class TestGui : public QObject {
 
 private slots:
     void initTestCase();
+    void cleanup();
     void traceMatchesEngine_data();
     void traceMatchesEngine();
     void diagramHoverAndPin_data();
@@ -460,6 +461,12 @@ void TestGui::initTestCase() {
     QCoreApplication::setOrganizationName("nnscope-test");
     QCoreApplication::setApplicationName("test_gui");
     configureThreads(0);
+}
+
+void TestGui::cleanup() {
+    // A window saves the compute dtype it was started with (openWindow's `dtype`, as the command line's --dtype): the
+    // next test function starts at auto again.
+    QSettings().remove("options/computeDtype");
 }
 
 // ---- plots equal the engine's values ------------------------------------------------------------------------
@@ -3919,8 +3926,6 @@ void TestGui::circuitCrossLayerCard() {
     checkCardShowsDashboard(
         *w, dir, chosen, [&](const std::string& copy) { return loadCrossLayerTranscoder(copy)->layerEncoder(chosen.layer); },
         QString("W_enc_%1.dashboard.safetensors").arg(chosen.layer), 1.0, 1.0);
-    w.reset();
-    QSettings().remove("options/computeDtype");  // the window saved the float32 it was given: the next tests start at auto
 }
 
 void TestGui::circuitAsksForFloat32() {
@@ -3944,9 +3949,6 @@ void TestGui::circuitAsksForFloat32() {
     QVERIFY(f32);
     QVERIFY(runFromPanel(*f32, {"the cat sat on the mat"}));
     QVERIFY2(f32->circuitView()->computeButton()->isEnabled(), qPrintable(f32->circuitView()->computeButton()->toolTip()));
-    f32.reset();
-    w.reset();
-    QSettings().remove("options/computeDtype");  // each window saved the dtype it was given: the next tests start at auto
 }
 
 void TestGui::circuitComputedInWindow() {
