@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "cli.h"
 
+#include "core/model/allocator.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -1288,6 +1289,7 @@ int runCli(const QStringList& arguments) {
         if (openBlasCoreName()[0]) std::cout << "OpenBLAS core: " << openBlasCoreName() << std::endl;
         // a one-token pass's (every generation step's) bfloat16 products: core/model/gemv.h
         std::cout << "One-token bfloat16 products: " << bf16DotKernelName(bf16DotKernel()) << std::endl;
+        std::cout << "CPU tensors: " << cpuAllocatorSummary() << std::endl;  // core/model/allocator.h
         return 0;
     }
     const QString command = arguments[1];

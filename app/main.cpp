@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "core/io/tempfiles.h"
+#include "core/model/allocator.h"
 #include "core/io/tokenizer_backends.h"
 #include "core/run/openblas.h"
 
@@ -46,6 +47,7 @@ void warnArgumentsNotUtf8(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     nnscope::restartWithOpenBlasCoreType(argv);  // OpenBLAS's generic kernels on CPUs newer than it: restart with the right ones
+    nnscope::useHugePageCpuAllocator();  // before any thread: large tensors on 2 MiB pages (core/model/allocator.h)
     nnscope::installTempFileCleanupOnSignals();  // Ctrl-C or SIGTERM while --out is written leaves no partial file
     warnArgumentsNotUtf8(argc, argv);
     const bool cli = argc > 1 && nnscope::isCliCommand(QString::fromLocal8Bit(argv[1]));

@@ -6,6 +6,7 @@
 // the same run; greedy generation with the key/value cache. Run with --help for the options. Results:
 // docs/PERFORMANCE.md (bench/compare_transformers.py runs it beside transformers).
 #include "options.h"
+#include "core/model/allocator.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -142,6 +143,7 @@ std::vector<int64_t> tokenIds(int64_t n, int64_t vocab) {
 int main(int argc, char** argv) {
     bench::programName() = "nnscope_bench";
     restartWithOpenBlasCoreType(argv);  // as nnscope does: OpenBLAS's own kernels for this CPU, not its generic ones
+    useHugePageCpuAllocator();          // as nnscope does (NNSCOPE_HUGE_PAGES=0 keeps libtorch's allocator, to compare)
     std::string dir = (fs::temp_directory_path() / "nnscope-bench-ernie-0.3b").string();
     int threads = 0, repeats = 3, generate = 32;
     bool json = false;
@@ -221,11 +223,13 @@ int main(int argc, char** argv) {
     out["openblas_core"] = openBlasCoreName();
     out["blas"] = blasSummary();
     out["bf16_dot"] = bf16DotKernelName(bf16DotKernel());
+    out["cpu_allocator"] = cpuAllocatorSummary();
     // A trace that asks for no attention pattern: torch::scaled_dot_product_attention on libtorch >= 2, else eager.
     const bool sdpa = scaledDotProductAttentionEnabled();
     out["attention_without_patterns"] = sdpa ? "sdpa" : "eager";
-    say("BLAS: %s\none-token bfloat16 products: %s\nattention when no pattern is saved: %s\n", blasSummary().c_str(),
-        bf16DotKernelName(bf16DotKernel()), sdpa ? "scaled_dot_product_attention" : "eager");
+    say("BLAS: %s\none-token bfloat16 products: %s\nattention when no pattern is saved: %s\nCPU tensors: %s\n",
+        blasSummary().c_str(), bf16DotKernelName(bf16DotKernel()), sdpa ? "scaled_dot_product_attention" : "eager",
+        cpuAllocatorSummary().c_str());
     const double copy = memcpyRate();
     out["memcpy_gb_s"] = copy / 1e9;
     say("memory copy (memcpy, 1 GiB or more): %.1f GB/s copied (%.1f GB/s of reads and writes)\n", copy / 1e9, 2 * copy / 1e9);

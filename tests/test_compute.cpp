@@ -3,6 +3,7 @@
 // float32 elsewhere and said so, never a float32 copy that does not fit), and the single-row float32 linear that
 // one-token passes use (core/model/gemv.h) against libtorch's.
 #include "core/io/safetensors.h"
+#include "core/model/allocator.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -118,6 +119,55 @@ private slots:
         QVERIFY(p.waitForFinished(30000));
         const QString out = QString::fromUtf8(p.readAllStandardOutput());
         QVERIFY2(out.contains(QRegularExpression("BLAS: OpenBLAS .*USE_OPENMP.*\\(OpenMP: one thread pool with libtorch\\)")),
+                 qPrintable(out));
+    }
+
+    /// Large CPU tensors on transparent huge pages (core/model/allocator.h): Model::load installs the allocator; a tensor
+    /// of 2 MiB or more starts at a 2 MiB boundary and the kernel holds its whole 2 MiB pages madvised for huge pages
+    /// (the "hg" flag of its mapping in /proc/self/smaps), its tail and every smaller tensor not; small tensors keep
+    /// libtorch's 64-byte alignment; a tensor freed and made again reads back what is written. `nnscope --version`
+    /// names the allocator.
+    void largeTensorsOnHugePages() {
+        if (qEnvironmentVariable("NNSCOPE_HUGE_PAGES") == "0") QSKIP("NNSCOPE_HUGE_PAGES=0 keeps libtorch's allocator");
+        auto model = Model::load(test::fixture("tiny-llama"), LoadOptions().withTokenizer(false));
+        QVERIFY(hugePageCpuAllocatorInUse());
+        // Whether [from, to) lies in one mapping of /proc/self/smaps carrying the "hg" flag (madvise MADV_HUGEPAGE).
+        auto madvisedHuge = [](uintptr_t from, uintptr_t to) {
+            QFile smaps("/proc/self/smaps");
+            if (!smaps.open(QIODevice::ReadOnly)) return false;
+            const QStringList lines = QString::fromUtf8(smaps.readAll()).split('\n');
+            bool inside = false;
+            for (const QString& line : lines) {
+                const QRegularExpressionMatch m = QRegularExpression("^([0-9a-f]+)-([0-9a-f]+) ").match(line);
+                if (m.hasMatch()) {
+                    inside = m.captured(1).toULongLong(nullptr, 16) <= from && to <= m.captured(2).toULongLong(nullptr, 16);
+                } else if (inside && line.startsWith("VmFlags:")) {
+                    return line.split(' ', Qt::SkipEmptyParts).contains("hg");
+                }
+            }
+            return false;
+        };
+        const int64_t mib = int64_t(1) << 20;
+        const torch::Tensor big = torch::empty({5 * mib / 4}, torch::kFloat32);  // 5 MiB: two whole huge pages and a tail
+        const auto at = reinterpret_cast<uintptr_t>(big.data_ptr());
+        QCOMPARE(at % kHugePageBytes, uintptr_t(0));
+        const bool kernelHasThp = QFile::exists("/sys/kernel/mm/transparent_hugepage/enabled");
+        if (kernelHasThp) {
+            QVERIFY2(madvisedHuge(at, at + 4 * mib), "the tensor's whole 2 MiB pages are not madvised for huge pages");
+            QVERIFY2(!madvisedHuge(at + 4 * mib, at + 5 * mib), "the last partial page was madvised: it may take a whole 2 MiB");
+        }
+        const torch::Tensor small = torch::empty({1000}, torch::kFloat32);  // 4 kB: libtorch's alignment, no madvise
+        QCOMPARE(reinterpret_cast<uintptr_t>(small.data_ptr()) % 64, uintptr_t(0));
+        for (int round = 0; round < 3; ++round) {  // freed and made again: the memory holds what is written
+            torch::Tensor t = torch::arange(3 * mib, torch::kFloat32);
+            QCOMPARE(reinterpret_cast<uintptr_t>(t.data_ptr()) % kHugePageBytes, uintptr_t(0));
+            QCOMPARE(t.sum(torch::kFloat64).item<double>(), double(3 * mib) * double(3 * mib - 1) / 2);
+        }
+        QProcess version;
+        version.start(NNSCOPE_BINARY, {"--version"});
+        QVERIFY(version.waitForFinished(30000));
+        const QString out = QString::fromUtf8(version.readAllStandardOutput());
+        QVERIFY2(out.contains(QRegularExpression("CPU tensors: tensors of 2 MiB and more (on transparent huge pages|2 MiB-aligned)")),
                  qPrintable(out));
     }
 

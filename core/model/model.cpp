@@ -6,6 +6,7 @@
 // per-head q/k norms and the MLP kind. Each value goes through one `tap` at the line where it is computed.
 #include "core/model/model.h"
 
+#include "core/model/allocator.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
@@ -342,6 +343,7 @@ void Model::requireWeights() const {
 
 std::shared_ptr<Model> Model::build(ModelConfig config, const Family& family, const nlohmann::json& raw, const std::string& configFile,
                                     std::unique_ptr<WeightStore> store, const LoadOptions& options) {
+    useHugePageCpuAllocator();  // before the first weight is converted: large tensors on 2 MiB pages (core/model/allocator.h)
     if (options.dtype && *options.dtype != torch::kFloat32 && *options.dtype != torch::kBFloat16)
         throw Error("nnscope computes in float32 or bfloat16, not " + dtypeName(*options.dtype) + ".");
     requireDevice(options.device);  // before any weight is converted: "no CUDA device", "built on a libtorch without CUDA"

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Large CPU tensors on transparent huge pages.
+//
+// A forward pass makes its activations as new tensors (the pass never writes in place), and a saved value is a tensor
+// kept to the end of the pass. glibc's malloc hands back from its heap a block of up to 32 MiB once one as large was
+// freed, but a block it has to map (the first of a size, anything above 32 MiB, every block while saved values hold the
+// freed ones) is new memory, which Linux fills one 4 KiB page fault at a time. On the 2-core Xeon of
+// docs/PERFORMANCE.md a 512-token float32 pass of the ERNIE-4.5-0.3B-shaped benchmark took about 410 000 page faults
+// (1.6 GB of new pages) each time, saving nothing. With tensors of 2 MiB and more on 2 MiB pages that is a few thousand.
+// libtorch 1.13 has no switch for it (torch 2.x reads THP_MEM_ALLOC_ENABLE=1, off by default): nnscope installs its own
+// CPU allocator.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace nnscope {
+
+/// Makes libtorch's CPU allocator (c10::GetCPUAllocator(), what every CPU tensor is made with) put each allocation of
+/// 2 MiB or more at a 2 MiB boundary and ask the kernel for transparent huge pages there (madvise MADV_HUGEPAGE over its
+/// whole 2 MiB pages; the last partial page stays on 4 KiB pages, so no allocation takes more memory than before);
+/// smaller ones are 64-byte aligned as libtorch's own. Memory comes from and goes back to malloc/free (glibc keeps and
+/// reuses freed blocks as before). The values are the same bytes: only the pages under them change.
+///
+/// Called once per process (later calls do nothing) by Model::load and the other Model factories, and first thing in
+/// nnscope's main(). NNSCOPE_HUGE_PAGES=0 in the environment keeps libtorch's default allocator (benchmarks compare the
+/// two side by side). Where the kernel's transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled
+/// "never") the madvise does nothing and the pages stay 4 KiB. Tensors made before the call keep their own deleter.
+/// Throws nothing; a failed allocation raises libtorch's own out-of-memory error, as the default allocator does.
+void useHugePageCpuAllocator();
+
+/// Whether libtorch's CPU allocator is nnscope's huge-page one (useHugePageCpuAllocator ran and was not turned off).
+bool hugePageCpuAllocatorInUse();
+
+/// The smallest allocation the huge-page allocator aligns and madvises: 2 MiB (one x86-64 huge page), in bytes.
+constexpr std::size_t kHugePageBytes = std::size_t(2) << 20;
+
+/// One line for `nnscope --version` and the benchmarks: "tensors of 2 MiB and more on transparent huge pages (kernel:
+/// madvise)", or "libtorch's default (NNSCOPE_HUGE_PAGES=0)", or the kernel setting that keeps them off.
+std::string cpuAllocatorSummary();
+
+}  // namespace nnscope
