@@ -4,6 +4,7 @@
 
 #include <QStringList>
 
+class QCommandLineOption;
 class QCommandLineParser;
 
 namespace nnscope {
