@@ -7,6 +7,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -48,7 +49,7 @@ public:
 #endif
 };
 
-HugePageCpuAllocator* g_allocator = nullptr;
+std::atomic<HugePageCpuAllocator*> g_allocator{nullptr};
 
 bool turnedOff() {
     const char* v = std::getenv("NNSCOPE_HUGE_PAGES");
@@ -72,12 +73,16 @@ void useHugePageCpuAllocator() {
     static std::once_flag once;
     std::call_once(once, [] {
         if (turnedOff()) return;
-        g_allocator = new HugePageCpuAllocator();  // libtorch keeps the pointer for the life of the process
-        c10::SetCPUAllocator(g_allocator);
+        auto* allocator = new HugePageCpuAllocator();  // libtorch keeps the pointer for the life of the process
+        c10::SetCPUAllocator(allocator);
+        g_allocator = allocator;
     });
 }
 
-bool hugePageCpuAllocatorInUse() { return g_allocator && c10::GetCPUAllocator() == g_allocator; }
+bool hugePageCpuAllocatorInUse() {
+    HugePageCpuAllocator* allocator = g_allocator;
+    return allocator && c10::GetCPUAllocator() == allocator;
+}
 
 std::string cpuAllocatorSummary() {
     if (!hugePageCpuAllocatorInUse())
