@@ -751,13 +751,26 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     if (c.scaleByInverseLayer) scaling /= static_cast<double>(layer + 1);  // GPT-2's scale_attn_by_inverse_layer_idx
 #if TORCH_VERSION_MAJOR >= 2
     // sdpa_attention_forward, where nothing asks for this block's scores or probabilities: one fused kernel (flash or
-    // memory-efficient where it applies) that never forms the [query, key] matrices. The additive mask carries the
-    // causal, padding and sliding-window cut-offs; Gemma 2's soft cap (tanh of the scores) has no SDPA form, so it
+    // memory-efficient where it applies) that never forms the [query, key] matrices. is_causal, or the additive mask
+    // where padding or a sliding window cuts more (MaskForm); Gemma 2's soft cap (tanh of the scores) has no SDPA form, so it
     // keeps the eager path, and so do gpt-oss's sinks (a column the kernel has no place for). NNSCOPE_EAGER_ATTENTION=1
     // turns it off (benchmarks, bisecting a difference).
     if (!c.attnLogitSoftcap && !f.attentionSinks && !(taps && taps->needsAttentionPattern(layer)) && scaledDotProductAttentionEnabled() && !queryStates.is_meta()) {
-        auto attnOutput = at::scaled_dot_product_attention(queryStates, keyRep, valueRep, in.mask.to(queryStates.scalar_type()),
-                                                           /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/scaling)
+        // is_causal lets the kernel skip the scores above the diagonal, as transformers' sdpa path does when nothing is
+        // padded.
+        // torch 2.15's CPU kernels take those shortcuts at a price the explicit mask does not pay: a NaN in a query can
+        // come out as finite outputs (the causal kernel on short prompts), and a scale that rounds to 0 in float32 as
+        // NaNs; a block whose queries, keys or values are not all finite, or whose scale is not a normal float, goes
+        // with the mask, which carries a NaN weight through to the logits as the eager attention does (test_fuzz).
+        MaskForm form = in.form;
+        if (form != MaskForm::Explicit &&
+            (!std::isnormal(static_cast<float>(scaling)) ||
+             !(torch::isfinite(queryStates).all() & torch::isfinite(keyStates).all() & torch::isfinite(valueStates).all()).item<bool>()))
+            form = MaskForm::Explicit;
+        c10::optional<torch::Tensor> mask;
+        if (form == MaskForm::Explicit) mask = in.mask.to(queryStates.scalar_type());
+        auto attnOutput = at::scaled_dot_product_attention(queryStates, keyRep, valueRep, mask, /*dropout_p=*/0.0,
+                                                           /*is_causal=*/form == MaskForm::Causal, /*scale=*/scaling)
                               .transpose(1, 2)
                               .contiguous();  // [b, s, h, d]
         tapValue(taps, Value::AttentionHeadOutputs, layer, attnOutput);
@@ -1053,6 +1066,7 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
     // Positions and the largest of them on the CPU, where the ids arrive; then everything moves to the model's device.
     const torch::Tensor positions = positionIds(attentionMask);
     const int64_t maxPosition = positions.max().item<int64_t>();
+    const bool paddingFree = (attentionMask != 0).all().item<bool>();
     inputIds = inputIds.to(device_);
     attentionMask = attentionMask.to(device_);
     tapValue(taps, Value::InputIds, -1, inputIds);
@@ -1064,9 +1078,17 @@ torch::Tensor Model::forward(const torch::Tensor& inputIdsIn, const torch::Tenso
 
     auto hiddenStates = embed(inputIds);
     tapValue(taps, Value::TokenEmbeddings, -1, hiddenStates);
-    torch::Tensor sliding;
-    if (config_.slidingWindow > 0) sliding = slidingCausalMask(attentionMask, dtype_, config_.slidingWindow);
-    return decode(hiddenStates, positions.to(device_), maxPosition, causalMask(attentionMask, dtype_), sliding, taps, nullptr);
+    // The masks' forms (MaskForm): without padding the full mask is the causal one, and so is the sliding one while the
+    // window covers the prompt (transformers' sdpa path then passes is_causal and no mask).
+    const int64_t s = inputIds.size(1);
+    BlockInputs full, sliding;
+    full.mask = causalMask(attentionMask, dtype_);
+    full.form = paddingFree ? (s == 1 ? MaskForm::Unmasked : MaskForm::Causal) : MaskForm::Explicit;
+    if (config_.slidingWindow > 0) {
+        sliding.mask = slidingCausalMask(attentionMask, dtype_, config_.slidingWindow);
+        sliding.form = config_.slidingWindow >= s ? full.form : MaskForm::Explicit;
+    }
+    return decode(hiddenStates, positions.to(device_), maxPosition, full, sliding, taps, nullptr);
 }
 
 torch::Tensor Model::embed(const torch::Tensor& inputIds) const {
@@ -1101,11 +1123,15 @@ torch::Tensor Model::forwardCached(const torch::Tensor& inputIdsIn, KvCache& cac
     auto keyIdx = torch::arange(total, index).index({None, Slice()});
     auto queryIdx = positions.index({0, Slice(), None});
     auto allowed = keyIdx <= queryIdx;  // [s, total]
-    auto mask = additiveMask(allowed, dtype_).index({None, None});  // [1, 1, s, total]
-    torch::Tensor sliding;
-    if (config_.slidingWindow > 0)
-        sliding = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
-    auto logits = decode(embed(inputIds.to(device_)), positions, total - 1, mask, sliding, nullptr, &cache, lastOnly);
+    BlockInputs full, sliding;
+    full.mask = additiveMask(allowed, dtype_).index({None, None});  // [1, 1, s, total]
+    // One query sees every key; a prompt without cached keys sees the causal mask; queries after cached keys: explicit.
+    full.form = s == 1 ? MaskForm::Unmasked : past == 0 ? MaskForm::Causal : MaskForm::Explicit;
+    if (config_.slidingWindow > 0) {
+        sliding.mask = additiveMask(allowed & (queryIdx - keyIdx < config_.slidingWindow), dtype_).index({None, None});
+        sliding.form = config_.slidingWindow >= total ? full.form : MaskForm::Explicit;
+    }
+    auto logits = decode(embed(inputIds.to(device_)), positions, total - 1, full, sliding, nullptr, &cache, lastOnly);
     cache.length = total;
     return logits;
 }
@@ -1126,11 +1152,10 @@ std::pair<torch::Tensor, torch::Tensor> Model::rotaryTables(const RopeTables& ro
     return {cos.unsqueeze(1), sin.unsqueeze(1)};
 }
 
-torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
-                            const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly) const {
+torch::Tensor Model::decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, BlockInputs full,
+                            BlockInputs sliding, Taps* taps, KvCache* cache, bool lastOnly) const {
     const Family& f = *family_;
     const BlockNorms& bn = f.blockNorms;
-    BlockInputs full{{}, {}, fullMask}, sliding{{}, {}, slidingMask};
     if (f.positions == PositionKind::Rotary) {
         std::tie(full.cos, full.sin) = rotaryTables(rope_, positions, maxPosition);
         std::tie(sliding.cos, sliding.sin) =

@@ -206,9 +206,18 @@ private:
     /// `store` and sets up the rotary tables.
     static std::shared_ptr<Model> build(ModelConfig config, const Family& family, const nlohmann::json& raw,
                                         const std::string& configFile, std::unique_ptr<WeightStore> store, const LoadOptions& options);
-    /// What the attention of one block needs besides its input: rotary cos/sin and the additive mask.
+    /// What an additive mask [b, 1, query, key] allows, where a fused kernel can do without it.
+    enum class MaskForm {
+        Explicit,  ///< anything else (left padding, a sliding window shorter than the keys, cached keys with several queries)
+        Causal,    ///< exactly the causal mask, as many queries as keys (no padding, no cut-off window)
+        Unmasked,  ///< every key for every query (one query after the cache, its window covering every key)
+    };
+    /// What the attention of one block needs besides its input: rotary cos/sin, the additive mask and its form. The eager
+    /// attention always adds `mask`; scaled_dot_product_attention (libtorch >= 2) takes is_causal or no mask where `form`
+    /// allows, as transformers' sdpa_attention_forward does (its causal skip: half the scores of a prompt not computed).
     struct BlockInputs {
         torch::Tensor cos, sin, mask;
+        MaskForm form = MaskForm::Explicit;
     };
     /// Throws nnscope::Error naming the first id outside [0, vocab_size).
     void checkTokenIds(const torch::Tensor& inputIds) const;
@@ -224,10 +233,11 @@ private:
     /// cos and sin [b, 1, s, rotary_dim] of `rope` at `positions` [b, s], in the dtype the family's rotary uses.
     /// `maxPosition` is the largest of them (read on the CPU before the pass: it picks longrope's factors).
     std::pair<torch::Tensor, torch::Tensor> rotaryTables(const RopeTables& rope, const torch::Tensor& positions, int64_t maxPosition) const;
-    /// The decoder from the embeddings to the logits (shared by forward and forwardCached). `fullMask`, `slidingMask`:
-    /// the additive masks of full and sliding-window layers (the latter undefined when no layer slides).
-    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, const torch::Tensor& fullMask,
-                         const torch::Tensor& slidingMask, Taps* taps, KvCache* cache, bool lastOnly = false) const;
+    /// The decoder from the embeddings to the logits (shared by forward and forwardCached). `full`, `sliding`: the additive
+    /// masks of full and sliding-window layers and their forms (the sliding mask undefined when no layer slides); decode
+    /// fills in their rotary tables.
+    torch::Tensor decode(torch::Tensor hiddenStates, const torch::Tensor& positions, int64_t maxPosition, BlockInputs full,
+                         BlockInputs sliding, Taps* taps, KvCache* cache, bool lastOnly = false) const;
     torch::Tensor mlp(int layer, const torch::Tensor& hidden, Taps* taps) const;
     /// A block's mixture of experts (Qwen3MoeSparseMoeBlock and its relatives), hidden [b, s, hidden_size] -> the same:
     /// the router's softmax and top-k, only the chosen experts computed (each on the tokens that chose it), their
