@@ -57,6 +57,14 @@ private:
     Bf16DotKernel previous_;
 };
 
+/// What `nnscope --version` prints on stdout ("" when it did not finish within 30 s).
+QString nnscopeVersion() {
+    QProcess p;
+    p.start(NNSCOPE_BINARY, {"--version"});
+    if (!p.waitForFinished(30000)) return QString();
+    return QString::fromUtf8(p.readAllStandardOutput());
+}
+
 /// linear(x, w, b) in float64, the reference both float32 paths round from.
 torch::Tensor exactLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     auto y = torch::matmul(x.to(torch::kFloat64), w.to(torch::kFloat64).t());
@@ -114,10 +122,7 @@ private slots:
         if (auto* parallel = reinterpret_cast<GetParallel>(dlsym(RTLD_DEFAULT, "openblas_get_parallel")))
             QCOMPARE(parallel(), 2);
         if (openBlas == 0) QSKIP("this build's BLAS is not OpenBLAS");
-        QProcess p;
-        p.start(NNSCOPE_BINARY, {"--version"});
-        QVERIFY(p.waitForFinished(30000));
-        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        const QString out = nnscopeVersion();
         QVERIFY2(out.contains(QRegularExpression("BLAS: OpenBLAS .*USE_OPENMP.*\\(OpenMP: one thread pool with libtorch\\)")),
                  qPrintable(out));
     }
@@ -163,10 +168,7 @@ private slots:
             QCOMPARE(reinterpret_cast<uintptr_t>(t.data_ptr()) % kHugePageBytes, uintptr_t(0));
             QCOMPARE(t.sum(torch::kFloat64).item<double>(), double(3 * mib) * double(3 * mib - 1) / 2);
         }
-        QProcess version;
-        version.start(NNSCOPE_BINARY, {"--version"});
-        QVERIFY(version.waitForFinished(30000));
-        const QString out = QString::fromUtf8(version.readAllStandardOutput());
+        const QString out = nnscopeVersion();
         QVERIFY2(out.contains(QRegularExpression("CPU tensors: tensors of 2 MiB and more (on transparent huge pages|2 MiB-aligned)")),
                  qPrintable(out));
     }
@@ -387,10 +389,7 @@ private slots:
         QCOMPARE(cpuHasAvx512Bf16Dot(), listed);
 #endif
         QCOMPARE(bf16DotKernel(), cpuHasAvx512Bf16Dot() ? Bf16DotKernel::Avx512Bf16 : Bf16DotKernel::Widening);
-        QProcess version;  // and `nnscope --version` names it
-        version.start(NNSCOPE_BINARY, {"--version"});
-        QVERIFY(version.waitForFinished(30000));
-        const QString out = QString::fromUtf8(version.readAllStandardOutput());
+        const QString out = nnscopeVersion();  // and `nnscope --version` names it
         QVERIFY2(out.contains(QString("One-token bfloat16 products: ") + bf16DotKernelName(bf16DotKernel())), qPrintable(out));
         if (!cpuHasAvx512Bf16Dot()) {
             try {
