@@ -3,8 +3,8 @@
 #include "cli.h"
 
 #include "core/io/tempfiles.h"
-#include "core/model/allocator.h"
 #include "core/io/tokenizer_backends.h"
+#include "core/model/allocator.h"
 #include "core/run/openblas.h"
 
 #include <QCoreApplication>
