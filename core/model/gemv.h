@@ -46,7 +46,8 @@ bool singleRowLinearApplies(const torch::Tensor& x, const torch::Tensor& w, cons
 /// one rounding to bfloat16 at the end, as oneDNN's bfloat16 products accumulate in float32; the two kernels
 /// (bf16DotKernel) differ only in the order of the float32 sums (and Avx512Bf16 reads subnormals, below 1.2e-38, as 0).
 /// The output rows are split over at::get_num_threads() threads; each is a dot product in vectors of eight float32
-/// lanes, four rows at a time with two accumulators each (Avx512Bf16: sixteen lanes, one row with four accumulators).
+/// lanes, four rows at a time with two accumulators each (Avx512Bf16: sixteen lanes, four rows at a time with one
+/// accumulator each, the last rows one at a time with four).
 /// Throws nnscope::Error, printing the shapes, when
 /// singleRowLinearApplies is false.
 torch::Tensor singleRowLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
