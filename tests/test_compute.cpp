@@ -169,8 +169,59 @@ private slots:
             QCOMPARE(t.sum(torch::kFloat64).item<double>(), double(3 * mib) * double(3 * mib - 1) / 2);
         }
         const QString out = nnscopeVersion();
-        QVERIFY2(out.contains(QRegularExpression("CPU tensors: tensors of 2 MiB and more (on transparent huge pages|2 MiB-aligned)")),
+        QVERIFY2(out.contains(QRegularExpression("CPU tensors: tensors of 2 MiB and more (on transparent huge pages|2 MiB-aligned).*freed ones kept for reuse")),
                  qPrintable(out));
+    }
+
+    /// A freed tensor of 2 MiB or more is kept and handed out again for the same size rounded up to 2 MiB; an allocation
+    /// of another size first frees kept blocks of at least its own size; a destroyed Model gives every kept block back.
+    void freedLargeBlocksKeptForReuse() {
+        // Sums over the memory itself: a libtorch reduction would make (and keep) blocks of its own.
+        auto sumOf = [](const torch::Tensor& t) {
+            double total = 0;
+            const float* d = t.data_ptr<float>();
+            for (int64_t i = 0; i < t.numel(); ++i) total += d[i];
+            return total;
+        };
+        if (qEnvironmentVariable("NNSCOPE_HUGE_PAGES") == "0") QSKIP("NNSCOPE_HUGE_PAGES=0 keeps libtorch's allocator");
+        auto model = Model::load(test::fixture("tiny-llama"), LoadOptions().withTokenizer(false));
+        QVERIFY(hugePageCpuAllocatorInUse());
+        model.reset();  // its weights' kept blocks (if any) given back
+        QCOMPARE(keptCpuBytes(), std::size_t(0));
+        const int64_t mib = int64_t(1) << 20;
+        torch::Tensor a = torch::empty({3 * mib / 4}, torch::kFloat32);  // 3 MiB: a 4 MiB block
+        void* const first = a.data_ptr();
+        a = torch::Tensor();
+        QCOMPARE(keptCpuBytes(), std::size_t(4 * mib));
+        // 3.5 MiB rounds up to the same 4 MiB: the same block, its old contents overwritten by what the kernel writes.
+        torch::Tensor b = torch::arange(7 * mib / 8, torch::kFloat32);
+        QCOMPARE(b.data_ptr(), first);
+        QCOMPARE(keptCpuBytes(), std::size_t(0));
+        QCOMPARE(sumOf(b), double(7 * mib / 8) * double(7 * mib / 8 - 1) / 2);
+        b = torch::Tensor();
+        QCOMPARE(keptCpuBytes(), std::size_t(4 * mib));
+        // 5 MiB (a 6 MiB block) finds none of its size: the 4 MiB one is freed first, so nothing is kept beside it.
+        torch::Tensor c = torch::ones({5 * mib / 4}, torch::kFloat32);
+        QCOMPARE(keptCpuBytes(), std::size_t(0));
+        QCOMPARE(sumOf(c), double(5 * mib / 4));
+        // Small tensors are never kept.
+        torch::Tensor small = torch::ones({1000}, torch::kFloat32);
+        small = torch::Tensor();
+        c = torch::Tensor();
+        QCOMPARE(keptCpuBytes(), std::size_t(6 * mib));
+        // A saved value outliving its pass is untouched by later allocations of its size.
+        torch::Tensor saved = torch::full({3 * mib / 4}, 2.0f);
+        torch::Tensor other = torch::full({3 * mib / 4}, 3.0f);
+        QVERIFY(saved.data_ptr() != other.data_ptr());
+        QCOMPARE(sumOf(saved), 2.0 * double(3 * mib / 4));
+        saved = torch::Tensor();
+        other = torch::Tensor();
+        QVERIFY(keptCpuBytes() >= std::size_t(8 * mib));
+        model = Model::load(test::fixture("tiny-llama"), LoadOptions().withTokenizer(false));
+        model.reset();
+        QCOMPARE(keptCpuBytes(), std::size_t(0));
+        releaseKeptCpuBlocks();  // a no-op with nothing kept
+        QCOMPARE(keptCpuBytes(), std::size_t(0));
     }
 
     /// Every branch of resolveComputeDtype, on any CPU: the CPU's answer and the memory are inputs.

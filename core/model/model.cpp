@@ -336,6 +336,8 @@ std::shared_ptr<const Model> Model::withoutWeights(const nlohmann::json& config,
     return m;
 }
 
+Model::ReleasesKeptCpuBlocks::~ReleasesKeptCpuBlocks() { releaseKeptCpuBlocks(); }
+
 void Model::requireWeights() const {
     if (!store_)
         throw Error(dir_ + " holds traced values, not the model's weights: this needs the checkpoint (File > Open Checkpoint).");

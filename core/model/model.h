@@ -267,6 +267,11 @@ private:
     torch::Tensor embed(const torch::Tensor& inputIds) const;
     torch::Tensor applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
 
+    /// Destroyed last, after the weights: gives the CPU allocator's kept blocks back (releaseKeptCpuBlocks,
+    /// core/model/allocator.h), the weights' own among them, so that closing a model returns its memory.
+    struct ReleasesKeptCpuBlocks {
+        ~ReleasesKeptCpuBlocks();
+    } releasesKeptCpuBlocks_;
     std::string dir_;
     ModelConfig config_;
     const Family* family_ = nullptr;
