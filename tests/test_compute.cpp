@@ -4,6 +4,7 @@
 // one-token passes use (core/model/gemv.h) against libtorch's.
 #include "core/io/safetensors.h"
 #include "core/model/allocator.h"
+#include "core/model/attention_scores.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -555,6 +556,84 @@ private slots:
             QFAIL("two rows were accepted");
         } catch (const Error& e) {
             QVERIFY2(QString(e.what()).contains("[2, 4]"), e.what());
+        }
+    }
+
+    void maskedScoresMatchesSteps_data() {
+        QTest::addColumn<bool>("bf16");
+        QTest::addColumn<int>("threads");
+        QTest::addColumn<QString>("maskShape");
+        for (bool bf16 : {false, true})
+            for (int threads : {1, 2})
+                for (const char* shape : {"b,1,q,k", "1,1,q,k", "b,h,q,k", "b,1,q,k sliced"})
+                    QTest::newRow(qPrintable(QString("%1, %2 thread(s), mask %3").arg(bf16 ? "bfloat16" : "float32").arg(threads).arg(shape)))
+                        << bf16 << threads << QString(shape);
+    }
+    /// maskedScores (core/model/attention_scores.h) gives the bits of the steps it replaces, `scores * scaling` (in
+    /// float32 with the scale as a float, rounded: timesNumber) then `+ mask` in the scores' dtype, on random scores
+    /// with NaN, infinities, signed zeros, subnormals and values near the bfloat16 range's ends, with a causal mask at
+    /// bfloat16's and float32's most negative value, at several scales, the mask broadcast over heads or batch.
+    void maskedScoresMatchesSteps() {
+        QFETCH(bool, bf16);
+        QFETCH(int, threads);
+        QFETCH(QString, maskShape);
+        const int before = at::get_num_threads();
+        at::set_num_threads(threads);
+        const auto dt = bf16 ? torch::kBFloat16 : torch::kFloat32;
+        torch::manual_seed(7);
+        const int64_t B = 2, H = 3, Q = 37, K = 45;  // K: not a multiple of any vector width
+        torch::Tensor x = (torch::randn({B, H, Q, K}) * 8).to(dt);
+        auto flat = x.view({-1});
+        const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-39, -3e-39, 3.3e38, -3.38e38, 65504.0};
+        for (int i = 0; i < 10; ++i) flat[i * 97] = specials[i];
+        const torch::Tensor allowed = torch::ones({Q, K}, torch::kBool).tril(K - Q);
+        const double minValue = bf16 ? -3.3895313892515355e38 : -std::numeric_limits<float>::max();
+        torch::Tensor mask = torch::where(allowed, torch::zeros({}, torch::dtype(dt)), torch::full({}, minValue, torch::dtype(dt)));
+        if (maskShape == "b,1,q,k") mask = mask.expand({B, 1, Q, K}).contiguous();
+        else if (maskShape == "1,1,q,k") mask = mask.view({1, 1, Q, K});
+        else if (maskShape == "b,h,q,k") mask = (mask + torch::randn({B, H, Q, K}).to(dt)).contiguous();  // a mask of any values
+        else mask = torch::cat({mask, mask}, -1).view({1, 1, Q, 2 * K}).narrow(-1, K, K);  // rows not contiguous
+        for (double scale : {0.08838834764831845, 1 / std::sqrt(24.0), 1.0, 3e-30, 7.5e37}) {
+            QVERIFY(maskedScoresApplies(x, scale, mask));
+            const torch::Tensor got = maskedScores(x, scale, mask);
+            QCOMPARE(got.scalar_type(), torch::kFloat32);
+            QCOMPARE(got.sizes().vec(), x.sizes().vec());
+            // The replaced steps: timesNumber (float32 with the scale as a float, rounded once) and libtorch's add.
+            const torch::Tensor steps = ((x.to(torch::kFloat32) * scale).to(dt) + mask).to(torch::kFloat32);
+            // torch 2.x's add of two bfloat16 tensors: in float32, rounded once.
+            const torch::Tensor torch2 = ((x.to(torch::kFloat32) * scale).to(dt).to(torch::kFloat32) + mask.to(torch::kFloat32)).to(dt).to(torch::kFloat32);
+            for (const torch::Tensor& want : {steps, torch2}) {
+                const torch::Tensor bothNan = got.isnan() & want.isnan();
+                QVERIFY2(torch::equal(got.isnan(), want.isnan()), qPrintable(QString("scale %1: NaN where the steps have none").arg(scale)));
+                const torch::Tensor gotBits = got.masked_fill(bothNan, 0).view(torch::kInt32);
+                const torch::Tensor wantBits = want.masked_fill(bothNan, 0).view(torch::kInt32);
+                QVERIFY2(torch::equal(gotBits, wantBits),
+                         qPrintable(QString("scale %1: %2 of %3 elements differ")
+                                        .arg(scale).arg((gotBits != wantBits).sum().item<int64_t>()).arg(got.numel())));
+            }
+            if (bf16) QVERIFY(torch::equal(got.to(dt).to(torch::kFloat32).view(torch::kInt32).masked_fill(got.isnan(), 0),
+                                           got.view(torch::kInt32).masked_fill(got.isnan(), 0)));  // bfloat16 numbers
+        }
+        at::set_num_threads(before);
+    }
+
+    void maskedScoresScope() {
+        const auto x = torch::randn({1, 2, 3, 4});
+        const auto mask = torch::zeros({1, 1, 3, 4});
+        QVERIFY(maskedScoresApplies(x, 0.5, mask));
+        QVERIFY(!maskedScoresApplies(x, 0.5, mask.to(torch::kBFloat16)));                  // mixed dtypes
+        QVERIFY(!maskedScoresApplies(x.to(torch::kFloat64), 0.5, mask.to(torch::kFloat64)));  // float64
+        QVERIFY(!maskedScoresApplies(x.transpose(2, 3), 0.5, mask.transpose(2, 3)));        // scores not contiguous
+        QVERIFY(!maskedScoresApplies(x, 0.5, torch::zeros({1, 1, 3, 5})));                  // another key axis
+        QVERIFY(!maskedScoresApplies(x, 0.5, torch::zeros({1, 2, 2, 4})));                  // a query axis neither 1 nor 3
+        QVERIFY(!maskedScoresApplies(x, INFINITY, mask));
+        QVERIFY(!maskedScoresApplies(x.clone().requires_grad_(true), 0.5, mask));  // autograd keeps libtorch's ops
+        QVERIFY(!maskedScoresApplies(torch::empty({1, 2, 3, 4}, torch::kMeta), 0.5, torch::empty({1, 1, 3, 4}, torch::kMeta)));
+        try {
+            maskedScores(x, 0.5, torch::zeros({1, 1, 3, 5}));
+            QFAIL("a mask of another key axis was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("[1, 1, 3, 5]"), e.what());
         }
     }
 

@@ -7,6 +7,7 @@
 #include "core/model/model.h"
 
 #include "core/model/allocator.h"
+#include "core/model/attention_scores.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
@@ -783,26 +784,38 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     }
 #endif
     // eager_attention_forward
-    auto attnWeights = timesNumber(bfloat16Product(queryStates, keyRep.transpose(2, 3)), scaling);
-    if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
-        attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
-        attnWeights = torch::tanh(attnWeights);
-        attnWeights = timesNumber(attnWeights, *c.attnLogitSoftcap);
-    }
-    attnWeights = attnWeights + in.mask;
-    tapValue(taps, Value::AttentionScores, layer, attnWeights);
-    if (f.attentionSinks) {
-        // gpt-oss: each head's sink logit joins every row as one more key, the row's maximum is subtracted in the compute
-        // dtype, the softmax runs over keys and sink, and the sink's column is dropped: a row sums to 1 - the sink's share.
-        const torch::Tensor sinks = lw[Module::SelfAttn].sinks.to(attnWeights.scalar_type()).reshape({1, -1, 1, 1})
-                                        .expand({attnWeights.size(0), -1, attnWeights.size(2), 1});
-        torch::Tensor combined = torch::cat({attnWeights, sinks}, -1);
-        combined = combined - std::get<0>(combined.max(-1, /*keepdim=*/true));
-        attnWeights = torch::softmax(combined, -1, torch::kFloat32).to(queryStates.scalar_type())
-                          .narrow(-1, 0, attnWeights.size(-1));
-    } else {
+    torch::Tensor attnWeights = bfloat16Product(queryStates, keyRep.transpose(2, 3));
+    if (!c.attnLogitSoftcap && !f.attentionSinks && maskedScoresApplies(attnWeights, scaling, in.mask)) {
+        // scores * scaling + mask and the softmax's widening in one pass (core/model/attention_scores.h): the same bits.
+        torch::Tensor scores = maskedScores(attnWeights, scaling, in.mask);  // float32
+        if (taps && taps->needsAttentionPattern(layer)) {
+            scores = scores.to(queryStates.scalar_type());  // exact: a bfloat16 pass's scores are bfloat16 numbers
+            tapValue(taps, Value::AttentionScores, layer, scores);
+        }
         // softmax in float32, then back to the query dtype (transformers upcasts here)
-        attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+        attnWeights = torch::softmax(scores, -1, torch::kFloat32).to(queryStates.scalar_type());
+    } else {
+        attnWeights = timesNumber(attnWeights, scaling);
+        if (c.attnLogitSoftcap) {  // Gemma 2: cap * tanh(scores / cap), before the mask
+            attnWeights = overNumber(attnWeights, *c.attnLogitSoftcap);
+            attnWeights = torch::tanh(attnWeights);
+            attnWeights = timesNumber(attnWeights, *c.attnLogitSoftcap);
+        }
+        attnWeights = attnWeights + in.mask;
+        tapValue(taps, Value::AttentionScores, layer, attnWeights);
+        if (f.attentionSinks) {
+            // gpt-oss: each head's sink logit joins every row as one more key, the row's maximum is subtracted in the compute
+            // dtype, the softmax runs over keys and sink, and the sink's column is dropped: a row sums to 1 - the sink's share.
+            const torch::Tensor sinks = lw[Module::SelfAttn].sinks.to(attnWeights.scalar_type()).reshape({1, -1, 1, 1})
+                                            .expand({attnWeights.size(0), -1, attnWeights.size(2), 1});
+            torch::Tensor combined = torch::cat({attnWeights, sinks}, -1);
+            combined = combined - std::get<0>(combined.max(-1, /*keepdim=*/true));
+            attnWeights = torch::softmax(combined, -1, torch::kFloat32).to(queryStates.scalar_type())
+                              .narrow(-1, 0, attnWeights.size(-1));
+        } else {
+            // softmax in float32, then back to the query dtype (transformers upcasts here)
+            attnWeights = torch::softmax(attnWeights, -1, torch::kFloat32).to(queryStates.scalar_type());
+        }
     }
     tapValue(taps, Value::AttentionProbabilities, layer, attnWeights);
     auto attnOutput = bfloat16Product(attnWeights, valueRep).transpose(1, 2).contiguous();  // [b, s, h, d]
