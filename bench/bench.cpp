@@ -17,6 +17,7 @@
 #include "core/run/trace.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/types.h>
 
 #include <unistd.h>
@@ -58,6 +59,9 @@ const char* kUsage =
     "  --bf16-dot KERNEL  one-token bfloat16 products: native (AVX512-BF16's VDPBF16PS, where the CPU has it) or\n"
     "                     widening (bfloat16 widened to float32, any x86-64), or libtorch (torch::linear: oneDNN,\n"
     "                     what they replace) (default: native where available)\n"
+    "  --profile PREFIX   after the timed passes of each prompt, one more pass under libtorch's profiler, written\n"
+    "                     as a Chrome trace to PREFIX-DTYPE-TOKENS-nothing.json or -every.json (every ATen op and\n"
+    "                     nnscope's own kernels, with their times; chrome://tracing or Perfetto opens it)\n"
     "  --json             print one JSON document instead of the tables\n"
     "  -h, --help         print this and exit\n";
 
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
     std::string dir = (fs::temp_directory_path() / "nnscope-bench-ernie-0.3b").string();
     int threads = 0, repeats = 3, generate = 32;
     bool json = false;
+    std::string profilePrefix;
     std::vector<int64_t> lengths = {1, 128, 512};
     std::vector<bool> saveds = {false, true};  // save nothing, save every standard value
     std::vector<std::optional<torch::ScalarType>> dtypes = {torch::kFloat32, torch::kBFloat16};
@@ -161,13 +166,16 @@ int main(int argc, char** argv) {
             continue;
         }
         if (a != "--dir" && a != "--dtypes" && a != "--lengths" && a != "--repeats" && a != "--threads" && a != "--generate" &&
-            a != "--bf16-dot" && a != "--saved")
+            a != "--bf16-dot" && a != "--saved" && a != "--profile")
             usageError("unknown option '" + a + "'");
         if (i + 1 >= argc) usageError(a + " needs a value");
         const std::string v = argv[++i];
         if (a == "--dir") {
             if (v.empty()) usageError("--dir needs a folder");
             dir = v;
+        } else if (a == "--profile") {
+            if (v.empty()) usageError("--profile needs a file name prefix");
+            profilePrefix = v;
         } else if (a == "--threads") {
             threads = static_cast<int>(parseCount(a, v, 0));
         } else if (a == "--repeats") {
@@ -260,6 +268,12 @@ int main(int argc, char** argv) {
                         best = std::min(best, now() - a);
                         mb = 0;
                         for (const auto& [k, t] : res.values) mb += double(t.numel() * t.element_size()) / 1e6;
+                    }
+                    if (!profilePrefix.empty()) {  // one more pass, untimed: the profiler's own cost stays out of the figures
+                        const std::string file =
+                            profilePrefix + "-" + dtypeName(dt) + "-" + std::to_string(s) + (saveAll ? "-every" : "-nothing") + ".json";
+                        torch::autograd::profiler::RecordProfile profile(file);  // writes the file when it goes out of scope
+                        trace(*model, b, o);
                     }
                     const double gf = forwardFlops(shape, s) / best / 1e9;
                     const double peak = dt == torch::kFloat32 ? peak32 : peak16;
