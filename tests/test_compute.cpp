@@ -4,7 +4,7 @@
 // one-token passes use (core/model/gemv.h) against libtorch's.
 #include "core/io/safetensors.h"
 #include "core/model/allocator.h"
-#include "core/model/attention_scores.h"
+#include "core/model/attention_kernels.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/error.h"
 #include "core/model/gemv.h"
@@ -569,7 +569,7 @@ private slots:
                     QTest::newRow(qPrintable(QString("%1, %2 thread(s), mask %3").arg(bf16 ? "bfloat16" : "float32").arg(threads).arg(shape)))
                         << bf16 << threads << QString(shape);
     }
-    /// maskedScores (core/model/attention_scores.h) gives the bits of the steps it replaces, `scores * scaling` (in
+    /// maskedScores (core/model/attention_kernels.h) gives the bits of the steps it replaces, `scores * scaling` (in
     /// float32 with the scale as a float, rounded: timesNumber) then `+ mask` in the scores' dtype, on random scores
     /// with NaN, infinities, signed zeros, subnormals and values near the bfloat16 range's ends, with a causal mask at
     /// bfloat16's and float32's most negative value, at several scales, the mask broadcast over heads or batch.
@@ -615,6 +615,90 @@ private slots:
                                            got.view(torch::kInt32).masked_fill(got.isnan(), 0)));  // bfloat16 numbers
         }
         at::set_num_threads(before);
+    }
+
+    void rotatedMatchesSteps_data() {
+        QTest::addColumn<QString>("dtypes");
+        QTest::addColumn<bool>("adjacentPairs");
+        QTest::addColumn<int>("threads");
+        for (const char* dtypes : {"float32/float32", "bfloat16/float32", "bfloat16/bfloat16"})
+            for (bool adjacent : {false, true})
+                for (int threads : {1, 2})
+                    QTest::newRow(qPrintable(QString("%1, %2, %3 thread(s)").arg(dtypes).arg(adjacent ? "adjacent pairs" : "rotate_half").arg(threads)))
+                        << QString(dtypes) << adjacent << threads;
+    }
+    /// rotated (core/model/attention_kernels.h) gives the bits of the ops Model::applyRotary ran before it: rotate_half
+    /// (cat) or ERNIE's adjacent pairs (stack, cos and sin's first half repeated), the products and the sum in cos's
+    /// dtype, the result in x's; on queries viewed as transformers makes them ([b, s, h, d] transposed, not contiguous),
+    /// a partial rotary's first dimensions, cos and sin per batch row or shared, NaN, infinities, signed zeros,
+    /// subnormals and values near the float range's ends among x.
+    void rotatedMatchesSteps() {
+        QFETCH(QString, dtypes);
+        QFETCH(bool, adjacentPairs);
+        QFETCH(int, threads);
+        const int before = at::get_num_threads();
+        at::set_num_threads(threads);
+        const auto xt = dtypes.startsWith("bfloat16") ? torch::kBFloat16 : torch::kFloat32;
+        const auto ct = dtypes.endsWith("bfloat16") ? torch::kBFloat16 : torch::kFloat32;
+        using torch::indexing::None;
+        using torch::indexing::Slice;
+        auto reference = [&](const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+            if (adjacentPairs) {
+                const auto half = cos.size(-1) / 2;
+                auto pairs = [&](const torch::Tensor& t) {
+                    const torch::Tensor h = t.index({"...", Slice(None, half)});
+                    return torch::stack({h, h}, -1).flatten(-2);
+                };
+                const torch::Tensor rot = torch::stack({-x.index({"...", Slice(1, None, 2)}), x.index({"...", Slice(0, None, 2)})}, -1).flatten(-2);
+                return (x.to(ct) * pairs(cos) + rot.to(ct) * pairs(sin)).to(x.scalar_type());
+            }
+            const auto half = x.size(-1) / 2;
+            const torch::Tensor rot = torch::cat({-x.index({"...", Slice(half, None)}), x.index({"...", Slice(None, half)})}, -1);
+            return (x.to(ct) * cos + rot.to(ct) * sin).to(x.scalar_type());
+        };
+        torch::manual_seed(11);
+        const int64_t B = 2, S = 9, Hh = 5, D = 24;
+        for (int64_t R : {D, int64_t(8)}) {  // full and partial rotary
+            torch::Tensor full = (torch::randn({B, S, Hh, D}) * 4).to(xt);
+            auto flat = full.view({-1});
+            const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-39, -3e-39, 3.3e38, -3.38e38, 1e-45};
+            for (int i = 0; i < 10; ++i) flat[i * 41] = specials[i];
+            const torch::Tensor x = full.transpose(1, 2).index({"...", Slice(None, R)});  // [b, h, s, R], not contiguous
+            for (bool perRow : {true, false}) {
+                torch::Tensor angles = torch::rand({perRow ? B : 1, 1, S, R}) * 40;
+                angles.view({-1})[0] = 0.0;
+                const torch::Tensor cos = angles.cos().to(ct), sin = angles.sin().to(ct);
+                QVERIFY(rotatedApplies(x, cos, sin));
+                const torch::Tensor got = rotated(x, cos, sin, adjacentPairs);
+                const torch::Tensor want = reference(x, cos, sin);
+                QCOMPARE(got.scalar_type(), xt);
+                QCOMPARE(got.sizes().vec(), want.sizes().vec());
+                QVERIFY(got.is_contiguous());
+                const torch::Tensor g = got.to(torch::kFloat32), w = want.to(torch::kFloat32);
+                QVERIFY2(torch::equal(g.isnan(), w.isnan()), "NaN in other places");
+                const torch::Tensor gb = g.masked_fill(g.isnan(), 0).view(torch::kInt32), wb = w.masked_fill(w.isnan(), 0).view(torch::kInt32);
+                QVERIFY2(torch::equal(gb, wb), qPrintable(QString("rotary_dim %1, cos per row %2: %3 of %4 elements differ")
+                                                              .arg(R).arg(perRow).arg((gb != wb).sum().item<int64_t>()).arg(g.numel())));
+            }
+        }
+        at::set_num_threads(before);
+    }
+
+    void rotatedScope() {
+        const auto x = torch::randn({1, 2, 3, 4}), cos = torch::randn({1, 1, 3, 4});
+        QVERIFY(rotatedApplies(x, cos, cos));
+        QVERIFY(!rotatedApplies(x, cos.to(torch::kBFloat16), cos.to(torch::kBFloat16)));  // float32 x, bfloat16 cos
+        QVERIFY(!rotatedApplies(x, cos, cos.to(torch::kBFloat16)));                        // cos and sin apart
+        QVERIFY(!rotatedApplies(torch::randn({1, 2, 3, 5}), torch::randn({1, 1, 3, 5}), torch::randn({1, 1, 3, 5})));  // odd
+        QVERIFY(!rotatedApplies(x, torch::randn({1, 1, 2, 4}), torch::randn({1, 1, 2, 4})));  // another sequence length
+        QVERIFY(!rotatedApplies(x.transpose(2, 3), cos, cos));                            // last axis not contiguous
+        QVERIFY(!rotatedApplies(x.clone().requires_grad_(true), cos, cos));              // autograd keeps libtorch's ops
+        try {
+            rotated(x, torch::randn({1, 1, 3, 6}), torch::randn({1, 1, 3, 6}), false);
+            QFAIL("cos of another rotary_dim was accepted");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("[1, 1, 3, 6]"), e.what());
+        }
     }
 
     void maskedScoresScope() {

@@ -7,7 +7,7 @@
 #include "core/model/model.h"
 
 #include "core/model/allocator.h"
-#include "core/model/attention_scores.h"
+#include "core/model/attention_kernels.h"
 #include "core/model/compute_dtype.h"
 #include "core/model/device.h"
 #include "core/model/error.h"
@@ -642,6 +642,8 @@ torch::Tensor Model::activation(const torch::Tensor& x, const LayerWeights& lw) 
 
 torch::Tensor Model::applyRotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const {
     // cos, sin: [b, 1, s, rotary_dim]
+    // One pass with the same bits as the ops below (core/model/attention_kernels.h), where it takes these tensors.
+    if (rotatedApplies(x, cos, sin)) return rotated(x, cos, sin, family_->rotary == RotaryStyle::AdjacentPairs);
     if (family_->rotary == RotaryStyle::AdjacentPairs) {
         // ERNIE: each frequency repeated for its pair (cos/sin float32, the product in float32: rotaryInFloat32).
         const auto half = cos.size(-1) / 2;
@@ -786,7 +788,7 @@ torch::Tensor Model::attention(int layer, const torch::Tensor& hidden, const Blo
     // eager_attention_forward
     torch::Tensor attnWeights = bfloat16Product(queryStates, keyRep.transpose(2, 3));
     if (!c.attnLogitSoftcap && !f.attentionSinks && maskedScoresApplies(attnWeights, scaling, in.mask)) {
-        // scores * scaling + mask and the softmax's widening in one pass (core/model/attention_scores.h): the same bits.
+        // scores * scaling + mask and the softmax's widening in one pass (core/model/attention_kernels.h): the same bits.
         torch::Tensor scores = maskedScores(attnWeights, scaling, in.mask);  // float32
         if (taps && taps->needsAttentionPattern(layer)) {
             scores = scores.to(queryStates.scalar_type());  // exact: a bfloat16 pass's scores are bfloat16 numbers
