@@ -129,6 +129,17 @@ NNSCOPE_GEMV_CLONES void rowDotsBf16(const float* x, const uint16_t* w, const fl
 // zero). One instruction per 64 bytes of weights, where the widening loop needs three per 16: the loop stays at memory
 // speed with cycles to spare. Compiled for this instruction set alone and called only where the CPU has it
 // (cpuHasAvx512Bf16Dot), so the build needs no -march.
+// The sixteen lanes' sum in _mm512_reduce_add_ps's order (upper eight plus lower eight, then four, two, one), written
+// out: gcc 12 warns of an uninitialised operand inside that intrinsic here (its bug 105593).
+__attribute__((target("avx512f"))) inline float sumOfLanes(__m512 v) {
+    alignas(64) float t[16];
+    _mm512_store_ps(t, v);
+    float u[8], q[4];
+    for (int i = 0; i < 8; ++i) u[i] = t[i + 8] + t[i];
+    for (int i = 0; i < 4; ++i) q[i] = u[i + 4] + u[i];
+    return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void rowDotsAvx512Bf16(
     const uint16_t* x, const uint16_t* w, const float* bias, float* y, int64_t in, int64_t r0, int64_t r1) {
     const int64_t tail = in % 32;
@@ -156,7 +167,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void rowDotsAvx5
             a2 = _mm512_dpbf16_ps(a2, xk, (__m512bh)_mm512_maskz_loadu_epi16(tailMask, w2 + k));
             a3 = _mm512_dpbf16_ps(a3, xk, (__m512bh)_mm512_maskz_loadu_epi16(tailMask, w3 + k));
         }
-        const float t[4] = {_mm512_reduce_add_ps(a0), _mm512_reduce_add_ps(a1), _mm512_reduce_add_ps(a2), _mm512_reduce_add_ps(a3)};
+        const float t[4] = {sumOfLanes(a0), sumOfLanes(a1), sumOfLanes(a2), sumOfLanes(a3)};
         for (int i = 0; i < 4; ++i) y[r + i] = bias ? t[i] + bias[r + i] : t[i];
     }
     for (; r < r1; ++r) {
@@ -174,7 +185,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void rowDotsAvx5
         if (tail)  // the last in % 32 pairs, the rest of the vector read as zeros (nothing past the row is touched)
             a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_maskz_loadu_epi16(tailMask, x + k),
                                   (__m512bh)_mm512_maskz_loadu_epi16(tailMask, row + k));
-        const float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+        const float sum = sumOfLanes(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
         y[r] = bias ? sum + bias[r] : sum;
     }
 }
