@@ -701,6 +701,44 @@ private slots:
         }
     }
 
+    /// headsProduct (core/model/attention_kernels.h) gives torch::matmul's bits on the attention's two products (queries
+    /// times transposed keys, probabilities times values) at 1 and 2 threads, and refuses what it does not take.
+    void headsProductMatchesMatmul() {
+        if (at::hasMKL()) QSKIP("a libtorch with MKL keeps its own batched product");
+        torch::manual_seed(5);
+        const int before = at::get_num_threads();
+        for (int threads : {1, 2}) {
+            at::set_num_threads(threads);
+            for (bool inference : {false, true}) {  // a trace runs under InferenceMode, which other threads do not inherit
+                c10::InferenceMode mode(inference);
+                for (int64_t T : {int64_t(7), int64_t(33), int64_t(130)}) {
+                    const torch::Tensor q = torch::randn({2, 3, T, 24}), k = torch::randn({2, 3, T, 24}), v = torch::randn({2, 3, T, 24});
+                    const torch::Tensor kt = k.transpose(2, 3);  // as the attention passes it: not contiguous
+                    const torch::Tensor p = torch::softmax(torch::randn({2, 3, T, T}), -1);
+                    QVERIFY(headsProductApplies(q, kt));
+                    QVERIFY(torch::equal(headsProduct(q, kt), torch::matmul(q, kt)));
+                    QVERIFY(torch::equal(headsProduct(p, v), torch::matmul(p, v)));
+                    QVERIFY(headsProduct(p, v).is_contiguous());
+                }
+            }
+        }
+        at::set_num_threads(before);
+        const torch::Tensor a = torch::randn({1, 2, 3, 4});
+        QVERIFY(!headsProductApplies(torch::randn({1, 2, 2, 24}), torch::randn({1, 2, 24, 2})));  // libtorch's own loop
+        const torch::Tensor big = torch::randn({1, 2, 8, 24});
+        QVERIFY(headsProductApplies(big, torch::randn({1, 2, 24, 3})));
+        QVERIFY(!headsProductApplies(a, torch::randn({1, 2, 5, 3})));                      // k apart
+        QVERIFY(!headsProductApplies(big, torch::randn({1, 1, 24, 3})));                   // heads broadcast
+        QVERIFY(!headsProductApplies(big.to(torch::kBFloat16), torch::randn({1, 2, 24, 3}).to(torch::kBFloat16)));
+        QVERIFY(!headsProductApplies(big.clone().requires_grad_(true), torch::randn({1, 2, 24, 3})));
+        try {
+            headsProduct(a, torch::randn({1, 2, 5, 3}));
+            QFAIL("mismatched inner sizes were accepted");
+        } catch (const Error& e) {
+            QVERIFY2(QString(e.what()).contains("[1, 2, 5, 3]"), e.what());
+        }
+    }
+
     void maskedScoresScope() {
         const auto x = torch::randn({1, 2, 3, 4});
         const auto mask = torch::zeros({1, 1, 3, 4});

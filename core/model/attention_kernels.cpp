@@ -6,6 +6,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
 
 #include <array>
 #include <cmath>
@@ -189,6 +190,37 @@ torch::Tensor rotated(const torch::Tensor& x, const torch::Tensor& cos, const to
             else
                 rotateRowBf16(static_cast<const uint16_t*>(xr), static_cast<const uint16_t*>(cr), static_cast<const uint16_t*>(sr),
                               static_cast<uint16_t*>(yr), R, adjacentPairs);
+        }
+    });
+    return y;
+}
+
+bool headsProductApplies(const torch::Tensor& a, const torch::Tensor& b) {
+    if (at::hasMKL()) return false;
+    for (const torch::Tensor* t : {&a, &b})
+        if (!t->defined() || t->is_meta() || !t->device().is_cpu() || t->requires_grad() || t->dim() != 4 ||
+            t->scalar_type() != torch::kFloat32)
+            return false;
+    // Below 400 multiply-adds a head libtorch uses its own loop, not the BLAS, which sums in another order.
+    return a.size(0) == b.size(0) && a.size(1) == b.size(1) && a.size(3) == b.size(2) && a.size(2) * a.size(3) * b.size(3) >= 400;
+}
+
+torch::Tensor headsProduct(const torch::Tensor& a, const torch::Tensor& b) {
+    RECORD_FUNCTION("nnscope::headsProduct", std::vector<c10::IValue>());
+    if (!headsProductApplies(a, b))
+        throw Error("headsProduct takes float32 CPU a [batch, heads, m, k] and b [batch, heads, k, n], not a " + describe(a) +
+                    " and b " + describe(b) + ".");
+    const int64_t B = a.size(0), H = a.size(1);
+    torch::Tensor y = torch::empty({B, H, a.size(2), b.size(3)}, a.options().memory_format(c10::MemoryFormat::Contiguous));
+    // Inside the parallel region OpenBLAS's OpenMP build and libtorch's own parallel_for run on the calling thread. The
+    // other threads do not inherit the caller's InferenceMode (thread-local): without it a write into y, made under
+    // InferenceMode (every trace), is refused.
+    const bool inferenceMode = c10::InferenceMode::is_enabled();
+    at::parallel_for(0, B * H, 1, [&](int64_t r0, int64_t r1) {
+        c10::InferenceMode guard(inferenceMode);
+        for (int64_t r = r0; r < r1; ++r) {
+            torch::Tensor out = y[r / H][r % H];
+            at::mm_out(out, a[r / H][r % H], b[r / H][r % H]);
         }
     });
     return y;

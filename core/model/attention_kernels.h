@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The attention's elementwise steps fused into single passes that give the same bits as the separate libtorch ops:
-// the masked scores (scale, mask, the softmax's widening) and the rotary embedding.
+// The attention's steps done faster with the same bits as the libtorch ops they replace: the masked scores (scale,
+// mask, the softmax's widening) and the rotary embedding each in one pass, and the float32 products one head per thread.
 #pragma once
 #include <torch/types.h>
 
@@ -40,5 +40,19 @@ bool rotatedApplies(const torch::Tensor& x, const torch::Tensor& cos, const torc
 /// cat, widenings, two products, the sum, the rounding). Rows split over at::get_num_threads() threads.
 /// Throws nnscope::Error naming the shapes and dtypes when rotatedApplies is false.
 torch::Tensor rotated(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool adjacentPairs);
+
+/// Whether headsProduct takes these tensors: float32 on the CPU, not meta, without autograd, a [batch, heads, m, k] and
+/// b [batch, heads, k, n] (any strides), m · k · n at least 400 (below it libtorch multiplies with a loop of its own,
+/// summing in another order), on a libtorch whose BLAS is not MKL (at::hasMKL(): Debian's libtorch; the wheel's MKL has
+/// its own batched product).
+bool headsProductApplies(const torch::Tensor& a, const torch::Tensor& b);
+
+/// a · b per batch row and head, [batch, heads, m, k] × [batch, heads, k, n] -> [batch, heads, m, n] float32: each head's
+/// product is one sgemm (at::mm_out), the heads split over at::get_num_threads() threads with one BLAS thread each.
+/// libtorch 1.13 without MKL runs a batched product as one sgemm per head after another, each spread over every thread:
+/// at 128 tokens the attention's two products ran at 37-63 GFLOP/s that way and 100-103 GFLOP/s this way (the Xeon of
+/// docs/PERFORMANCE.md; the same bits: each output is the same sgemm's dot product, split by rows or by heads).
+/// Throws nnscope::Error naming the shapes when headsProductApplies is false.
+torch::Tensor headsProduct(const torch::Tensor& a, const torch::Tensor& b);
 
 }  // namespace nnscope

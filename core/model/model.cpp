@@ -114,10 +114,15 @@ bool emulateBfloat16Product(const torch::Tensor& a, int64_t elements, bool small
 /// libtorch 1.13 does that through oneDNN only where emulateBfloat16Product is false; elsewhere its own kernel rounds
 /// otherwise (DeepSeek's 12-wide value heads over a 9-token prompt: 199 of 432 head outputs one ulp off transformers';
 /// on an AVX2-only CPU every bfloat16 product), so there the factors are widened to float32 (exact), multiplied, and the
-/// result rounded once. float32, and products oneDNN takes, go to torch::matmul unchanged.
+/// result rounded once. float32, and products oneDNN takes, go to torch::matmul unchanged, except the attention's float32
+/// [batch, heads, m, k] × [batch, heads, k, n] products on a libtorch without MKL, one head per thread (headsProduct).
 torch::Tensor bfloat16Product(const torch::Tensor& a, const torch::Tensor& b) {
     const int64_t elements = a.numel() * (b.dim() >= 2 ? b.size(-1) : 1);
-    if (!emulateBfloat16Product(a, elements, /*smallToo=*/true)) return torch::matmul(a, b);
+    if (!emulateBfloat16Product(a, elements, /*smallToo=*/true)) {
+        // The attention's float32 products, one head per thread (core/model/attention_kernels.h).
+        if (headsProductApplies(a, b)) return headsProduct(a, b);
+        return torch::matmul(a, b);
+    }
     return torch::matmul(a.to(torch::kFloat32), b.to(torch::kFloat32)).to(a.scalar_type());
 }
 
