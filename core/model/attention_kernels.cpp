@@ -3,6 +3,7 @@
 #include "core/model/attention_kernels.h"
 
 #include "core/model/error.h"
+#include "core/model/kernel_util.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
@@ -12,34 +13,18 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <type_traits>
 
 namespace nnscope {
 namespace {
 
-inline float widen(uint16_t h) {
-    const uint32_t u = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/// f rounded to bfloat16 and widened back: c10::detail::round_to_nearest_even (NaN becomes 0x7FC0), branch-free so that
-/// the loops below vectorize.
-inline float roundToBf16(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    const uint32_t rounded = (u + (((u >> 16) & 1u) + 0x7FFFu)) & 0xFFFF0000u;
-    const uint32_t bits = f != f ? 0x7FC00000u : rounded;
-    float g;
-    std::memcpy(&g, &bits, sizeof g);
-    return g;
-}
+using kernel::describe;
+using kernel::roundToBf16;
+using kernel::toFloat;
 
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) void rowBf16(const uint16_t* x, const uint16_t* m,
                                                                                          float s, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = roundToBf16(roundToBf16(widen(x[i]) * s) + widen(m[i]));
+    for (int64_t i = 0; i < n; ++i) y[i] = roundToBf16(roundToBf16(toFloat(x[i]) * s) + toFloat(m[i]));
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) void rowFloat(const float* x, const float* m, float s,
@@ -47,8 +32,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) voi
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s + m[i];  // two roundings: -ffp-contract is off for this (see CMake)
 }
 
-inline float load(const float* p, int64_t i) { return p[i]; }
-inline float load(const uint16_t* p, int64_t i) { return widen(p[i]); }
 inline void store(float* p, int64_t i, float v) { p[i] = v; }
 inline void store(uint16_t* p, int64_t i, float v) {
     const float r = roundToBf16(v);
@@ -70,14 +53,14 @@ inline __attribute__((always_inline)) void rotateRow(const X* x, const T* c, con
     const int64_t half = R / 2;
     if (adjacentPairs) {
         for (int64_t j = 0; j < half; ++j) {
-            const float x0 = load(x, 2 * j), x1 = load(x, 2 * j + 1), cj = load(c, j), sj = load(s, j);
+            const float x0 = toFloat(x[2 * j]), x1 = toFloat(x[2 * j + 1]), cj = toFloat(c[j]), sj = toFloat(s[j]);
             store(y, 2 * j, rotaryStep<T>(x0, -x1, cj, sj));
             store(y, 2 * j + 1, rotaryStep<T>(x1, x0, cj, sj));
         }
         return;
     }
-    for (int64_t i = 0; i < half; ++i) store(y, i, rotaryStep<T>(load(x, i), -load(x, i + half), load(c, i), load(s, i)));
-    for (int64_t i = half; i < R; ++i) store(y, i, rotaryStep<T>(load(x, i), load(x, i - half), load(c, i), load(s, i)));
+    for (int64_t i = 0; i < half; ++i) store(y, i, rotaryStep<T>(toFloat(x[i]), -toFloat(x[i + half]), toFloat(c[i]), toFloat(s[i])));
+    for (int64_t i = half; i < R; ++i) store(y, i, rotaryStep<T>(toFloat(x[i]), toFloat(x[i - half]), toFloat(c[i]), toFloat(s[i])));
 }
 
 #define NNSCOPE_ROTATE_ROW(NAME, X, T)                                                                                        \
@@ -90,21 +73,22 @@ NNSCOPE_ROTATE_ROW(rotateRowBf16InFloat, uint16_t, float)
 NNSCOPE_ROTATE_ROW(rotateRowBf16, uint16_t, uint16_t)
 #undef NNSCOPE_ROTATE_ROW
 
-std::string describe(const torch::Tensor& t) {
-    std::ostringstream o;
-    o << t.sizes() << " " << t.dtype() << " on " << t.device();
-    return o.str();
+/// What every kernel here needs of each tensor: defined, on the CPU, not meta, without autograd (which keeps libtorch's
+/// ops), `dims` axes.
+bool plainCpuTensor(const torch::Tensor& t, int64_t dims) {
+    return t.defined() && !t.is_meta() && t.device().is_cpu() && !t.requires_grad() && t.dim() == dims;
 }
+
+/// The step of `t` along axis `d`, 0 where that axis has size 1 (broadcast over the other tensor's).
+int64_t broadcastStride(const torch::Tensor& t, int64_t d) { return t.size(d) == 1 ? 0 : t.stride(d); }
 
 }  // namespace
 
 bool maskedScoresApplies(const torch::Tensor& scores, double scale, const torch::Tensor& mask) {
-    if (!scores.defined() || !mask.defined() || scores.is_meta() || mask.is_meta() || !scores.device().is_cpu() ||
-        !mask.device().is_cpu() || scores.requires_grad() || mask.requires_grad() || !std::isfinite(scale))
-        return false;
+    if (!plainCpuTensor(scores, 4) || !plainCpuTensor(mask, 4) || !std::isfinite(scale)) return false;
     const auto dt = scores.scalar_type();
     if ((dt != torch::kFloat32 && dt != torch::kBFloat16) || mask.scalar_type() != dt) return false;
-    if (scores.dim() != 4 || mask.dim() != 4 || !scores.is_contiguous() || mask.size(3) != scores.size(3)) return false;
+    if (!scores.is_contiguous() || mask.size(3) != scores.size(3)) return false;
     for (int d = 0; d < 3; ++d)
         if (mask.size(d) != 1 && mask.size(d) != scores.size(d)) return false;
     return true;
@@ -118,8 +102,7 @@ torch::Tensor maskedScores(const torch::Tensor& scores, double scale, const torc
     const torch::Tensor m = mask.stride(3) == 1 ? mask : mask.contiguous();
     const int64_t H = scores.size(1), Q = scores.size(2), K = scores.size(3);
     const int64_t rows = scores.size(0) * H * Q;
-    // A broadcast axis of the mask steps by 0.
-    const int64_t mb = m.size(0) == 1 ? 0 : m.stride(0), mh = m.size(1) == 1 ? 0 : m.stride(1), mq = m.size(2) == 1 ? 0 : m.stride(2);
+    const int64_t mb = broadcastStride(m, 0), mh = broadcastStride(m, 1), mq = broadcastStride(m, 2);
     torch::Tensor y = torch::empty(scores.sizes(), scores.options().dtype(torch::kFloat32));
     float* out = y.data_ptr<float>();
     const float s = static_cast<float>(scale);
@@ -141,8 +124,7 @@ torch::Tensor maskedScores(const torch::Tensor& scores, double scale, const torc
 
 bool rotatedApplies(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
     for (const torch::Tensor* t : {&x, &cos, &sin})
-        if (!t->defined() || t->is_meta() || !t->device().is_cpu() || t->requires_grad() || t->dim() != 4 || t->stride(3) != 1)
-            return false;
+        if (!plainCpuTensor(*t, 4) || t->stride(3) != 1) return false;
     const auto xt = x.scalar_type(), ct = cos.scalar_type();
     if (sin.scalar_type() != ct || cos.sizes() != sin.sizes()) return false;
     const bool dtypesOk = (xt == torch::kFloat32 && ct == torch::kFloat32) || (xt == torch::kBFloat16 && ct == torch::kFloat32) ||
@@ -162,9 +144,8 @@ torch::Tensor rotated(const torch::Tensor& x, const torch::Tensor& cos, const to
     const int64_t H = x.size(1), S = x.size(2), R = x.size(3);
     const int64_t rows = x.size(0) * H * S;
     const int64_t xb = x.stride(0), xh = x.stride(1), xs = x.stride(2);
-    // A broadcast axis of cos or sin steps by 0.
     auto steps = [](const torch::Tensor& t) {
-        return std::array<int64_t, 3>{t.size(0) == 1 ? 0 : t.stride(0), t.size(1) == 1 ? 0 : t.stride(1), t.stride(2)};
+        return std::array<int64_t, 3>{broadcastStride(t, 0), broadcastStride(t, 1), t.stride(2)};
     };
     const auto cst = steps(cos), sst = steps(sin);
     torch::Tensor y = torch::empty(x.sizes(), x.options().memory_format(c10::MemoryFormat::Contiguous));
@@ -198,9 +179,7 @@ torch::Tensor rotated(const torch::Tensor& x, const torch::Tensor& cos, const to
 bool headsProductApplies(const torch::Tensor& a, const torch::Tensor& b) {
     if (at::hasMKL()) return false;
     for (const torch::Tensor* t : {&a, &b})
-        if (!t->defined() || t->is_meta() || !t->device().is_cpu() || t->requires_grad() || t->dim() != 4 ||
-            t->scalar_type() != torch::kFloat32)
-            return false;
+        if (!plainCpuTensor(*t, 4) || t->scalar_type() != torch::kFloat32) return false;
     // Below 400 multiply-adds a head libtorch uses its own loop, not the BLAS, which sums in another order.
     return a.size(0) == b.size(0) && a.size(1) == b.size(1) && a.size(3) == b.size(2) && a.size(2) * a.size(3) * b.size(3) >= 400;
 }

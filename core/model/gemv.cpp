@@ -4,13 +4,13 @@
 #include "core/model/gemv.h"
 
 #include "core/model/error.h"
+#include "core/model/kernel_util.h"
 
 #include <ATen/Parallel.h>
 #include <torch/types.h>
 
 #include <atomic>
 #include <cstring>
-#include <sstream>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -40,13 +40,7 @@ inline Float8 load8(const uint16_t* p) {
     return v;
 }
 
-inline float toFloat(float v) { return v; }
-inline float toFloat(uint16_t h) {
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
-}
+using kernel::toFloat;
 
 // Rows [r0, r1) of y = w · x, for float32 weights or bfloat16 ones (uint16_t: widened to float32 in registers as they
 // are read, so a row costs half the bytes). Bandwidth-bound: four rows at a time, so four streams of weights are in
@@ -205,13 +199,6 @@ std::atomic<Bf16DotKernel>& chosenKernel() {
     return kernel;
 }
 
-std::string shapeOf(const torch::Tensor& t) {
-    if (!t.defined()) return "(none)";
-    std::ostringstream s;
-    s << t.sizes() << " " << t.scalar_type();
-    return s.str();
-}
-
 }  // namespace
 
 bool cpuHasAvx512Bf16Dot() {
@@ -253,7 +240,7 @@ bool singleRowLinearApplies(const torch::Tensor& x, const torch::Tensor& w, cons
 torch::Tensor singleRowLinear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
     if (!singleRowLinearApplies(x, w, b))
         throw Error("singleRowLinear: needs one float32 or bfloat16 row [..., in] and a contiguous [out, in] weight of the "
-                    "same dtype, got x " + shapeOf(x) + ", w " + shapeOf(w) + ", b " + shapeOf(b) + ".");
+                    "same dtype, got x " + kernel::describe(x) + ", w " + kernel::describe(w) + ", b " + kernel::describe(b) + ".");
     const int64_t out = w.size(0), in = w.size(1);
     const bool bf16 = w.scalar_type() == torch::kBFloat16;
     // bfloat16: the bias widened to float32 once (exact); the sums in float32, rounded once at the end.
