@@ -24,10 +24,11 @@ namespace nnscope {
 /// pages under them change.
 ///
 /// A freed block of 2 MiB or more is kept, not unmapped, and handed out again for the next allocation of the same size
-/// rounded up to 2 MiB (the next pass of a prompt of the same length asks for the same sizes), so its pages are neither
-/// faulted in nor zeroed by the kernel again. An allocation that finds no kept block of its size first frees kept blocks,
-/// oldest first, of at least its own size: the kept blocks never take the process above the largest amount of memory
-/// its tensors held at once. releaseKeptCpuBlocks() gives them all back (a Model does when it is destroyed).
+/// rounded up to 2 MiB, madvised as when it was made (the next pass of a prompt of the same length asks for the same
+/// sizes), so its pages are neither faulted in nor zeroed by the kernel again. An allocation that finds no kept block of
+/// its size first frees kept blocks, oldest first, of at least its own size: the kept blocks never take the process
+/// above the largest amount of memory its tensors held at once. releaseKeptCpuBlocks() gives them all back (a Model
+/// does when it is destroyed).
 ///
 /// Called once per process (later calls do nothing) by Model::load and the other Model factories, and first thing in
 /// nnscope's main(). NNSCOPE_HUGE_PAGES=0 in the environment keeps libtorch's default allocator (benchmarks compare the
