@@ -588,6 +588,7 @@ void MainWindow::createCentral() {
     nonFiniteBanner_ = new QLabel(this);
     nonFiniteBanner_->setObjectName("nonFiniteBanner");
     nonFiniteBanner_->setWordWrap(true);
+    nonFiniteBanner_->setTextFormat(Qt::PlainText);  // a token such as "<s>" is text
     nonFiniteBanner_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     nonFiniteBanner_->setStyleSheet("QLabel#nonFiniteBanner { background: #fff4d6; border: 1px solid #e0b252; border-radius: 4px;"
                                     " color: #5c3c00; padding: 4px 8px; }");

@@ -25,6 +25,7 @@
 #include "core/run/patching.h"
 #include "widgets/views/compareview.h"
 #include "widgets/views/numberformat.h"
+#include "widgets/views/plaintext.h"
 #include "widgets/panels/diagrampanel.h"
 #include "widgets/panels/interventionpanel.h"
 #include "widgets/views/attributionview.h"
@@ -77,6 +78,7 @@
 #include <QListView>
 #include <QProcess>
 #include <QProgressBar>
+#include <QTextDocument>
 #include <QToolTip>
 #include <QLineEdit>
 #include <QPushButton>
@@ -447,6 +449,7 @@ private slots:
     void viewChoicesRemembered();
     void symmetricLogScale();
     void routingView();
+    void tokensShownAsText();
 
 private:
     QTemporaryDir tmp_;
@@ -5294,4 +5297,63 @@ void TestGui::routingView() {
     QVERIFY(w->showView("routing"));
     QVERIFY2(rv->placeholderText().contains("no mixture of experts"), qPrintable(rv->placeholderText()));
     QVERIFY(!rv->routing());
+}
+
+namespace {
+/// The text a user sees in a QLabel or tooltip: `text` itself where Qt shows it as plain text, the rendered
+/// document's text where Qt takes it as HTML (Qt::mightBeRichText for AutoText, as QLabel and QToolTip decide).
+QString shownText(const QString& text, Qt::TextFormat format = Qt::AutoText) {
+    if (format == Qt::PlainText || (format == Qt::AutoText && !Qt::mightBeRichText(text))) return text;
+    QTextDocument document;
+    document.setHtml(text);
+    return document.toPlainText();
+}
+}  // namespace
+
+void TestGui::tokensShownAsText() {
+    // A token that looks like an HTML tag is shown as written: the demo's start token "<s>" (Llama-family tokenizers'
+    // BOS) is HTML's strike-through, and labels and tooltips that Qt took as rich text dropped it and struck the rest
+    // of the line through.
+    auto w = openWindow(demoModelDir());
+    QVERIFY(w);
+    QVERIFY(startTraceDone(*w));
+    QCOMPARE(w->attachDictionary(demoModelDir() + "/sae-layers.0"), QString());
+    QVERIFY(runFromPanel(*w, {"the cat sat on the mat . the cat"}));
+    QCOMPARE(w->snapshot()->tokens.at(0).value(0), QString("<s>"));
+
+    QVERIFY(w->showView("attribution"));
+    AttributionView* av = w->attributionView();
+    av->setPosition(0);
+    QVERIFY(viewJobsDone(*w));
+    QVERIFY(av->attribution());
+    const QLabel* status = av->statusLabel();
+    QVERIFY2(shownText(status->text(), status->textFormat()).contains("(after “<s>”)"), qPrintable(status->text()));
+
+    QVERIFY(w->showView("features"));
+    QVERIFY(featuresDone(*w));
+    QVERIFY(viewJobsDone(*w));
+    FeaturesView* fv = w->featuresView();
+    QTest::mouseMove(fv->tokenText(), fv->tokenText()->tokenRect(0, 0).center());
+    QCOMPARE(fv->selectedToken(), 0);
+    const QLabel* top = fv->topTitleLabel();
+    QVERIFY2(shownText(top->text(), top->textFormat()).contains("position 0 “<s>”"), qPrintable(top->text()));
+    // a feature that never fires on the prompt: its largest activation is 0 (not the plot's range floor) and the plot
+    // keeps a readable axis
+    const torch::Tensor fires = (fv->currentRun()->features > 0).any(0);
+    const int64_t silent = (~fires).nonzero().flatten()[0].item<int64_t>();
+    fv->selectFeature(silent);
+    QVERIFY2(fv->featureTitleLabel()->text().endsWith("active on 0 of 10 tokens, largest 0"), qPrintable(fv->featureTitleLabel()->text()));
+    QCOMPARE(fv->activationPlot()->yAxis->range().upper, 1.1);
+
+    // the attention heatmap's tooltip on the key "<s>"
+    QVERIFY(w->showView("attention"));
+    AttentionView* atv = w->attentionView();
+    atv->setBlock(1);
+    atv->setHead(0);
+    QTest::mouseMove(atv->heatmap()->plot(), atv->heatmap()->cellCenter(3, 0));
+    QVERIFY2(atv->heatmap()->hoverText().contains("“<s>”"), qPrintable(atv->heatmap()->hoverText()));
+    if (QToolTip::isVisible()) QVERIFY2(shownText(QToolTip::text()).contains("“<s>”"), qPrintable(QToolTip::text()));
+    // and plainToolTip keeps every character and line of any text
+    const QString tricky = "head 1\nkey “<s>” & <b>bold</b> &lt;\n  indented";
+    QCOMPARE(shownText(plainToolTip(tricky)), tricky);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/panels/pinnedcards.h"
+#include "widgets/views/plaintext.h"
 
 #include "core/io/export.h"
 #include "core/pages/interop.h"
@@ -116,7 +117,7 @@ void Sparkline::mouseMoveEvent(QMouseEvent* event) {
     }
     const QString token = i < labels_.size() ? QStringLiteral(" “%1”").arg(labels_[i]) : QString();
     QToolTip::showText(event->globalPosition().toPoint(),
-                       tr("position %1%2: norm %3").arg(i).arg(token, number(values_[static_cast<size_t>(i)])), this);
+                       plainToolTip(tr("position %1%2: norm %3").arg(i).arg(token, number(values_[static_cast<size_t>(i)]))), this);
 }
 
 void Sparkline::leaveEvent(QEvent*) {
@@ -315,6 +316,7 @@ FeatureCard::FeatureCard(const QString& dir, const QString& name, const QString&
     where->setWordWrap(true);
     status_ = new QLabel(this);
     status_->setWordWrap(true);
+    status_->setTextFormat(Qt::PlainText);  // a token such as "<s>" is text
     sparkline_ = new Sparkline(this);
     show_ = new QToolButton(this);
     show_->setText(tr("Show"));

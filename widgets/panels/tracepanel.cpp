@@ -26,6 +26,7 @@ TracePanel::TracePanel(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel(this);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // tokens and prompts such as "<s>" are text
 
     auto* grid = new QGridLayout(this);
     grid->setContentsMargins(4, 4, 4, 4);

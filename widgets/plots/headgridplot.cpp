@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/plots/headgridplot.h"
+#include "widgets/views/plaintext.h"
 
 #include "widgets/plots/heatmapplot.h"
 #include "widgets/views/traceview.h"
@@ -170,7 +171,7 @@ void HeadGridPlot::onMouseMove(QMouseEvent* event) {
     const float p = pattern_[h][q][k].item<float>();
     hoverText_ = tr("head %1\nquery %2 “%3”\nkey %4 “%5”\nattention probability = %6")
                      .arg(h).arg(q).arg(tokens_.value(q)).arg(k).arg(tokens_.value(k)).arg(p, 0, 'g', 6);
-    QToolTip::showText(plot_->mapToGlobal(event->pos()), hoverText_, plot_);
+    QToolTip::showText(plot_->mapToGlobal(event->pos()), plainToolTip(hoverText_), plot_);
     emit cellHovered(h, q, k, hoverText_);
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/plots/heatmapplot.h"
+#include "widgets/views/plaintext.h"
 
 #include <QApplication>
 #include <QEvent>
@@ -778,7 +779,7 @@ void HeatmapPlot::onMouseMove(QMouseEvent* event) {
         return;
     }
     hoverText_ = model_->data(model_->index(r, c), Qt::ToolTipRole).toString();
-    QToolTip::showText(plot_->mapToGlobal(event->pos()), hoverText_, plot_);
+    QToolTip::showText(plot_->mapToGlobal(event->pos()), plainToolTip(hoverText_), plot_);
     emit cellHovered(r, c, hoverText_);
 }
 

@@ -43,6 +43,7 @@ AttributionView::AttributionView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // a token such as "<s>" is text
 
     blockPlot_ = new QCustomPlot(content);
     blockPlot_->setInteractions({});

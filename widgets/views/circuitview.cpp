@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/circuitview.h"
+#include "widgets/views/plaintext.h"
 
 #include "core/io/graphjson.h"
 #include "core/model/error.h"
@@ -335,7 +336,7 @@ protected:
             const GraphNode& n = graph_->nodes[static_cast<size_t>(i)];
             QString tip = nodeName(n);
             if (!n.label.empty()) tip += "\n" + QString::fromStdString(n.label);
-            setToolTip(tip);
+            setToolTip(plainToolTip(tip));
         } else
             setToolTip({});
     }

@@ -22,6 +22,7 @@ namespace nnscope {
 FamilyView::FamilyView(QWidget* parent) : QWidget(parent) {
     status_ = new QLabel(tr("No checkpoint open."), this);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // the prompt is text
     status_->setWordWrap(true);  // a long message (a refused prompt) wraps instead of widening the view over the docks
     prompt_ = new QLineEdit(QString::fromUtf8(kDefaultCheckPrompt), this);
     prompt_->setToolTip(tr("The prompt the notes' checks trace (at least 3 tokens)"));

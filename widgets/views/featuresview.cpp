@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/featuresview.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/analysis/analysis.h"
@@ -176,6 +177,7 @@ FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
 
     topTitle_ = new QLabel(content);
     topTitle_->setWordWrap(true);
+    topTitle_->setTextFormat(Qt::PlainText);  // a token such as "<s>" is text
     top_ = makeTable({tr("Feature"), tr("Activation")}, content);
     top_->setToolTip(tr("The largest active features at the selected token; click one to select it"));
 
@@ -455,8 +457,8 @@ void FeaturesView::showFeature() {
     p.tokens = tokens;
     p.values = values;
     p.selected = token_;
-    double hi = 1e-12;
-    for (double v : values) hi = std::max(hi, v);
+    const double largest = values.empty() ? 0.0 : *std::max_element(values.begin(), values.end());
+    const double hi = largest > 0 ? largest : 1.0;  // the colour and axis range: 0 to 1 where the feature never fires
     text_->setColours(probabilityGradient(), QCPRange(0, hi));
     text_->setPrompts({p});
 
@@ -479,7 +481,7 @@ void FeaturesView::showFeature() {
                                .arg(currentDictionary()->name.toHtmlEscaped())
                                .arg(active)
                                .arg(values.size())
-                               .arg(hi, 0, 'g', 4));
+                               .arg(largest, 0, 'g', 4));
     showDashboard();
     refreshWhenShown([this] {  // the logit effects cost a vocab_size x hidden_size product: not for a hidden tab
         if (detailsFeature_ != feature_) requestDetails();
@@ -611,7 +613,7 @@ void FeaturesView::showDashboard() {
     dashPanel_->show();
     if (!dash) {
         dashTitle_->setStyleSheet("color: #a00010;");
-        dashTitle_->setText(tr("Dashboard: %1").arg(error->second));
+        dashTitle_->setText(tr("Dashboard: %1").arg(error->second.toHtmlEscaped()));
         dashText_->setPrompts({});
         histBars_->data()->clear();
         histPlot_->replot(QCustomPlot::rpQueuedReplot);  // after the panel, shown just now, has its size

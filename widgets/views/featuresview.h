@@ -102,6 +102,8 @@ public:
     QComboBox* dictionaryCombo() const { return dictCombo_; }
     QTableWidget* topTable() const { return top_; }
     QLabel* qualityLabel() const { return quality_; }
+    QLabel* topTitleLabel() const { return topTitle_; }  ///< "Top features at position P “token” (L0 n)"
+    QLabel* featureTitleLabel() const { return featureTitle_; }  ///< "Feature F of NAME: active on n of N tokens, largest x"
     QSpinBox* findSpin() const { return find_; }
     QCustomPlot* activationPlot() const { return plot_; }
     QTableWidget* promotedTable() const { return promoted_; }

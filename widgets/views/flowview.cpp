@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/flowview.h"
+#include "widgets/views/plaintext.h"
 
 #include <torch/types.h>
 
@@ -142,7 +143,7 @@ protected:
             if (best) {
                 QString heads;
                 for (const auto& h : best->heads) heads += tr("\n  head %1: %2 (norm %3)").arg(h.head).arg(h.weight, 0, 'f', 3).arg(h.norm, 0, 'g', 3);
-                QToolTip::showText(help->globalPos(), tr("block %1 %2: %3 “%4” → %5 “%6”\nimportance %7%8")
+                QToolTip::showText(help->globalPos(), plainToolTip(tr("block %1 %2: %3 “%4” → %5 “%6”\nimportance %7%8")
                                                           .arg(best->layer)
                                                           .arg(edgeKindName(best->kind))
                                                           .arg(best->from)
@@ -150,7 +151,7 @@ protected:
                                                           .arg(best->to)
                                                           .arg(tokens_.value(static_cast<int>(best->to)))
                                                           .arg(best->weight, 0, 'f', 3)
-                                                          .arg(heads),
+                                                          .arg(heads)),
                                    this);
             } else {
                 QToolTip::hideText();
@@ -203,6 +204,7 @@ FlowView::FlowView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // tokens and prompts such as "<s>" are text
     canvas_ = new FlowCanvas(content);
     scroll_ = new QScrollArea(content);
     scroll_->setWidget(canvas_);

@@ -87,6 +87,7 @@ GenerateView::GenerateView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // tokens and prompts such as "<s>" are text
     uneditedTitle_ = new QLabel(tr("<b>Unedited</b>"), content);
     editedTitle_ = new QLabel(tr("<b>Continuation</b>"), content);
     unedited_ = new QTextBrowser(content);

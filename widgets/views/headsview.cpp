@@ -37,6 +37,7 @@ HeadsView::HeadsView(QWidget* parent) : TraceView(parent) {
     auto* content = new QWidget(this);
     status_ = new QLabel(content);
     status_->setWordWrap(true);
+    status_->setTextFormat(Qt::PlainText);  // a message may quote a token such as "<s>"
     model_ = new QStandardItemModel(this);
     model_->setHorizontalHeaderLabels(
         {tr("block"), tr("head"), tr("previous_token"), tr("induction"), tr("first_token"), tr("diagonal"), tr("sink_share")});

@@ -68,6 +68,7 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // tokens and prompts such as "<s>" are text
     interventionsNote_ = new QLabel(content);
     interventionsNote_->setWordWrap(true);
     interventionsNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);

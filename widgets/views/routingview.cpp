@@ -60,6 +60,7 @@ RoutingView::RoutingView(QWidget* parent) : TraceView(parent) {
     status_ = new QLabel(content);
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // a token such as "<s>" is text
 
     gridModel_ = new MatrixModel(this);
     grid_ = new HeatmapPlot(content);

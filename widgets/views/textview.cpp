@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "widgets/views/textview.h"
+#include "widgets/views/plaintext.h"
 
 #include "core/analysis/analysis.h"
 #include "core/model/error.h"
@@ -286,6 +287,7 @@ TextView::TextView(QWidget* parent) : TraceView(parent) {
     legend_ = new ColourLegend(content);
     status_ = new QLabel(content);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setTextFormat(Qt::PlainText);  // tokens and prompts such as "<s>" are text
     status_->setWordWrap(true);
     status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // a long line never widens the window
     text_ = new TokenText(content);
@@ -576,8 +578,8 @@ void TextView::onHover(int row, int position) {
                     .arg(locked_ ? tr(" (kept: click it to follow the mouse again)") : QString());
     status_->setText(text);
     const QRect box = text_->tokenRect(row, position);
-    QToolTip::showText(text_->mapToGlobal(box.bottomLeft()), tr("position %1 “%2”\n%3").arg(position).arg(p.tokens.value(position))
-                                                                 .arg(v, 0, 'g', 5), text_);
+    QToolTip::showText(text_->mapToGlobal(box.bottomLeft()),
+                       plainToolTip(tr("position %1 “%2”\n%3").arg(position).arg(p.tokens.value(position)).arg(v, 0, 'g', 5)), text_);
 }
 
 QString TextView::statusText() const { return status_->text(); }
