@@ -256,6 +256,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     rejectStray(p);
     if (!p.isSet(clean) || !p.isSet(corrupted) || !p.isSet(answer))
         throw UsageError("patch needs --clean, --corrupted and --answer.");
+    if (p.isSet(csv)) checkWritableFile(s(p.value(csv)));  // before the grid runs, not after
     auto model = loadModel(p, c);
     PatchingOptions o;
     o.metric.answer = tokenArgument(*model, p.value(answer), "--answer");
@@ -393,6 +394,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     if (p.isSet(out) && !p.isSet(save)) throw UsageError("--out needs --save: say which values to write.");
     if (p.isSet(out) && !p.value(out).endsWith(".safetensors", Qt::CaseInsensitive) && !p.value(out).endsWith(".npy", Qt::CaseInsensitive))
         throw UsageError("--out " + s(p.value(out)) + ": write a .safetensors file (any number of values) or a .npy file (one value).");
+    if (p.isSet(out)) checkWritableFile(s(p.value(out)));  // before the pass, not after
     bool ok = false;
     const int k = p.value(topk).toInt(&ok);
     if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");
@@ -406,6 +408,10 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     std::vector<std::string> patterns;
     for (const auto& pat : p.values(save)) patterns.push_back(s(pat));
     const SaveSelection selection = matchSaveValues(*model, dictionaries, patterns);
+    const size_t selected = selection.values.size() + selection.dictionaryValues.size();
+    if (p.isSet(out) && p.value(out).endsWith(".npy", Qt::CaseInsensitive) && selected != 1)
+        throw UsageError("--out " + s(p.value(out)) + ": a .npy file holds one value but --save selects " + std::to_string(selected) +
+                         "; write a .safetensors file instead.");
     TraceOptions opts;
     opts.save = selection.traced;  // the asked values, and the sites the asked dictionary values need
     const QStringList lines = iv.lines(p);
@@ -818,6 +824,7 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
     if (!p.isSet(c.model) || !p.isSet(transcoders) || !p.isSet(prompt))
         throw UsageError("circuit needs --model DIR, --transcoders DIR and --prompt TEXT (and --out GRAPH.json to write the graph).");
     if (!p.isSet(out) && !p.isSet(estimateOnly)) throw UsageError("circuit needs --out GRAPH.json (or --estimate to stop after the estimate).");
+    if (p.isSet(out)) checkWritableFile(s(p.value(out)));  // before the graph is computed, not after
     bool ok = false;
     auto fraction = [&](const QCommandLineOption& option) {
         const double v = p.value(option).toDouble(&ok);
@@ -1085,6 +1092,7 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
         DashboardOptions o;
         o.dataset = s(p.value(dataset));
         o.out = s(p.value(out));
+        checkWritableFile(o.out);  // before the dataset runs, not after
         o.contextSize = integerOption(p, contextSize, 2);
         o.batchSize = static_cast<int>(std::min<long long>(integerOption(p, batch, 1), 4096));
         o.maxDocuments = integerOption(p, maxDocuments, 0);
@@ -1094,6 +1102,7 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
         return featuresDashboard(*model, attached, o, p.isSet(c.json));
     }
     if (!p.isSet(prompt)) throw UsageError("features needs --prompt (or --dataset FILE.txt --out FILE for a dashboard).");
+    if (p.isSet(out)) checkWritableFile(s(p.value(out)));
     bool ok = false;
     const int k = p.value(topK).toInt(&ok);
     if (!ok || k < 1) throw UsageError("--top-k must be a positive integer.");

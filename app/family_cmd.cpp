@@ -42,6 +42,7 @@ int runFamilyCommand(const QStringList& arguments) {
         throw UsageError("family takes no positional arguments (got \"" + p.positionalArguments().join(" ").toStdString() +
                          "\"); see nnscope family --help.");
     if (!p.isSet(model)) throw UsageError("family needs --model DIR, the checkpoint folder.");
+    if (p.isSet(out)) checkWritableFile(p.value(out).toStdString());  // before the checks run
     const PageFormat fmt = optionValue([&] { return parsePageFormat(p.value(format).toStdString()); });
     bool ok = false;
     const int n = p.value(threads).toInt(&ok);

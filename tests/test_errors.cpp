@@ -10,6 +10,7 @@
 #include "checkpointcopy.h"
 #include "core/model/family.h"
 
+#include <QDir>
 #include <QProcess>
 #include <QTemporaryDir>
 #include "testsuite.h"
@@ -650,7 +651,7 @@ private slots:
         QTest::newRow("unknown value") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.0.nonsense"} << "unknown value path" << 1;
         QTest::newRow("block out of range") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.9.layer_output"} << "out of range" << 1;
         QTest::newRow("pattern matches nothing") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.nothing"} << "matches no value" << 1;
-        QTest::newRow("several values to npy") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.layer_output", "--out", "/tmp/nnscope-several.npy"} << ".npy" << 1;
+        QTest::newRow("several values to npy") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "layers.*.layer_output", "--out", "/tmp/nnscope-several.npy"} << "a .npy file holds one value but --save selects" << 2;  // before the pass
         QTest::newRow("bad dtype") << QStringList{"trace", "--model", m, "--prompt", "x", "--dtype", "int8"} << "dtype" << 2;
         QTest::newRow("unknown command") << QStringList{"frobnicate"} << "" << 2;
         QTest::newRow("stray argument") << QStringList{"trace", "--model", m, "--prompt", "x", "stray"} << "unexpected argument 'stray'" << 2;
@@ -668,6 +669,18 @@ private slots:
         QTest::newRow("family in another format") << QStringList{"family", "--model", m, "--format", "pdf"} << "pdf" << 2;
         QTest::newRow("train-demo with a bad seed") << QStringList{"train-demo", "--out", "/tmp/nnscope-never", "--seed", "x"} << "--seed" << 2;
         QTest::newRow("heads of one token") << QStringList{"heads", "--model", demo, "--prompt", ""} << "at least two positions" << 1;
+        // An output that cannot be written is refused before anything is read or computed (a graph or a dashboard can
+        // take hours): the model folder here does not exist either, and the message names the output, not the model.
+        const QString none = "/nonexistent-nnscope-model", noDir = "/nonexistent-nnscope-folder";
+        const QString noFolder = "the folder " + noDir + " does not exist";
+        QTest::newRow("trace --out into no folder") << QStringList{"trace", "--model", none, "--prompt", "x", "--save", "logits", "--out", noDir + "/v.safetensors"} << noDir + "/v.safetensors: " + noFolder << 1;
+        QTest::newRow("family --out onto a folder") << QStringList{"family", "--model", none, "--out", QDir::tempPath() + "/"} << "names a folder, not a file" << 1;
+        QTest::newRow("family --out a folder's name") << QStringList{"family", "--model", none, "--out", QDir::tempPath()} << "is a folder; give a file name inside it" << 1;
+        QTest::newRow("patch --csv into no folder") << QStringList{"patch", "--model", none, "--clean", "a", "--corrupted", "b", "--answer", "c", "--csv", noDir + "/g.csv"} << noFolder << 1;
+        QTest::newRow("circuit --out into no folder") << QStringList{"circuit", "--model", none, "--transcoders", none, "--prompt", "x", "--out", noDir + "/g.json"} << noFolder << 1;
+        QTest::newRow("dashboard --out into no folder") << QStringList{"features", "--model", none, "--dictionary", none, "--dataset", none, "--out", noDir + "/d.safetensors"} << noFolder << 1;
+        QTest::newRow("features --out into no folder") << QStringList{"features", "--model", none, "--dictionary", none, "--prompt", "x", "--out", noDir + "/f.safetensors"} << noFolder << 1;
+        QTest::newRow("family --out into no folder") << QStringList{"family", "--model", none, "--out", noDir + "/page.md"} << noFolder << 1;
     }
     void commandHelpNamesTheCommand() {
         // `nnscope trace --help` begins with the command's own usage line, not the program's path

@@ -398,16 +398,46 @@ std::string WeightStore::fileOf(const std::string& name) const {
     return it == where_.end() || memory_.count(name) ? dir_ : files_[it->second]->path();
 }
 
-void writeFileAtomically(const std::string& path, const std::string& data) {
+namespace {
+/// The folder a file `path` goes in ("." for a bare name); refuses a path that names a folder.
+fs::path folderOfFileToWrite(const std::string& path) {
     const fs::path target(path);
     if (target.filename().empty() || target.filename() == "." || target.filename() == "..")
         throw Error(path + ": names a folder, not a file to write.");
-    const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    return target.has_parent_path() ? target.parent_path() : fs::path(".");
+}
+
+/// A new, empty temporary file beside `path` (`.NAME.XXXXXX`, mode 0600), opened for writing; `tmp` receives its name.
+int createTemporaryBeside(const std::string& path, const fs::path& folder, std::string& tmp) {
     // A fresh, unguessable name in the target's folder (rename is atomic only within one file system), created
     // exclusively: mkostemp opens with O_CREAT | O_EXCL, which never follows a symlink someone planted there.
-    std::string tmp = (folder / ("." + target.filename().string() + ".XXXXXX")).string();
+    tmp = (folder / ("." + fs::path(path).filename().string() + ".XXXXXX")).string();
     const int fd = mkostemp(tmp.data(), O_CLOEXEC);
-    if (fd < 0) throw Error(path + ": cannot create a temporary file beside it in " + folder.string() + " (" + std::strerror(errno) + ").");
+    if (fd < 0) {
+        const int err = errno;
+        std::error_code ec;
+        if (!fs::exists(folder, ec)) throw Error(path + ": the folder " + folder.string() + " does not exist.");
+        if (!fs::is_directory(folder, ec)) throw Error(path + ": " + folder.string() + " is not a folder.");
+        throw Error(path + ": cannot create a temporary file beside it in " + folder.string() + " (" + std::strerror(err) + ").");
+    }
+    return fd;
+}
+}  // namespace
+
+void checkWritableFile(const std::string& path) {
+    const fs::path folder = folderOfFileToWrite(path);
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw Error(path + ": is a folder; give a file name inside it.");
+    std::string tmp;
+    const int fd = createTemporaryBeside(path, folder, tmp);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+}
+
+void writeFileAtomically(const std::string& path, const std::string& data) {
+    const fs::path folder = folderOfFileToWrite(path);
+    std::string tmp;
+    const int fd = createTemporaryBeside(path, folder, tmp);
     const TempFileRegistration removedOnSignal(tmp.c_str());  // Ctrl-C or SIGTERM mid-write leaves no partial file
     auto failWith = [&](const std::string& why) {
         const int err = errno;

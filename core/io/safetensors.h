@@ -146,6 +146,12 @@ std::map<std::string, torch::Tensor> readNpz(const std::string& path);
 /// Writes `data` to `path` atomically (temporary file + rename). Throws nnscope::Error naming the path.
 void writeFileAtomically(const std::string& path, const std::string& data);
 
+/// Checks, before any work, that writeFileAtomically(path, ...) can write `path`: its name is a file name, it is not
+/// a folder, and its folder exists and takes a new file (one is created and removed at once). For the commands that
+/// compute for minutes or hours before they write (a graph, a dashboard, a patching grid): a typo in the folder is
+/// found before the computation, not after it. Throws nnscope::Error naming the path and the problem.
+void checkWritableFile(const std::string& path);
+
 /// The safetensors dtype string of a scalar type ("F32", "BF16", ...). Throws for unsupported types.
 std::string safetensorsDtypeName(torch::ScalarType t);
 
