@@ -261,6 +261,28 @@ private slots:
     // the top token: the trace, the logit lens and generation compute them as transformers does and show them with
     // Tokenizer::unknownIdLabel (decoding them gave "Token id 305 is outside the vocabulary" and exit 1); only ids at or
     // above config.json's vocab_size are refused.
+    /// A token as nnscope prints it is taken back as --answer / --target: SentencePiece encodes "," as "▁" + "," and
+    /// "␣there" as several pieces, so the printed label (or the vocabulary string) names the token when encoding it
+    /// gives not one token; a text that encodes to one token keeps meaning that token (HF tokenizer(text)).
+    void printedTokensAreTakenBack() {
+        const Model& m = *llama_;
+        const TraceResult r = trace(m, encodeBatch(m, {"Once upon a time"}), {});
+        const auto top = topK(m, r.nextTokenProbs, 8)[0];
+        QCOMPARE(top.front().text, std::string(","));  // the demo's story: "Once upon a time," first
+        for (const TokenProb& t : top) QCOMPARE(parseTokenArgument(m, t.text, "--target"), t.id);
+        const int64_t there = m.tokenizer()->encode(" there", false).back();
+        QCOMPARE(m.tokenizer()->tokenString(there), std::string("▁there"));
+        for (const char* spelling : {"␣there", "▁there"}) QCOMPARE(parseTokenArgument(m, spelling, "--target"), there);
+        QCOMPARE(parseTokenArgument(m, "there", "--target"), m.tokenizer()->encode("there", false).at(0));  // one token: as encoded
+        QCOMPARE(m.tokenizer()->idOfToken("no such token"), std::optional<int64_t>());
+        try {
+            parseTokenArgument(m, "Paris", "--target");  // four pieces, and no token's string or label
+            QFAIL("'Paris' was taken as one token");
+        } catch (const Error& e) {
+            QVERIFY2(std::string(e.what()).find("is 4 tokens") != std::string::npos, e.what());
+        }
+    }
+
     void paddedVocabularyIdsAreShown() {
         const std::string prompt = "hello world";
         const auto plain = Model::load(test::fixture("tiny-llama"), test::float32());

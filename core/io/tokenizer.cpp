@@ -381,6 +381,24 @@ std::string Tokenizer::decodeShowingUnknown(const std::vector<int64_t>& ids, boo
     return out + text.substr(shown);
 }
 
+std::optional<int64_t> Tokenizer::idOfToken(const std::string& text) const {
+    std::call_once(tokenIndexBuilt_, [this] {
+        const int64_t n = vocabSize();
+        idOfString_.reserve(static_cast<size_t>(n));
+        idOfLabel_.reserve(static_cast<size_t>(n));
+        for (int64_t id = 0; id < n; ++id) {  // emplace keeps the lowest id of a repeated string
+            try {
+                idOfString_.emplace(tokenString(id), id);
+                idOfLabel_.emplace(tokenLabel(id), id);
+            } catch (const Error&) {  // an id a tokenizer.json leaves out between its vocabulary and added tokens
+            }
+        }
+    });
+    if (auto it = idOfString_.find(text); it != idOfString_.end()) return it->second;
+    if (auto it = idOfLabel_.find(text); it != idOfLabel_.end()) return it->second;
+    return std::nullopt;
+}
+
 std::string Tokenizer::tokenLabel(int64_t id) const {
     using namespace tokenizer_detail;
     if (id >= vocabSize()) return unknownIdLabel(id);  // a padded vocabulary's id: the model has it, the tokenizer not

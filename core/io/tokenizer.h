@@ -2,8 +2,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace nnscope {
@@ -55,6 +57,12 @@ public:
     /// "<id 310: not in tokenizer>". Whether the model has that id is the model's business (ids below its config's
     /// vocab_size are real outputs, however the tokenizer ends).
     static std::string unknownIdLabel(int64_t id);
+    /// The id whose vocabulary string (tokenString: "▁there", "Ġthe", ",") or label (tokenLabel: "␣there", the way
+    /// nnscope prints a token) is exactly `text`, a string before a label, the lowest id of several; nullopt when none
+    /// is. What lets a token copied from nnscope's output be given back (`--answer`, `--target`) where encoding it would
+    /// not give that one token (SentencePiece adds a word-start mark: "," becomes "▁" + ","). The first call indexes
+    /// the whole vocabulary (every id's string and label: under a second for 256k ids); thread-safe.
+    std::optional<int64_t> idOfToken(const std::string& text) const;
     /// Whether `id` is one the tokenizer has a token for: 0 <= id < vocabSize().
     bool knows(int64_t id) const { return id >= 0 && id < vocabSize(); }
     /// Number of ids the tokenizer knows (including added tokens).
@@ -76,6 +84,10 @@ protected:
     std::optional<int64_t> bosId_, eosId_;
     bool addBos_ = false;
     bool addEos_ = false;
+
+private:
+    mutable std::once_flag tokenIndexBuilt_;
+    mutable std::unordered_map<std::string, int64_t> idOfString_, idOfLabel_;  ///< idOfToken's index, built once
 };
 
 }  // namespace nnscope

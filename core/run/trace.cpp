@@ -355,6 +355,8 @@ int64_t parseTokenArgument(const Model& m, const std::string& text, const std::s
     if (!m.tokenizer()) throw Error(what + ": cannot tokenize: " + m.tokenizerError());
     const auto ids = m.tokenizer()->encode(text, false);
     if (ids.size() != 1) {
+        // a token as nnscope prints it ("␣there") or as the vocabulary holds it ("▁there", "," of SentencePiece)
+        if (const auto id = m.tokenizer()->idOfToken(text)) return *id;
         std::string pieces;
         for (int64_t id : ids) pieces += (pieces.empty() ? "" : ", ") + m.tokenizer()->tokenLabel(id);
         throw Error(what + ": '" + text + "' is " + std::to_string(ids.size()) + " tokens (" + (pieces.empty() ? "none" : pieces) +

@@ -49,9 +49,11 @@ struct Batch {
 /// or a prompt tokenizes to nothing.
 Batch encodeBatch(const Model& model, const std::vector<std::string>& prompts);
 
-/// A token named by the user: `#ID` (a token id of the model) or text that tokenizes, without BOS, to exactly one
-/// token (" Paris"). Throws nnscope::Error starting with `what`: an id outside the vocabulary, text of several tokens
-/// or none, or no tokenizer.
+/// A token named by the user: `#ID` (a token id of the model), text that tokenizes, without BOS, to exactly one
+/// token (" Paris"), or else a token's vocabulary string or label exactly (Tokenizer::idOfToken: "▁there" or
+/// "␣there", and SentencePiece's "," that encodes as two tokens), so that a token copied from nnscope's output is
+/// taken back. Throws nnscope::Error starting with `what`: an id outside the vocabulary, text of several tokens or
+/// none that is no token's string or label, or no tokenizer.
 int64_t parseTokenArgument(const Model& model, const std::string& text, const std::string& what);
 /// A batch from explicit ids (each row left-padded with `padId`). Throws nnscope::Error on an empty row.
 Batch batchFromIds(const std::vector<std::vector<int64_t>>& ids, int64_t padId = 0);
