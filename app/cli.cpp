@@ -56,6 +56,22 @@ const QStringList kCommands = {"trace", "generate", "tokenize", "support", "prin
 
 std::string s(const QString& q) { return q.toStdString(); }
 
+/// `text` (UTF-8) in a column `width` characters wide, counted in code points, not bytes ("␣" is one character of
+/// three bytes, and printf's %-12s counted three): cut to `width` characters when `cut`, then padded with spaces on
+/// the right (`left` alignment) or on the left.
+std::string column(const std::string& text, size_t width, bool left = true, bool cut = false) {
+    std::string out;
+    size_t chars = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const bool starts = (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+        if (starts && cut && chars == width) break;
+        chars += starts;
+        out += text[i];
+    }
+    const std::string pad(chars < width ? width - chars : 0, ' ');
+    return left ? out + pad : pad + out;
+}
+
 void printUsage() {
     std::cout << "nnscope " << version() << ": look inside transformer language models.\n\n"
               << "Usage:\n"
@@ -348,7 +364,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                 r.clean, r.corrupted, r.site.c_str());
     auto printGrid = [&](const PatchingResult& g) {
         std::printf(g.headsPerBlock ? "blk.hd" : "block");
-        for (const auto& t : g.tokens) std::printf(" %10.10s", t.c_str());
+        for (const auto& t : g.tokens) std::printf(" %s", column(t, 10, /*left=*/false, /*cut=*/true).c_str());
         std::printf("\n");
         for (size_t i = 0; i < g.grid.size(); ++i) {
             if (g.headsPerBlock)  // block.head
@@ -463,10 +479,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
         std::cout << "prompt " << i << ": \"" << prompts[i] << "\" (" << n << (n == 1 ? " token)\n" : " tokens)\n");
         if (top[i].empty()) std::cout << "  no next token: the model's output is not finite (NaN)\n";
         for (size_t r = 0; r < top[i].size(); ++r) {
-            std::string label = "\"" + top[i][r].text + "\"";
-            size_t chars = 0;  // pad by characters, not bytes ("␣" is 3 bytes)
-            for (unsigned char ch : label) chars += (ch & 0xC0) != 0x80;
-            if (chars < 20) label += std::string(20 - chars, ' ');
+            const std::string label = column("\"" + top[i][r].text + "\"", 20);
             std::printf("  %zu. %s id %-7lld p=%.6g\n", r + 1, label.c_str(), static_cast<long long>(top[i][r].id), top[i][r].prob);
         }
         std::fflush(stdout);
@@ -785,8 +798,9 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     std::printf("information flow graph of position %lld (\"%s\"), threshold %g: %zu edges.\n%s\n\n", static_cast<long long>(g.position),
                 label(g.position).c_str(), g.threshold, g.edges.size(), g.contributions.note.c_str());
     for (const ContributionEdge& e : g.edges) {
-        std::printf("  block %2d  %-18s %4lld %-12s -> %4lld %-12s %7.4f", e.layer, edgeKindName(e.kind), static_cast<long long>(e.from),
-                    ("\"" + label(e.from) + "\"").c_str(), static_cast<long long>(e.to), ("\"" + label(e.to) + "\"").c_str(), e.weight);
+        std::printf("  block %2d  %-18s %4lld %s -> %4lld %s %7.4f", e.layer, edgeKindName(e.kind), static_cast<long long>(e.from),
+                    column("\"" + label(e.from) + "\"", 12).c_str(), static_cast<long long>(e.to), column("\"" + label(e.to) + "\"", 12).c_str(),
+                    e.weight);
         if (!e.heads.empty()) {
             std::printf("   heads");
             for (const HeadShare& h : e.heads) std::printf(" %lld (%.3f)", static_cast<long long>(h.head), h.weight);

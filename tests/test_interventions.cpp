@@ -668,6 +668,27 @@ private slots:
         }
     }
 
+    // The printed grid's columns line up when tokens hold multi-byte characters ("␣" is three bytes): every row is as
+    // many characters wide as the header of tokens (printf's %10.10s counted bytes and cut "␣" in half).
+    void commandLineGridAligned() {
+        QProcess q;
+        q.start(NNSCOPE_BINARY, {"patch", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--clean", "Tom and Lily went to the park.",
+                                 "--corrupted", "Lily and Lily went to the park.", "--answer", "#10", "--wrong", "#11"});
+        QVERIFY(q.waitForFinished(60000));
+        QVERIFY2(q.exitCode() == 0, q.readAllStandardError().constData());
+        const QStringList lines = QString::fromUtf8(q.readAllStandardOutput()).split('\n');
+        qsizetype header = -1;
+        for (qsizetype i = 0; i < lines.size(); ++i)
+            if (lines[i].startsWith("block ")) header = i;
+        QVERIFY(header >= 0);
+        QVERIFY2(lines[header].contains(QString::fromUtf8("␣")), qPrintable(lines[header]));  // the case in question
+        auto width = [](const QString& line) { return line.toUcs4().size(); };
+        int rows = 0;
+        for (qsizetype i = header + 1; i < lines.size() && !lines[i].isEmpty(); ++i, ++rows)
+            QVERIFY2(width(lines[i]) == width(lines[header]), qPrintable(lines[header] + "\n" + lines[i]));
+        QCOMPARE(rows, 2);  // tiny-llama's blocks
+    }
+
     // The command line: --site heads with --blocks and --positions prints the engine's cells (NaN cells as null in
     // JSON), and the progress with its time estimate goes to stderr.
     void commandLineHeadsPositionsBlocks() {
