@@ -209,6 +209,19 @@ std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringLi
     return list;
 }
 
+/// encodeBatch, with a warning on stderr for each prompt longer than config.json's max_position_embeddings: the pass
+/// runs (transformers' does too), but the model was not trained on such contexts and its values there are no guide.
+Batch encodePrompts(const Model& m, const std::vector<std::string>& prompts) {
+    Batch b = encodeBatch(m, prompts);
+    const int64_t context = m.config().maxPositionEmbeddings;
+    for (size_t i = 0; i < b.ids.size(); ++i)
+        if (context > 0 && static_cast<int64_t>(b.ids[i].size()) > context)
+            std::cerr << "nnscope: warning: " << (b.ids.size() > 1 ? "prompt " + std::to_string(i) + " is " : "the prompt is ")
+                      << b.ids[i].size() << " tokens, more than max_position_embeddings " << context << " in " << m.dir()
+                      << "/config.json: the model was not trained on contexts this long." << std::endl;
+    return b;
+}
+
 /// A token given as text (must be one token) or as #ID.
 int64_t tokenArgument(const Model& m, const QString& text, const std::string& what) { return parseTokenArgument(m, s(text), what); }
 
@@ -292,7 +305,7 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
     auto edits = interventionsFromLines(*model, lines);
     if (!edits->empty()) o.intervention = edits;
     for (const auto& line : lines) o.interventionTexts.push_back(s(line));
-    const Batch b = encodeBatch(*model, {s(p.value(clean)), s(p.value(corrupted))});
+    const Batch b = encodePrompts(*model, {s(p.value(clean)), s(p.value(corrupted))});
     if (p.isSet(blocks)) o.blocks = parseIndexList(s(p.value(blocks)), model->config().numLayers, "--blocks");
     if (p.isSet(positions)) o.positions = parseIndexList(s(p.value(positions)), static_cast<int64_t>(b.ids[1].size()), "--positions");
     if (p.isSet(batch)) {
@@ -433,7 +446,7 @@ int cmdTrace(QCommandLineParser& p, const Common& c, const QStringList& args) {
     const QStringList lines = iv.lines(p);
     auto edits = interventionsFromLines(*model, lines);
     if (!edits->empty()) opts.intervention = edits;
-    Batch batch = encodeBatch(*model, prompts);
+    Batch batch = encodePrompts(*model, prompts);
     TraceResult result = trace(*model, batch, opts);
     result.dictionaryValues = dictionaryValues(*model, result, dictionaries, selection.dictionaryValues);
     keepOnly(result, selection.values);
@@ -563,7 +576,7 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     }
     const QStringList lines = iv.lines(p);
     auto edits = interventionsFromLines(*model, lines);
-    Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    Batch batch = encodePrompts(*model, {s(p.value(prompt))});
     GenerateOptions plain = o;
     if (!edits->empty()) o.intervention = edits;
     const Generation g = generate(*model, batch.ids[0], o);
@@ -618,7 +631,7 @@ int cmdHeads(QCommandLineParser& p, const Common& c, const QStringList& args) {
     TraceOptions opts;
     for (int i = 0; i < model->config().numLayers; ++i) opts.save.push_back({Value::AttentionProbabilities, i});
     const Batch batch = p.isSet(repeated) ? batchFromIds({repeatedRandomTokens(*model, repeatedLength, seedValue)})
-                                          : encodeBatch(*model, {s(p.value(prompt))});
+                                          : encodePrompts(*model, {s(p.value(prompt))});
     if (batch.ids[0].size() < 2)
         throw Error("heads: the prompt is " + std::to_string(batch.ids[0].size()) + " token(s) long; the scores need at least two "
                     "positions (the previous-token score compares each token with the one before it).");
@@ -688,7 +701,7 @@ int cmdAttribute(QCommandLineParser& p, const Common& c, const QStringList& args
     if (p.isSet(wrong)) wrongId = tokenArgument(*model, p.value(wrong), "--wrong");
     TraceOptions opts;
     opts.save = attributionValueKeys(*model);
-    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const Batch batch = encodePrompts(*model, {s(p.value(prompt))});
     const TraceResult result = trace(*model, batch, opts);
     const LogitAttribution a = directLogitAttribution(*model, result, 0, pos, targetId, wrongId, k);
     auto label = [&](int64_t id) { return model->tokenizer() ? model->tokenizer()->tokenLabel(id) : "#" + std::to_string(id); };
@@ -776,7 +789,7 @@ int cmdGraph(QCommandLineParser& p, const Common& c, const QStringList& args) {
     auto model = loadModel(p, c);
     TraceOptions opts;
     opts.save = contributionValueKeys(*model);
-    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const Batch batch = encodePrompts(*model, {s(p.value(prompt))});
     const ContributionGraph g = contributionGraph(*model, trace(*model, batch, opts), 0, options);
     const std::vector<int64_t>& ids = batch.ids[0];
     auto label = [&](int64_t position) {
@@ -859,7 +872,7 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
     auto model = Model::load(s(p.value(c.model)), LoadOptions().withDtype(torch::kFloat32).withDevice(device));
     printLoadWarnings(*model);
     const CircuitTranscoders set = loadCircuitTranscoders(s(p.value(transcoders)));
-    const Batch batch = encodeBatch(*model, {s(p.value(prompt))});
+    const Batch batch = encodePrompts(*model, {s(p.value(prompt))});
     const std::vector<int64_t>& ids = batch.ids[0];
     const CircuitEstimate estimate = estimateCircuit(*model, set, static_cast<int64_t>(ids.size()), o);
     const bool json = p.isSet(c.json);
@@ -1138,7 +1151,7 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
     for (const AttachedDictionary& a : attached)
         for (const ValueKey& v : a.neededValues()) opts.save.push_back(v);
     if (clt) opts.save = clt->neededValues();
-    const TraceResult result = trace(*model, encodeBatch(*model, prompts), opts);
+    const TraceResult result = trace(*model, encodePrompts(*model, prompts), opts);
 
     std::vector<FeaturesReport> reports;
     std::vector<std::string> described;

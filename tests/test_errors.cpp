@@ -682,6 +682,19 @@ private slots:
         QTest::newRow("features --out into no folder") << QStringList{"features", "--model", none, "--dictionary", none, "--prompt", "x", "--out", noDir + "/f.safetensors"} << noFolder << 1;
         QTest::newRow("family --out into no folder") << QStringList{"family", "--model", none, "--out", noDir + "/page.md"} << noFolder << 1;
     }
+    // A prompt past max_position_embeddings runs (as transformers' does) with a warning naming the limit and the file
+    // (generate refused such a context while trace said nothing).
+    void promptPastTheContextWarns() {
+        const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
+        QStringList words;
+        for (int i = 0; i < 300; ++i) words << "tom";
+        const RunResult r = runCli({"trace", "--model", demo, "--prompt", words.join(' ')});
+        QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains("warning: the prompt is 301 tokens, more than max_position_embeddings 256 in ") &&
+                     r.err.contains("config.json"), qPrintable(r.err));
+        const RunResult shortPrompt = runCli({"trace", "--model", demo, "--prompt", "tom saw a"});
+        QVERIFY2(shortPrompt.exitCode == 0 && !shortPrompt.err.contains("max_position_embeddings"), qPrintable(shortPrompt.err));
+    }
     void commandHelpNamesTheCommand() {
         // `nnscope trace --help` begins with the command's own usage line, not the program's path
         QProcess p;

@@ -271,6 +271,8 @@ private slots:
         QTest::newRow("next_token_probs") << "next_token_probs[:, 3] = 0" << "read-only";
         QTest::newRow("input_size") << "input_size = 3" << "read-only";
         QTest::newRow("no operator") << "layers.0.layer_output[:, 0]" << "no operator";
+        QTest::newRow("unknown operator") << "layers.0.layer_output ^= 2" << "unknown operator '^='; use =, +=, -=, *= or /=";
+        QTest::newRow("unknown operator after an index") << "layers.0.layer_output[:, 0] %= 2" << "unknown operator '%='";
         QTest::newRow("unknown path") << "layers.0.bogus *= 2" << "unknown value path";
         QTest::newRow("bad index") << "layers.0.layer_output[:, x] = 0" << "not an integer";
         QTest::newRow("bad operand") << "layers.0.layer_output *= banana" << "neither a number";

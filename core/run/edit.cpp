@@ -169,6 +169,11 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
     if (opPos == std::string::npos)
         throw Error("edit '" + text + "': no operator; write PATH[INDEX] = | += | -= | *= | /= VALUE, e.g. "
                     "'layers.1.self_attn.attention_queries[:, 1] *= 2'.");
+    if (opLen == 1 && opPos > 0) {  // "^=", "%=", "==": a sign before '=' that no path ends with and no operator has
+        const char c = text[opPos - 1];
+        if (std::ispunct(static_cast<unsigned char>(c)) && c != ']' && c != '_' && c != '.')
+            throw Error("edit '" + text + "': unknown operator '" + std::string(1, c) + "='; use =, +=, -=, *= or /=.");
+    }
     std::string lhs = trim(text.substr(0, opPos)), rhs = trim(text.substr(opPos + opLen));
     std::string path = lhs;
     const auto br = lhs.find('[');
