@@ -228,7 +228,7 @@ void MainWindow::createJobs() {
     dashboardJob_ = new JobWatcher(worker_, QStringLiteral("dashboard"), this);
     connect(dashboardJob_, &JobWatcher::progressed, this, [this](int done, int total) { panelProgress(dashboardJob_, done, total); });
     dashboardJob_->onFinished<QString>(this, [this](const QString& out) {
-        panelEnd(dashboardJob_, tr("Wrote the dashboard %1.").arg(out));
+        panelEnd(dashboardJob_, tr("Wrote the dashboard %1.").arg(out), /*warning=*/false);
         openDashboard(out);
     });
     connect(dashboardJob_, &JobWatcher::failed, this, [this](const QString& message) {
@@ -448,7 +448,7 @@ void MainWindow::createCentral() {
                                  .arg(std::count_if(graph.nodes.begin(), graph.nodes.end(),
                                                     [](const GraphNode& n) { return n.kind == GraphNode::Kind::Feature; }))
                                  .arg(graph.edgeCount());
-        panelEnd(circuitJob_, what);
+        panelEnd(circuitJob_, what, /*warning=*/false);
         circuit_->setComputeMessage(circuit_->computeMessage()->text() + " " + what);
         circuit_->setGraph(graph);
         // a feature's card: the tokens its decoder row promotes and suppresses (for a cross-layer transcoder, the sum of
@@ -1693,10 +1693,10 @@ void MainWindow::panelProgress(JobWatcher* job, int done, int total) {
     if (job == panelJob_) tracePanel_->analysisProgress(done, total);
 }
 
-void MainWindow::panelEnd(JobWatcher* job, const QString& note) {
+void MainWindow::panelEnd(JobWatcher* job, const QString& note, bool warning) {
     if (job != panelJob_) return;
     panelJob_ = nullptr;
-    tracePanel_->analysisEnded(note);
+    tracePanel_->analysisEnded(note, warning);
     // the next computation under way takes the bar (the worker runs them one after another)
     for (const ViewJob& next : viewJobs_)
         if (next.watcher->isActive()) {

@@ -341,10 +341,11 @@ private:
     /// The trace ended without a new snapshot: the analyses that waited for it are run now.
     void resumeAnalyses();
     /// The trace panel's bar and Esc serve one computation a view asked for at a time: `job`, named `what`, of `total`
-    /// steps. panelEnd gives the bar back (with `note` said under the trace's outcome) and shows the next one under way.
+    /// steps. panelEnd gives the bar back (with `note` said under the trace's outcome, in the warning colour when
+    /// `warning`: a cancel or a failure, not a result) and shows the next one under way.
     void panelShow(JobWatcher* job, const QString& what, int total);
     void panelProgress(JobWatcher* job, int done, int total);
-    void panelEnd(JobWatcher* job, const QString& note);
+    void panelEnd(JobWatcher* job, const QString& note, bool warning = true);
     /// Emits viewJobsDone when no computation a view asked for is left.
     void checkViewJobsDone();
 

@@ -3013,6 +3013,10 @@ void TestGui::openTraceFile() {
         QVERIFY(w->snapshot() && w->snapshot()->sourceFile == file);
         QCOMPARE(w->snapshot()->tokens.at(0).size(), static_cast<qsizetype>(w->snapshot()->result.batch.ids.at(0).size()));
         collect();
+        // the lens computed for the file leaves the line saying which file is open, and the bar counting no trace
+        // (it read "block 0 / 1" under an empty line)
+        QVERIFY2(w->tracePanel()->statusText().contains("is open"), qPrintable(w->tracePanel()->statusText()));
+        QCOMPARE(w->tracePanel()->progressBar()->text(), QString());
         QCOMPARE(live.size(), expected.size());
         for (size_t i = 0; i < expected.size(); ++i) {
             QCOMPARE(live[i].sizes(), expected[i].sizes());
@@ -5353,6 +5357,21 @@ void TestGui::tokensShownAsText() {
     QTest::mouseMove(atv->heatmap()->plot(), atv->heatmap()->cellCenter(3, 0));
     QVERIFY2(atv->heatmap()->hoverText().contains("“<s>”"), qPrintable(atv->heatmap()->hoverText()));
     if (QToolTip::isVisible()) QVERIFY2(shownText(QToolTip::text()).contains("“<s>”"), qPrintable(QToolTip::text()));
+    // the trace line is as tall as its wrapped text (the dock cut a second line in half), and a note that reports a
+    // result is not in the warning colour
+    TracePanel* panel = w->tracePanel();
+    QString longer = "Traced 1 prompt(s), 10 tokens.";
+    for (int i = 0; i < 12; ++i) longer += " A longer outcome than the line holds, word after word.";
+    panel->traceFinished(longer);
+    panel->analysisStarted("attribution graph", 0);
+    panel->analysisEnded("Attribution graph: 22 features, 4 edges in all.", /*warning=*/false);
+    QTRY_VERIFY2(panel->statusLabel()->height() >= panel->statusLabel()->heightForWidth(panel->statusLabel()->width()),
+                 qPrintable(QString("%1 < %2").arg(panel->statusLabel()->height()).arg(panel->statusLabel()->heightForWidth(panel->statusLabel()->width()))));
+    QVERIFY(panel->statusLabel()->height() > 2 * panel->fontMetrics().lineSpacing());
+    QVERIFY2(!panel->statusLabel()->styleSheet().contains("color"), qPrintable(panel->statusLabel()->styleSheet()));
+    panel->analysisStarted("logit lens", 2);
+    panel->analysisEnded("The logit lens was cancelled.");
+    QVERIFY(panel->statusLabel()->styleSheet().contains("color"));
     // and plainToolTip keeps every character and line of any text
     const QString tricky = "head 1\nkey “<s>” & <b>bold</b> &lt;\n  indented";
     QCOMPARE(shownText(plainToolTip(tricky)), tricky);

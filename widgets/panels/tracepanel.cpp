@@ -2,11 +2,14 @@
 #include "widgets/panels/tracepanel.h"
 
 #include <QGridLayout>
+#include <QResizeEvent>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QStyle>
+
+#include <algorithm>
 
 namespace nnscope {
 
@@ -62,14 +65,12 @@ void TracePanel::setModelReady(bool ready) {
 
 void TracePanel::reset(const QString& text) {
     analysing_ = false;
-    outcome_.clear();
-    traceSummary_.clear();
+    outcome_ = traceSummary_ = text;  // what a view's computation (the lens of a trace file) is said after, and ends on
     outcomeWarning_ = false;
     progress_->setFormat(QString());
     progress_->setRange(0, 1);
     progress_->setValue(0);
-    status_->setStyleSheet(QString());
-    status_->setText(text);
+    setStatus(text);
     setRunning(running_);
 }
 
@@ -84,8 +85,7 @@ void TracePanel::traceStarted(int blocks) {
     progress_->setFormat(tr("block %v / %m"));
     progress_->setRange(0, std::max(1, blocks));
     progress_->setValue(0);
-    status_->setStyleSheet(QString());
-    status_->setText(tr("Running…"));
+    setStatus(tr("Running…"));
     setRunning(true);
 }
 
@@ -96,8 +96,7 @@ void TracePanel::traceProgress(int done, int total) {
 
 void TracePanel::traceFinished(const QString& summary) {
     progress_->setValue(progress_->maximum());
-    status_->setStyleSheet(QString());
-    status_->setText(summary);
+    setStatus(summary);
     outcome_ = traceSummary_ = summary;
     outcomeWarning_ = false;
     setRunning(false);
@@ -107,31 +106,30 @@ void TracePanel::setOutcomeNote(const QString& text, bool warning) {
     outcome_ = text.isEmpty() ? traceSummary_ : traceSummary_.isEmpty() ? text : traceSummary_ + " " + text;
     outcomeWarning_ = warning;
     if (analysing_) return;  // said when the analysis under way ends
-    status_->setStyleSheet(outcomeWarning_ ? QStringLiteral("color: #8a5a00") : QString());
-    status_->setText(outcome_);
+    setStatus(outcome_, outcomeWarning_ ? QStringLiteral("#8a5a00") : QString());
 }
 
 void TracePanel::traceCancelled(int done, int total) {
-    status_->setStyleSheet("color: #8a5a00");
-    status_->setText(tr("Cancelled after %1 of %2 blocks.").arg(done).arg(total));
+    setStatus(tr("Cancelled after %1 of %2 blocks.").arg(done).arg(total), QStringLiteral("#8a5a00"));
     setRunning(false);
 }
 
 void TracePanel::traceFailed(const QString& message) {
-    status_->setStyleSheet("color: #b00020");
-    status_->setText(tr("The trace failed: %1").arg(message));
+    setStatus(tr("The trace failed: %1").arg(message), QStringLiteral("#b00020"));
     setRunning(false);
 }
 
 void TracePanel::analysisStarted(const QString& what, int total) {
-    if (!analysing_) traceBar_ = {progress_->maximum(), progress_->value()};  // the trace's own count, given back at the end
+    if (!analysing_) {  // the trace's own count, given back at the end (none yet: an empty bar, not "block 0 / 1")
+        traceBar_ = {progress_->maximum(), progress_->value()};
+        traceBarFormat_ = progress_->format();
+    }
     analysing_ = true;
     progress_->setFormat(total > 0 ? tr("%1 · block %v / %m").arg(what) : what);  // a computation that counts no blocks: its name
     progress_->setRange(0, std::max(1, total));
     progress_->setValue(0);
-    status_->setStyleSheet(QString());
-    status_->setText(outcome_.isEmpty() ? tr("Computing the %1… (Esc cancels)").arg(what)
-                                        : tr("%1 Computing the %2… (Esc cancels)").arg(outcome_, what));
+    setStatus(outcome_.isEmpty() ? tr("Computing the %1… (Esc cancels)").arg(what)
+                                 : tr("%1 Computing the %2… (Esc cancels)").arg(outcome_, what));
     setRunning(running_);
 }
 
@@ -141,16 +139,34 @@ void TracePanel::analysisProgress(int done, int total) {
     progress_->setValue(done);
 }
 
-void TracePanel::analysisEnded(const QString& note) {
+void TracePanel::analysisEnded(const QString& note, bool warning) {
     if (!analysing_) return;
     analysing_ = false;
-    progress_->setFormat(tr("block %v / %m"));
+    progress_->setFormat(traceBarFormat_);
     // the bar counts the trace's blocks again (a graph's 1411 feature rows are not "block 1411 / 1411")
     progress_->setRange(0, std::max(1, traceBar_.first));
     progress_->setValue(traceBar_.second);
-    status_->setStyleSheet(note.isEmpty() && !outcomeWarning_ ? QString() : QStringLiteral("color: #8a5a00"));
-    status_->setText(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note);
+    setStatus(note.isEmpty() ? outcome_ : outcome_.isEmpty() ? note : outcome_ + " " + note,
+              (!note.isEmpty() && warning) || outcomeWarning_ ? QStringLiteral("#8a5a00") : QString());
     setRunning(running_);
+}
+
+void TracePanel::setStatus(const QString& text, const QString& colour) {
+    status_->setStyleSheet(colour.isEmpty() ? QString() : QStringLiteral("color: ") + colour);
+    status_->setText(text);
+    fitStatus();
+}
+
+void TracePanel::fitStatus() {
+    // the label's height for its width (word wrap): the dock keeps at least that (QMainWindow honours minimum sizes)
+    const int width = status_->width() > 0 ? status_->width() : std::max(1, this->width() - 8);
+    const int line = fontMetrics().lineSpacing();  // at most six lines: a longer message keeps the prompts in view
+    status_->setMinimumHeight(std::clamp(status_->heightForWidth(width), line, 6 * line + 4));
+}
+
+void TracePanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitStatus();
 }
 
 }  // namespace nnscope

@@ -27,6 +27,7 @@ public:
     QPushButton* cancelButton() const { return cancel_; }
     QProgressBar* progressBar() const { return progress_; }
     QString statusText() const;
+    QLabel* statusLabel() const { return status_; }
 
     /// Whether a model is there to run (Run is disabled without one).
     void setModelReady(bool ready);
@@ -47,16 +48,24 @@ public:
     /// counts none, the bar shows its name), Cancel (Esc) stops it, Run stays enabled (a new trace replaces it).
     void analysisStarted(const QString& what, int total);
     void analysisProgress(int done, int total);
-    /// It finished (or was cancelled or failed: `note` says so under the trace's outcome).
-    void analysisEnded(const QString& note = QString());
+    /// It finished (or was cancelled or failed: `note` says so under the trace's outcome, in the warning colour when
+    /// `warning`; a result such as "Attribution graph: 1411 features" is not one).
+    void analysisEnded(const QString& note = QString(), bool warning = true);
     bool isAnalysing() const { return analysing_; }
 
 signals:
     void runRequested();
     void cancelRequested();
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void setRunning(bool running);
+    /// Shows `text` on the status line in `colour` (empty: the palette's), as tall as its wrapped lines need: the dock
+    /// does not grow for a word-wrapped label by itself, and a second line was cut in half.
+    void setStatus(const QString& text, const QString& colour = QString());
+    void fitStatus();
 
     QPlainTextEdit* editor_;
     QPushButton* run_;
@@ -65,6 +74,7 @@ private:
     QLabel* status_;
     bool running_ = false, ready_ = false, analysing_ = false;
     std::pair<int, int> traceBar_{1, 0};  ///< the trace's bar (maximum, value) when a computation took it
+    QString traceBarFormat_;              ///< and its text ("block %v / %m", or none before any trace)
     QString outcome_;  ///< the last trace's outcome, which an analysis note is added to
     QString traceSummary_;         ///< the last trace's summary, before any note
     bool outcomeWarning_ = false;  ///< the outcome holds a warning (setOutcomeNote)
