@@ -14,6 +14,7 @@
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QEvent>
 #include <QDir>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -194,6 +195,7 @@ FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
     plot_->xAxis->setSubTicks(false);
     plot_->yAxis->setLabel(tr("activation"));
     plot_->setMinimumHeight(180);
+    plot_->installEventFilter(this);  // the token labels follow the plot's width (labelTokens)
     followPalette(plot_);
 
     promoted_ = makeTable({tr("Promotes"), tr("Logit")}, content);
@@ -218,10 +220,12 @@ FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
     leftLayout->setContentsMargins(0, 0, 0, 0);
     leftLayout->addWidget(topTitle_);
     leftLayout->addWidget(top_, 1);
+    // the two lists of features (click one to select it) in one column; the selected feature's token effects under its
+    // plot, two tables side by side (three in a row left each a few characters of its tokens)
+    leftLayout->addWidget(nearest_, 1);
     auto* tables = new QHBoxLayout;
     tables->addWidget(promoted_);
     tables->addWidget(suppressed_);
-    tables->addWidget(nearest_);
     auto* right = new QWidget(content);
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
@@ -264,6 +268,7 @@ FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 3);
     split->setStretchFactor(2, 3);
+    split->setSizes({200, 460, 380});  // the feature's plot and token effects widest, the lists of features narrowest
 
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -415,6 +420,28 @@ void FeaturesView::selectToken(int position) {
     showFeature();  // the token outline moves
 }
 
+void FeaturesView::labelTokens() {
+    if (!snapshot_ || prompt() < 0 || prompt() >= snapshot_->numPrompts()) return;
+    const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(prompt()));
+    const int n = static_cast<int>(bars_->data()->size());
+    // a rotated label needs about a line of the axis; the axis rect is the plot less its margins (about 60 px before
+    // the first layout)
+    const int room = std::max(1, plot_->axisRect()->width() > 0 ? plot_->axisRect()->width() : plot_->width() - 60);
+    const int step = std::max(1, static_cast<int>(std::ceil(n * 1.15 * plot_->xAxis->tickLabelFont().pointSizeF() * 1.4 / room)));
+    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+    for (int t = 0; t < n; ++t)
+        if (t % step == 0 || t == token_) ticker->addTick(t, tokens.value(t));
+    plot_->xAxis->setTicker(ticker);
+}
+
+bool FeaturesView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == plot_ && event->type() == QEvent::Resize && bars_->data()->size() > 0) {
+        labelTokens();
+        plot_->replot(QCustomPlot::rpQueuedReplot);
+    }
+    return TraceView::eventFilter(watched, event);
+}
+
 void FeaturesView::fillTopTable() {
     const FeatureRun* run = currentRun();
     if (!run) return;
@@ -463,14 +490,12 @@ void FeaturesView::showFeature() {
     text_->setPrompts({p});
 
     QVector<double> keys, bars;
-    QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     for (int t = 0; t < static_cast<int>(values.size()); ++t) {
         keys << t;
         bars << values[static_cast<size_t>(t)];
-        ticker->addTick(t, tokens.value(t));
     }
     bars_->setData(keys, bars, true);
-    plot_->xAxis->setTicker(ticker);
+    labelTokens();
     plot_->xAxis->setRange(-0.7, std::max<int>(1, static_cast<int>(values.size())) - 0.3);
     plot_->yAxis->setRange(std::min(0.0, *std::min_element(values.begin(), values.end())), hi * 1.1);
     plot_->replot();

@@ -135,6 +135,10 @@ private:
     void updatePlaceholder();
     void fillTopTable();
     void showFeature();
+    /// The activation plot's token labels: every token where they fit, every second, third, ... where the plot is too
+    /// narrow for all (rotated labels ran into each other), the selected token always. Redone when the plot resizes.
+    void labelTokens();
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void requestDetails();
     void detailsEnded(JobState state, const QVariant& result, const QString& message);
     void showDashboard();
