@@ -83,7 +83,9 @@
 #include <QGuiApplication>
 #include <QStackedWidget>
 #include <QStandardPaths>
+#include <QPainter>
 #include <QStatusBar>
+#include <QStyleOption>
 #include <QTabWidget>
 #include <QFrame>
 #include <QTimer>
@@ -858,7 +860,42 @@ void MainWindow::createMenus() {
     help->addAction(aboutQtAct_);
 }
 
+namespace {
+/// A status bar whose message (a hovered part's card, a menu's status tip) ends in "…" a little before the model label
+/// when it is longer than the room there; QStatusBar cut it mid-letter against the label ("q_pmodel: demo-model").
+class ElidingStatusBar : public QStatusBar {
+public:
+    using QStatusBar::QStatusBar;
+
+protected:
+    void paintEvent(QPaintEvent* event) override {
+        const QString message = currentMessage();
+        if (message.isEmpty()) return QStatusBar::paintEvent(event);
+        // what QStatusBar::paintEvent draws with a message shown: the panel, the permanent widgets' frames, the text
+        QPainter p(this);
+        QStyleOption panel;
+        panel.initFrom(this);
+        style()->drawPrimitive(QStyle::PE_PanelStatusBar, &panel, &p, this);
+        int right = width() - 12;
+        for (const QLabel* w : findChildren<QLabel*>(QString(), Qt::FindDirectChildrenOnly)) {
+            if (!w->isVisible()) continue;
+            QStyleOption frame(0);
+            frame.rect = w->geometry().adjusted(-2, -1, 2, 1);
+            frame.palette = palette();
+            frame.state = QStyle::State_None;
+            style()->drawPrimitive(QStyle::PE_FrameStatusBarItem, &frame, &p, w);
+            right = std::min(right, w->x() - 16);  // a gap before the label
+        }
+        const QRect room(6, 0, std::max(0, right - 6), height());
+        p.setPen(palette().windowText().color());
+        p.drawText(room, Qt::AlignLeading | Qt::AlignVCenter | Qt::TextSingleLine,
+                   fontMetrics().elidedText(message, Qt::ElideRight, room.width()));
+    }
+};
+}  // namespace
+
 void MainWindow::createStatusBar() {
+    setStatusBar(new ElidingStatusBar(this));
     modelLabel_ = new QLabel(this);
     statusBar()->addPermanentWidget(modelLabel_);
     statusBar()->showMessage(tr("Ready"));

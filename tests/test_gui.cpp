@@ -5372,6 +5372,23 @@ void TestGui::tokensShownAsText() {
     panel->analysisStarted("logit lens", 2);
     panel->analysisEnded("The logit lens was cancelled.");
     QVERIFY(panel->statusLabel()->styleSheet().contains("color"));
+    // a status message longer than its room ends before the model label, with a gap (it ran into the label)
+    QLabel* modelLabel = nullptr;
+    for (QLabel* l : w->statusBar()->findChildren<QLabel*>())
+        if (l->text().startsWith("model:")) modelLabel = l;
+    QVERIFY(modelLabel);
+    QString message = "read at:";
+    while (w->statusBar()->fontMetrics().horizontalAdvance(message) < 2 * w->statusBar()->width()) message += " the child module q_proj";
+    w->statusBar()->showMessage(message);
+    const QImage bar = w->statusBar()->grab().toImage();
+    QSet<QRgb> strip;  // the 10 px before the label: the panel's colour alone
+    for (int x = modelLabel->x() - 12; x < modelLabel->x() - 2; ++x)
+        for (int y = 2; y < bar.height() - 2; ++y) strip.insert(bar.pixel(x, y));
+    QVERIFY2(strip.size() == 1, qPrintable(QString("%1 colours beside the label").arg(strip.size())));
+    QSet<QRgb> text;  // and the message is drawn
+    for (int x = 8; x < 200; ++x)
+        for (int y = 2; y < bar.height() - 2; ++y) text.insert(bar.pixel(x, y));
+    QVERIFY(text.size() > 1);
     // and plainToolTip keeps every character and line of any text
     const QString tricky = "head 1\nkey “<s>” & <b>bold</b> &lt;\n  indented";
     QCOMPARE(shownText(plainToolTip(tricky)), tricky);
