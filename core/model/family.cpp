@@ -3,6 +3,7 @@
 
 #include "core/model/block.h"
 #include "core/model/error.h"
+#include <algorithm>
 
 namespace nnscope {
 
@@ -282,8 +283,13 @@ const Family& familyForConfig(const nlohmann::json& config, const std::string& f
             for (const auto& a : archs)
                 for (const auto& fa : f.architectures)
                     if (a == fa) return f;
+    // the names of the key that was given, sorted: short enough to be read whole (with each architecture beside its
+    // model_type the list passed the command line's message limit and was cut in its middle)
+    std::vector<std::string> names;
+    for (const Family& f : families()) names.push_back(modelType.empty() ? f.architectures.front() : f.modelType);
+    std::sort(names.begin(), names.end());
     std::string known;
-    for (const Family& f : families()) known += (known.empty() ? "" : ", ") + f.modelType + " (" + f.architectures.front() + ")";
+    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
     const std::string what = !modelType.empty() ? "model_type \"" + modelType + "\"" : "architectures \"" + archs.front() + "\"";
     const std::string key = !modelType.empty() ? modelType : archs.front();
     throw Error(file + ": unknown " + what + ". nnscope supports: " + known +
