@@ -755,7 +755,10 @@ private slots:
         QCOMPARE(refused(dictionariesDir() + "/manifest.json", "a file"), std::string());
         QCOMPARE(refused(dictionariesDir() + "/sparsify-topk-llama", "layers.1"), std::string());
         QCOMPARE(refused(NNSCOPE_DEMO_MODEL_DIR, "sae-layers.0"), std::string());
-        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "circuit-tracer"), std::string());  // a set: loadDictionaries
+        QCOMPARE(refused(NNSCOPE_DEMO_MODEL_DIR, "transcoders"), std::string());  // a transcoder set below is named too
+        // a set where one dictionary is asked for (a dashboard): one layer's file, and where the whole set goes
+        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "give one layer's file"), std::string());
+        QCOMPARE(refused(dictionariesDir() + "/circuittracer-plt-llama", "The whole set attaches to a trace"), std::string());
     }
 
     // The site is checked against the model: a dictionary for another width is refused with both sizes.

@@ -373,8 +373,9 @@ std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
         if (c.modelKind == "cross_layer_transcoder")
             throw Error(dirIn + ": a circuit-tracer cross-layer transcoder: its layers are not separate dictionaries (nnscope features "
                         "reads it whole).");
-        throw Error(dirIn + ": a circuit-tracer transcoder set, one transcoder per layer: attach the set (nnscope features --dictionary, "
-                    "File ▸ Open Dictionary) or give one layer's file, e.g. " + (dir / "layer_0.safetensors").string() + ".");
+        throw Error(dirIn + ": a circuit-tracer transcoder set, one transcoder per layer, where one dictionary is asked for (a "
+                    "dashboard, a steering edit): give one layer's file, e.g. " + (dir / "layer_0.safetensors").string() +
+                    ". The whole set attaches to a trace (nnscope trace / features --prompt --dictionary, File ▸ Open Dictionary).");
     }
     std::shared_ptr<Dictionary> d;
     if (isFile(dir / "cfg.json") && isFile(dir / "sae.safetensors")) d = readSparsify(dir);
@@ -392,7 +393,7 @@ std::shared_ptr<const Dictionary> loadDictionary(const std::string& dirIn) {
             if (it.depth() > 2) it.disable_recursion_pending();
             const fs::path p = it->path();
             if (it->is_directory(ec) && (isFile(p / "cfg.json") || isFile(p / "params.safetensors") || isFile(p / "params.npz") ||
-                                         isFile(p / "hyperparams.json")))
+                                         isFile(p / "hyperparams.json") || isTranscoderSet(p.string())))
                 below.push_back(fs::relative(p, dir, ec).string());
         }
         if (!below.empty()) {
