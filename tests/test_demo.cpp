@@ -19,6 +19,7 @@
 #include <QTemporaryDir>
 
 #include "testsuite.h"
+#include "testutil.h"
 
 #include <QtTest>
 
@@ -277,6 +278,33 @@ private slots:
             return readAll(dir + "/layer_1.safetensors");
         });
         QCOMPARE(nnscope::loadTranscoderSet(QDir(tmp.path()).filePath("a").toStdString()).at(1)->dSae, int64_t(256));
+
+        // another checkpoint is refused, nothing written: the training data are the demo vocabulary's ids (a model of
+        // the same width trained on them silently, its files labelled the demo's)
+        const std::string other = nnscope::test::sharedModels() + "/stories260K-llama";
+        const QString out = tmp.filePath("other");
+        for (int which = 0; which < 2; ++which) {
+            try {
+                if (which == 0) {
+                    nnscope::DemoTranscoderOptions d;
+                    d.modelDir = other;
+                    d.outDir = out.toStdString();
+                    d.steps = 1;
+                    nnscope::trainDemoTranscoders(d);
+                } else {
+                    nnscope::DemoDictionaryOptions d;
+                    d.modelDir = other;
+                    d.outDir = out.toStdString();
+                    d.steps = 1;
+                    nnscope::trainDemoDictionary(d);
+                }
+                QFAIL("a model other than the demo was trained on");
+            } catch (const nnscope::Error& e) {
+                const std::string m = e.what();
+                QVERIFY2(m.find(other + ": not the demo model (its tokenizer has 512 tokens, the demo's 400)") != std::string::npos, e.what());
+            }
+            QVERIFY(!QFileInfo::exists(out));
+        }
     }
 
     // `nnscope circuit` on the demo with its transcoders: the repeated sentence's next word "a" (p > 0.95) is explained by

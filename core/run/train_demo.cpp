@@ -9,6 +9,7 @@
 
 #include "core/model/error.h"
 #include "core/io/safetensors.h"
+#include "core/io/tokenizer.h"
 #include "core/run/trace.h"
 #include "core/model/weights.h"
 
@@ -714,11 +715,37 @@ TraceResult traceTrainingRows(const Model& model, Rng& rng, const std::vector<in
 }
 }  // namespace
 
+namespace {
+/// Refuses a checkpoint whose tokenizer is not the demo's: the demo's dictionaries train on the demo's own data (random
+/// runs of the demo vocabulary's ids), which are no text of another model's (they trained anyway, and were labelled as
+/// the demo's). Throws nnscope::Error naming the folder, the first id that differs and what to use instead.
+void requireDemoVocabulary(const std::string& modelDir, const std::string& command) {
+    const std::string hint = ": " + command + " trains on the demo model's own data (random runs of its vocabulary's words), so it takes the "
+                             "demo model (nnscope train-demo) alone; for another model, train a dictionary with SAELens, sparsify "
+                             "or circuit-tracer and open it with --dictionary.";
+    std::unique_ptr<Tokenizer> tok;
+    try {
+        tok = Tokenizer::load(modelDir);
+    } catch (const Error& e) {
+        throw Error(modelDir + ": not the demo model, its tokenizer cannot be read (" + e.what() + ")" + hint);
+    }
+    const auto& vocab = demoVocabulary();
+    if (tok->vocabSize() != static_cast<int64_t>(vocab.size()))
+        throw Error(modelDir + ": not the demo model (its tokenizer has " + std::to_string(tok->vocabSize()) + " tokens, the demo's " +
+                    std::to_string(vocab.size()) + ")" + hint);
+    for (int64_t id = 0; id < tok->vocabSize(); ++id)
+        if (tok->tokenString(id) != vocab[static_cast<size_t>(id)])
+            throw Error(modelDir + ": not the demo model (token " + std::to_string(id) + " is \"" + tok->tokenString(id) +
+                        "\", the demo's \"" + vocab[static_cast<size_t>(id)] + "\")" + hint);
+}
+}  // namespace
+
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.outDir.empty()) throw Error("train-demo-sae needs an output folder (--out DIR).");
     if (o.steps < 1 || o.width < 1 || o.k < 1 || o.k > o.width || o.rows < 1 || o.seqLen < 2)
         throw Error("train-demo-sae: steps, width, rows and k must be positive (k at most the width), rows at least 2 tokens long.");
+    requireDemoVocabulary(o.modelDir, "train-demo-sae");
     ThreadGuard threadGuard(o.threads);
     auto model = Model::load(o.modelDir, LoadOptions().withDtype(torch::kFloat32).withTokenizer(false));
     if (o.layer < 0 || o.layer >= model->config().numLayers)
@@ -799,6 +826,7 @@ DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& o) {
     if (o.steps < 1 || o.width < 1 || o.rows < 1 || o.seqLen < 2 || !(o.l1 >= 0) || !(o.learningRate > 0))
         throw Error("train-demo-transcoders: steps, width and rows must be positive, rows at least 2 tokens long, the L1 weight "
                     "not negative and the learning rate positive.");
+    requireDemoVocabulary(o.modelDir, "train-demo-transcoders");
     ThreadGuard threadGuard(o.threads);
     auto model = Model::load(o.modelDir, LoadOptions().withDtype(torch::kFloat32).withTokenizer(false));
     const int64_t V = model->config().vocabSize, H = model->config().hiddenSize;

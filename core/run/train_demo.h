@@ -152,7 +152,9 @@ struct DemoDictionaryResult {
 /// + b_dec, mean squared error, decoder rows kept at unit norm, Adam) on the demo model's residual stream after block
 /// `layer`, over the demo's own training data (random word runs that repeat; BOS positions left out), and writes it as
 /// a SAELens v6 folder (architecture topk, site blocks.<layer>.hook_resid_post) that nnscope and sae-lens both read.
-/// Reproducible for a seed and thread count. Throws nnscope::Error when the model cannot be read or the folder written.
+/// Reproducible for a seed and thread count. Throws nnscope::Error when the model cannot be read, is not the demo model
+/// (its tokenizer's vocabulary is not demoVocabulary(): the training data are ids of that vocabulary) or the folder
+/// cannot be written.
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& options);
 /// How to train the demo's transcoders (trainDemoTranscoders).
 struct DemoTranscoderOptions {
@@ -187,7 +189,8 @@ struct DemoTranscoderResult {
 /// transcoder set (config.yaml with model_kind transcoder_set, feature_input_hook mlp.hook_in, feature_output_hook
 /// mlp.hook_out; layer_<i>.safetensors with W_enc [width, hidden], W_dec [width, hidden], b_enc [width], b_dec [hidden],
 /// float32) that nnscope (loadTranscoderSet) and circuit-tracer read. Reproducible for a seed and thread count. Throws
-/// nnscope::Error when the model cannot be read, the options are out of range or the folder cannot be written.
+/// nnscope::Error when the model cannot be read or is not the demo model (as trainDemoDictionary), the options are out
+/// of range or the folder cannot be written.
 DemoTranscoderResult trainDemoTranscoders(const DemoTranscoderOptions& options);
 /// The folder name of the demo's transcoder set inside the demo model's folder (resources/demo-model/<name>).
 constexpr const char* kDemoTranscoderFolder = "transcoders";
