@@ -953,11 +953,39 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
                   << std::endl;
         return 0;
     }
-    std::printf("attribution graph of %zu tokens: %lld active features, %lld with edges computed, %lld edges in all (%.1f s, peak %.0f MiB)\n",
+    std::printf("attribution graph of %zu tokens: %lld active features, %lld with edges computed, %lld edges in all (%.1f s; the process's peak memory %.0f MiB)\n",
                 ids.size(), static_cast<long long>(stats.activeFeatures), static_cast<long long>(stats.selectedFeatures),
                 static_cast<long long>(graph.edgeCount()), seconds, peakMiB);
-    for (const GraphNode& n : written.nodes)
-        if (n.kind == GraphNode::Kind::Logit) std::printf("  logit \"%s\" p=%.4f%s\n", n.token.c_str(), n.tokenProb, n.targetLogit ? " (target)" : "");
+    // each logit with the largest direct edges into it, from the unpruned graph (what the graph says first, without
+    // opening the file)
+    auto at = [&](int64_t position) {
+        const std::string t = position < static_cast<int64_t>(graph.tokenStrings.size()) ? graph.tokenStrings[static_cast<size_t>(position)] : "";
+        return " at " + std::to_string(position) + (t.empty() ? "" : " \"" + t + "\"");
+    };
+    auto describe = [&](const GraphNode& n) {
+        switch (n.kind) {
+            case GraphNode::Kind::Feature: return "layer " + std::to_string(n.layer) + " feature " + std::to_string(n.index) + at(n.position);
+            case GraphNode::Kind::Error: return "layer " + std::to_string(n.layer) + " MLP error" + at(n.position);
+            case GraphNode::Kind::Token: return "token" + at(n.position);
+            case GraphNode::Kind::Logit: break;
+        }
+        return "logit \"" + n.token + "\"";
+    };
+    constexpr int kTopEdges = 5;
+    for (size_t t = 0; t < graph.nodes.size(); ++t) {
+        const GraphNode& n = graph.nodes[t];
+        if (n.kind != GraphNode::Kind::Logit) continue;
+        std::printf("  logit \"%s\" p=%.4f%s; its largest direct edges:\n", n.token.c_str(), n.tokenProb, n.targetLogit ? " (target)" : "");
+        std::vector<int64_t> in;
+        for (int64_t e = graph.rowStart[t]; e < graph.rowStart[t + 1]; ++e) in.push_back(e);
+        const size_t shown = std::min<size_t>(kTopEdges, in.size());
+        std::partial_sort(in.begin(), in.begin() + static_cast<long>(shown), in.end(),
+                          [&](int64_t a, int64_t b) { return std::fabs(graph.weight[static_cast<size_t>(a)]) > std::fabs(graph.weight[static_cast<size_t>(b)]); });
+        for (size_t i = 0; i < shown; ++i) {
+            const GraphNode& from = graph.nodes[static_cast<size_t>(graph.source[static_cast<size_t>(in[i])])];
+            std::printf("    %+10.4g  from %s (%s)\n", graph.weight[static_cast<size_t>(in[i])], describe(from).c_str(), from.nodeId().c_str());
+        }
+    }
     std::printf("replacement score %.3f, completeness score %.3f\n", scores.replacement, scores.completeness);
     std::printf("wrote %s: %lld features, %lld errors, %lld tokens, %lld logits, %lld edges%s\n", s(p.value(out)).c_str(),
                 static_cast<long long>(byKind[0]), static_cast<long long>(byKind[1]), static_cast<long long>(byKind[2]),

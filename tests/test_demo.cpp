@@ -338,6 +338,15 @@ private slots:
         QVERIFY(strongest >= 0);
         QCOMPARE(g.nodes[g.source[strongest]].nodeId(), std::string("E_5_9"));
         QVERIFY(g.weight[strongest] > 5);  // logit units
+        // the text output names each logit's largest direct edges, the strongest first: the finding without the file
+        std::tie(code, out, err) = run({"--prompt", prompt, "--out", tmp.filePath("text.json")});
+        QVERIFY2(code == 0, err.constData());
+        const QStringList lines = QString::fromUtf8(out).split('\n');
+        const qsizetype logitLine = lines.indexOf(QRegularExpression(R"(^  logit "a" p=0\.9\d+ \(target\); its largest direct edges:$)"));
+        QVERIFY2(logitLine >= 0, out.constData());
+        const QString first = QString::number(g.weight[strongest], 'g', 4);
+        QVERIFY2(lines.value(logitLine + 1).contains("+" + first + "  from token at 9 \"a\" (E_5_9)"), qPrintable(lines.value(logitLine + 1)));
+        QVERIFY2(lines.value(logitLine + 5).contains("  from "), out.constData());  // five edges
 
         std::tie(code, out, err) = run({"--prompt", prompt, "--out", full, "--no-prune", "--json"});
         QVERIFY2(code == 0, err.constData());
