@@ -835,7 +835,7 @@ int cmdCircuit(QCommandLineParser& p, const Common& c, const QStringList& args) 
                                      "0.8");
     QCommandLineOption edgeThreshold("edge-threshold", "Keep the edges holding this share of the edge influence (default 0.98).", "Y", "0.98");
     QCommandLineOption maxFeatureNodes("max-feature-nodes", "Compute edges into at most N features, the most influential first "
-                                                            "(default: every active feature).", "N", "0");
+                                                            "(default 0: every active feature).", "N", "0");
     QCommandLineOption maxLogits("max-logits", QString("At most this many logit targets (default %1).").arg(defaults.maxNLogits), "N",
                                  QString::number(defaults.maxNLogits));
     QCommandLineOption logitProb("logit-probability", QString("Logit targets until their cumulative probability reaches P (default %1).")
