@@ -272,6 +272,7 @@ private slots:
         QTest::newRow("input_size") << "input_size = 3" << "read-only";
         QTest::newRow("no operator") << "layers.0.layer_output[:, 0]" << "no operator";
         QTest::newRow("unknown operator") << "layers.0.layer_output ^= 2" << "unknown operator '^='; use =, +=, -=, *= or /=";
+        QTest::newRow("block from the last out of range") << "layers.-3.layer_output = 0" << "block -3 is out of range (the model has 2 blocks, 0 to 1, or -1 to -2 from the last)";
         QTest::newRow("unknown operator after an index") << "layers.0.layer_output[:, 0] %= 2" << "unknown operator '%='";
         QTest::newRow("unknown path") << "layers.0.bogus *= 2" << "unknown value path";
         QTest::newRow("bad index") << "layers.0.layer_output[:, x] = 0" << "not an integer";
@@ -288,6 +289,16 @@ private slots:
         } catch (const Error& e) {
             QVERIFY2(QString(e.what()).contains(expect), e.what());
         }
+    }
+
+    // A block counts from the last when negative, as Python's model.layers[-1]: the same edit, the same logits.
+    void negativeBlockCountsFromTheLast() {
+        const Fixture f = load("tiny-llama");
+        QCOMPARE(parseEdit(*f.model, "layers.-1.layer_output[:, 0] *= 0").key, (ValueKey{Value::LayerOutput, 1}));
+        auto fromLast = std::make_shared<EditList>(), plain = std::make_shared<EditList>();
+        fromLast->add(parseEdit(*f.model, "layers.-2.mlp.mlp_output *= 0.5"));
+        plain->add(parseEdit(*f.model, "layers.0.mlp.mlp_output *= 0.5"));
+        QVERIFY(torch::equal(logitsWith(f, fromLast), logitsWith(f, plain)));
     }
 
     void indexThatDoesNotFitIsAnError() {

@@ -171,7 +171,8 @@ ValueKey parseValuePath(const Model& model, const std::string& nativePath) {
         if (layer < 0) layer += n;
         if (layer < 0 || layer >= n)
             throw Error("value path '" + path + "': block " + path.substr(7, dot - 7) + " is out of range (the model has " +
-                        std::to_string(n) + " blocks, 0 to " + std::to_string(n - 1) + ").");
+                        std::to_string(n) + " blocks, 0 to " + std::to_string(n - 1) + ", or -1 to -" + std::to_string(n) +
+                        " from the last).");
         rest = dot == std::string::npos ? "" : path.substr(dot + 1);
         for (const auto& key : allValueKeys(model, true))
             if (key.layer == layer && valuePath(fam, key) == "layers." + std::to_string(layer) + "." + rest) return key;
