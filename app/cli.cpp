@@ -376,19 +376,27 @@ int cmdPatch(QCommandLineParser& p, const Common& c, const QStringList& args) {
                 kind == "prob" ? ("p(\"" + answerLabel + "\")").c_str() : ("logit(\"" + answerLabel + "\") - logit(\"" + wrongLabel + "\")").c_str(),
                 r.clean, r.corrupted, r.site.c_str());
     auto printGrid = [&](const PatchingResult& g) {
+        // the rows and columns that were run (--blocks, --positions): a grid of a few cells is printed as a few cells
+        std::vector<bool> rowRun(g.grid.size(), false), columnRun(g.tokens.size(), false);
+        for (size_t i = 0; i < g.grid.size(); ++i)
+            for (size_t j = 0; j < g.grid[i].size() && j < columnRun.size(); ++j)
+                if (!std::isnan(g.grid[i][j])) rowRun[i] = columnRun[j] = true;
         std::printf(g.headsPerBlock ? "blk.hd" : "block");
-        for (const auto& t : g.tokens) std::printf(" %s", column(t, 10, /*left=*/false, /*cut=*/true).c_str());
+        for (size_t j = 0; j < g.tokens.size(); ++j)
+            if (columnRun[j]) std::printf(" %s", column(std::to_string(j) + ":" + g.tokens[j], 10, /*left=*/false, /*cut=*/true).c_str());
         std::printf("\n");
         for (size_t i = 0; i < g.grid.size(); ++i) {
+            if (!rowRun[i]) continue;
             if (g.headsPerBlock)  // block.head
                 std::printf("%3zu.%-2zu", i / static_cast<size_t>(g.headsPerBlock), i % static_cast<size_t>(g.headsPerBlock));
             else
                 std::printf("%5zu", i);
-            for (double v : g.grid[i]) {
-                if (std::isnan(v))
+            for (size_t j = 0; j < g.grid[i].size() && j < columnRun.size(); ++j) {
+                if (!columnRun[j]) continue;
+                if (std::isnan(g.grid[i][j]))
                     std::printf(" %10s", "");
                 else
-                    std::printf(" %10.4g", v);
+                    std::printf(" %10.4g", g.grid[i][j]);
             }
             std::printf("\n");
         }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include "testsuite.h"
 
@@ -700,6 +701,22 @@ private slots:
         for (qsizetype i = header + 1; i < lines.size() && !lines[i].isEmpty(); ++i, ++rows)
             QVERIFY2(width(lines[i]) == width(lines[header]), qPrintable(lines[header] + "\n" + lines[i]));
         QCOMPARE(rows, 2);  // tiny-llama's blocks
+        QVERIFY2(lines[header].contains("8:."), qPrintable(lines[header]));  // each column names its position
+
+        // a few cells asked for (--blocks, --positions) are printed as a few cells, not a grid of blanks
+        QProcess few;
+        few.start(NNSCOPE_BINARY, {"patch", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--clean", "Tom and Lily went to the park.",
+                                   "--corrupted", "Lily and Lily went to the park.", "--answer", "#10", "--wrong", "#11", "--blocks", "1",
+                                   "--positions", "0,-1"});
+        QVERIFY(few.waitForFinished(60000));
+        QVERIFY2(few.exitCode() == 0, few.readAllStandardError().constData());
+        const QStringList out = QString::fromUtf8(few.readAllStandardOutput()).split('\n');
+        const qsizetype h = out.indexOf(QRegularExpression("block .*"));
+        QVERIFY(h >= 0);
+        QCOMPARE(out[h].split(' ', Qt::SkipEmptyParts), (QStringList{"block", "0:<s>", "8:."}));
+        QCOMPARE(out.value(h + 1).split(' ', Qt::SkipEmptyParts).size(), 3);  // block 1 and its two cells
+        QVERIFY(out.value(h + 1).trimmed().startsWith("1 "));
+        QVERIFY(out.value(h + 2).isEmpty());
     }
 
     // The command line: --site heads with --blocks and --positions prints the engine's cells (NaN cells as null in
