@@ -191,7 +191,8 @@ nlohmann::json tokensJson(const Model& m, const std::vector<int64_t>& ids) {
 }
 
 /// The interventions of `lines` (interventionLines) as one EditList. A refused skip or steer line is named as the
-/// option was written ("--skip 9: block 9 is out of range ...").
+/// option was written ("--skip 9: block 9 is out of range ..."); a malformed one (MalformedIntervention) is a
+/// UsageError (exit status 2), one that does not fit the model an Error (1).
 std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringList& lines) {
     auto list = std::make_shared<EditList>();
     for (const auto& line : lines) {
@@ -203,6 +204,7 @@ std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringLi
                 const auto close = message.find('\'', 1);
                 if (close != std::string::npos) message = "--" + message.substr(1, close - 1) + message.substr(close + 1);
             }
+            if (dynamic_cast<const MalformedIntervention*>(&e)) throw UsageError(message);
             throw Error(message);
         }
     }

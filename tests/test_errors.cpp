@@ -658,6 +658,12 @@ private slots:
         QTest::newRow("out of another format") << QStringList{"trace", "--model", m, "--prompt", "x", "--save", "logits", "--out", "/tmp/nnscope-x.txt"} << ".safetensors" << 2;
         QTest::newRow("generation past the context") << QStringList{"generate", "--model", m, "--prompt", "x", "--max-new-tokens", "100000"} << "max_position_embeddings" << 1;
         QTest::newRow("input_size is read-only") << QStringList{"trace", "--model", m, "--prompt", "x", "--edit", "input_size = 1"} << "read-only" << 1;
+        // an intervention malformed in itself is a usage error; one that does not fit the model is not
+        QTest::newRow("steer factor not a number") << QStringList{"trace", "--model", m, "--prompt", "x", "--steer", "0:x:v.npy"} << "--steer 0:x:v.npy: the factor 'x' is not a number" << 2;
+        QTest::newRow("steer without its file") << QStringList{"trace", "--model", m, "--prompt", "x", "--steer", "0:1"} << "expected steer LAYERS:FACTOR:FILE.npy" << 2;
+        QTest::newRow("skip not a block") << QStringList{"trace", "--model", m, "--prompt", "x", "--skip", "one"} << "--skip one: 'one' is not an integer" << 2;
+        QTest::newRow("edit without operator") << QStringList{"trace", "--model", m, "--prompt", "x", "--edit", "layers.0.layer_output 2"} << "no operator" << 2;
+        QTest::newRow("skip out of range") << QStringList{"trace", "--model", m, "--prompt", "x", "--skip", "9"} << "--skip 9: block 9 is out of range" << 1;
         const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
         QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary" << 1;
         QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)" << 1;

@@ -116,7 +116,7 @@ std::vector<IndexItem> parseIndex(const std::string& text, const std::string& ed
             if (used != s.size()) throw std::invalid_argument(s);
             return v;
         } catch (...) {
-            throw Error("edit '" + edit + "': '" + s + "' is not an integer index.");
+            throw MalformedIntervention("edit '" + edit + "': '" + s + "' is not an integer index.");
         }
     };
     while (std::getline(ss, item, ',')) {
@@ -129,11 +129,11 @@ std::vector<IndexItem> parseIndex(const std::string& text, const std::string& ed
         } else if (item.find(':') != std::string::npos) {
             it.kind = IndexItem::Slice;
             const std::string a = trim(item.substr(0, item.find(':'))), b = trim(item.substr(item.find(':') + 1));
-            if (b.find(':') != std::string::npos) throw Error("edit '" + edit + "': slices with a step are not supported.");
+            if (b.find(':') != std::string::npos) throw MalformedIntervention("edit '" + edit + "': slices with a step are not supported.");
             if (!a.empty()) it.start = num(a);
             if (!b.empty()) it.stop = num(b);
         } else if (item.empty()) {
-            throw Error("edit '" + edit + "': an index item is empty (write ':' for a whole axis).");
+            throw MalformedIntervention("edit '" + edit + "': an index item is empty (write ':' for a whole axis).");
         } else {
             it.kind = IndexItem::Integer;
             it.start = num(item);
@@ -167,18 +167,18 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
         opLen = 2;
     }
     if (opPos == std::string::npos)
-        throw Error("edit '" + text + "': no operator; write PATH[INDEX] = | += | -= | *= | /= VALUE, e.g. "
+        throw MalformedIntervention("edit '" + text + "': no operator; write PATH[INDEX] = | += | -= | *= | /= VALUE, e.g. "
                     "'layers.1.self_attn.attention_queries[:, 1] *= 2'.");
     if (opLen == 1 && opPos > 0) {  // "^=", "%=", "==": a sign before '=' that no path ends with and no operator has
         const char c = text[opPos - 1];
         if (std::ispunct(static_cast<unsigned char>(c)) && c != ']' && c != '_' && c != '.')
-            throw Error("edit '" + text + "': unknown operator '" + std::string(1, c) + "='; use =, +=, -=, *= or /=.");
+            throw MalformedIntervention("edit '" + text + "': unknown operator '" + std::string(1, c) + "='; use =, +=, -=, *= or /=.");
     }
     std::string lhs = trim(text.substr(0, opPos)), rhs = trim(text.substr(opPos + opLen));
     std::string path = lhs;
     const auto br = lhs.find('[');
     if (br != std::string::npos) {
-        if (lhs.back() != ']') throw Error("edit '" + text + "': the index must end with ']'.");
+        if (lhs.back() != ']') throw MalformedIntervention("edit '" + text + "': the index must end with ']'.");
         path = trim(lhs.substr(0, br));
         e.index = parseIndex(lhs.substr(br + 1, lhs.size() - br - 2), text);
     }
@@ -195,9 +195,9 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
         throw Error("edit '" + text + "': " + path + " is read-only (" + info.description + ")" +
                     (e.key.value == Value::NextTokenProbs ? "; edit the logits instead." : "; it describes the pass, nothing reads it."));
     // operand
-    if (rhs.empty()) throw Error("edit '" + text + "': nothing after the operator.");
+    if (rhs.empty()) throw MalformedIntervention("edit '" + text + "': nothing after the operator.");
     if (rhs == "mean") {
-        if (e.op != Edit::Op::Set) throw Error("edit '" + text + "': 'mean' only goes with '=' (mean-ablation).");
+        if (e.op != Edit::Op::Set) throw MalformedIntervention("edit '" + text + "': 'mean' only goes with '=' (mean-ablation).");
         e.operand = Edit::Operand::Mean;
         return e;
     }
@@ -212,7 +212,7 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
             factor = std::stod(a, &used);
             if (used != a.size()) throw std::invalid_argument(a);
         } catch (...) {
-            throw Error("edit '" + text + "': '" + a + "' is not a number (write N * @file.npy).");
+            throw MalformedIntervention("edit '" + text + "': '" + a + "' is not a number (write N * @file.npy).");
         }
         atom = b;
     }
@@ -229,7 +229,7 @@ Edit parseEdit(const Model& model, const std::string& textIn, const std::string&
         e.scalar = std::stod(atom, &used) * factor;
         if (used != atom.size()) throw std::invalid_argument(atom);
     } catch (...) {
-        throw Error("edit '" + text + "': '" + atom + "' is neither a number, @file.npy nor mean.");
+        throw MalformedIntervention("edit '" + text + "': '" + atom + "' is neither a number, @file.npy nor mean.");
     }
     e.operand = Edit::Operand::Scalar;
     return e;
@@ -446,10 +446,10 @@ std::vector<int64_t> intList(const std::string& text, const std::string& what) {
             if (used != part.size()) throw std::invalid_argument(part);
             out.push_back(v);
         } catch (...) {
-            throw Error(what + ": '" + part + "' is not an integer.");
+            throw MalformedIntervention(what + ": '" + part + "' is not an integer.");
         }
     }
-    if (out.empty()) throw Error(what + ": no block given.");
+    if (out.empty()) throw MalformedIntervention(what + ": no block given.");
     return out;
 }
 
@@ -477,14 +477,14 @@ void addIntervention(EditList& list, const Model& model, const std::string& text
         std::string part;
         while (std::getline(ss, part, ':')) parts.push_back(trim(part));
         if (parts.size() < 3 || parts.size() > 4)
-            throw Error("'" + text + "': expected steer LAYERS:FACTOR:FILE.npy[:POSITIONS], e.g. steer 2:4:vector.npy:-1.");
+            throw MalformedIntervention("'" + text + "': expected steer LAYERS:FACTOR:FILE.npy[:POSITIONS], e.g. steer 2:4:vector.npy:-1.");
         double factor = 0;
         try {
             size_t used = 0;
             factor = std::stod(parts[1], &used);
             if (used != parts[1].size()) throw std::invalid_argument(parts[1]);
         } catch (...) {
-            throw Error("'" + text + "': the factor '" + parts[1] + "' is not a number.");
+            throw MalformedIntervention("'" + text + "': the factor '" + parts[1] + "' is not a number.");
         }
         std::filesystem::path file = parts[2];
         if (file.is_relative()) file = std::filesystem::path(baseDir) / file;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include "core/model/error.h"
 #include "core/model/values.h"
 
 #include <torch/types.h>
@@ -55,6 +56,15 @@ struct IndexItem {
         it.start = i;
         return it;
     }
+};
+
+/// An intervention whose text is malformed in itself, whatever the model: no operator or an unknown one, an index or an
+/// operand that does not parse, a steer or skip line not of its form. The command line reports it as a usage error
+/// (exit status 2); an edit that parses but does not fit the model (a block out of range, an unknown value path) is
+/// a plain nnscope::Error.
+class MalformedIntervention : public Error {
+public:
+    using Error::Error;
 };
 
 /// One edit of one value: `PATH[INDEX] OP OPERAND`.
