@@ -688,6 +688,25 @@ private slots:
         QTest::newRow("features --out into no folder") << QStringList{"features", "--model", none, "--dictionary", none, "--prompt", "x", "--out", noDir + "/f.safetensors"} << noFolder << 1;
         QTest::newRow("family --out into no folder") << QStringList{"family", "--model", none, "--out", noDir + "/page.md"} << noFolder << 1;
     }
+    // A size key missing from config.json takes transformers' class default (hidden_size 4096 for llama), and the
+    // weights then disagree with it: the message names the missing key, not only the two shapes.
+    void missingSizeKeyIsNamed() {
+        QTemporaryDir tmp;
+        copyFixture(tmp.path());
+        const std::string file = tmp.path().toStdString() + "/config.json";
+        nlohmann::json config = nlohmann::json::parse(std::ifstream(file));
+        config.erase("hidden_size");
+        std::ofstream(file) << config.dump();
+        try {
+            Model::load(tmp.path().toStdString());
+            QFAIL("a config without hidden_size loaded");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            QVERIFY2(m.find("but config.json implies") != std::string::npos &&
+                         m.find("config.json gives no hidden_size (default 4096): transformers' llama config class default") != std::string::npos,
+                     e.what());
+        }
+    }
     // A prompt past max_position_embeddings runs (as transformers' does) with a warning naming the limit and the file
     // (generate refused such a context while trace said nothing).
     void promptPastTheContextWarns() {
