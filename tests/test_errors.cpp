@@ -667,6 +667,7 @@ private slots:
         const QString demo = QStringLiteral(NNSCOPE_SOURCE_DIR "/resources/demo-model");
         QTest::newRow("answer outside the vocabulary") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "zebra"} << "not in the vocabulary" << 1;
         QTest::newRow("answer of two tokens") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red ball"} << "(red, ball)" << 1;
+        QTest::newRow("answer and wrong the same") << QStringList{"patch", "--model", demo, "--clean", "tom saw a", "--corrupted", "tom saw the", "--answer", "red", "--wrong", "red"} << "the answer and the wrong token are the same token, \"red\" (id " << 1;
         QTest::newRow("a file as the model folder") << QStringList{"trace", "--model", m + "/config.json", "--prompt", "x"} << "a file, not a checkpoint folder" << 1;
         QTest::newRow("unknown option") << QStringList{"trace", "--model", m, "--prompt", "x", "--bogus"} << "Unknown option 'bogus' (see nnscope trace --help)" << 2;
         QTest::newRow("option without its value") << QStringList{"trace", "--model", m, "--prompt"} << "Missing value after '--prompt'" << 2;

@@ -26,6 +26,12 @@ std::pair<Value, std::string> resolveSite(const Model& model, const std::vector<
         if (id == -1 && o.metric.kind == PatchMetric::Kind::TargetProbability) continue;
         if (id < 0 || id >= V) throw Error("activation patching: the metric's token id " + std::to_string(id) + " is outside the vocabulary.");
     }
+    if (o.metric.kind == PatchMetric::Kind::LogitDifference && o.metric.answer == o.metric.wrong) {
+        const std::string name = model.tokenizer() ? "\"" + model.tokenizer()->tokenLabel(o.metric.answer) + "\" " : "";
+        throw Error("activation patching: the answer and the wrong token are the same token, " + name + "(id " +
+                    std::to_string(o.metric.answer) + "): their logit difference is 0 in every run. Give two different tokens, or "
+                    "the answer alone for its probability.");
+    }
     switch (o.site) {
         case PatchSite::LayerOutput: return {Value::LayerOutput, "layers.{i}.layer_output"};
         case PatchSite::AttentionOutput: return {Value::AttentionOutput, "layers.{i}.self_attn.attention_output"};
