@@ -708,6 +708,27 @@ private slots:
                      e.what());
         }
     }
+    // A folder without config.json says what it holds instead: checkpoints one level down, a llama2.c checkpoint.
+    void folderWithoutConfigSaysWhatItHolds() {
+        auto refused = [](const std::string& dir) {
+            try {
+                Model::load(dir);
+                return std::string("loaded");
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+        };
+        const std::string models = test::sharedModels();
+        std::string m = refused(models + "/stories260K");
+        QVERIFY2(m.find("config.json: missing") != std::string::npos && m.find("a llama2.c checkpoint (stories260K.bin") != std::string::npos, m.c_str());
+        QTemporaryDir tmp;
+        QVERIFY(QDir(tmp.path()).mkdir("b-model") && QDir(tmp.path()).mkdir("a-model"));
+        copyFixture(tmp.filePath("b-model"));
+        copyFixture(tmp.filePath("a-model"));
+        m = refused(tmp.path().toStdString());
+        QVERIFY2(m.find("holds checkpoints in its subfolders (a-model, b-model): give one of them, e.g. " +
+                        tmp.filePath("a-model").toStdString()) != std::string::npos, m.c_str());
+    }
     // A prompt past max_position_embeddings runs (as transformers' does) with a warning naming the limit and the file
     // (generate refused such a context while trace said nothing).
     void promptPastTheContextWarns() {

@@ -4,6 +4,7 @@
 #include "core/model/error.h"
 #include "core/io/jsonfile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -11,6 +12,38 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace nnscope {
+
+namespace {
+/// What a folder without config.json holds instead, as advice (" It holds ..."): checkpoints one level down, a GGUF file,
+/// a llama2.c checkpoint; "" when nothing is recognised.
+std::string whatTheFolderHolds(const std::string& dir) {
+    std::vector<std::string> below, gguf, bins;
+    bool sentencePiece = false;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
+        const fs::path q = it->path();
+        const std::string name = q.filename().string(), ext = q.extension().string();
+        if (it->is_directory(ec) && fs::exists(q / "config.json", ec)) below.push_back(name);
+        else if (ext == ".gguf") gguf.push_back(name);
+        else if (ext == ".bin" && name.rfind("pytorch_model", 0) != 0 && name.rfind("tok", 0) != 0) bins.push_back(name);
+        else if (ext == ".model") sentencePiece = true;
+    }
+    std::sort(below.begin(), below.end());
+    if (!below.empty()) {
+        std::string list;
+        for (size_t i = 0; i < below.size() && i < 6; ++i) list += (i ? ", " : "") + below[i];
+        return " It holds checkpoints in its subfolders (" + list + "): give one of them, e.g. " + (fs::path(dir) / below.front()).string() + ".";
+    }
+    if (!gguf.empty())
+        return " It holds a GGUF file (" + gguf.front() + "), llama.cpp's format; nnscope reads HuggingFace checkpoints (config.json and "
+               "safetensors): open the model's HuggingFace folder.";
+    if (!bins.empty() && sentencePiece)
+        return " It looks like a llama2.c checkpoint (" + bins.front() + " beside a SentencePiece model); nnscope reads HuggingFace "
+               "checkpoints: convert it to one first (LlamaForCausalLM; llama2.c rotates adjacent pairs, so each q_proj and k_proj "
+               "head's rows are permuted on the way, even rows first).";
+    return {};
+}
+}  // namespace
 
 json readConfigJson(const std::string& dir) {
     const fs::path p = fs::path(dir) / "config.json";
@@ -20,7 +53,7 @@ json readConfigJson(const std::string& dir) {
     if (!fs::is_directory(p.parent_path(), ec))
         throw Error(p.parent_path().string() + ": a file, not a checkpoint folder (give the folder that holds config.json, the "
                     "safetensors and a tokenizer).");
-    if (!fs::exists(fs::symlink_status(p, ec))) throw Error(p.string() + ": missing; a checkpoint folder needs config.json.");
+    if (!fs::exists(fs::symlink_status(p, ec))) throw Error(p.string() + ": missing; a checkpoint folder needs config.json." + whatTheFolderHolds(dir));
     return readJsonObjectFile(p.string(), kConfigMaxBytes);
 }
 
