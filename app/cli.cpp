@@ -247,13 +247,21 @@ public:
     void operator()(int64_t done, int64_t total) {
         const auto now = std::chrono::steady_clock::now();
         if (done < total && now - lastShown_ < std::chrono::seconds(1)) return;
+        if (done == total && shownDone_ == total) return;  // the last step reported again: said once
+        shownDone_ = done;
         lastShown_ = now;
         const std::string text = text_(done, total, std::chrono::duration<double>(now - started_).count());
         if (terminal_)
             std::fprintf(stderr, "\r%-*s%s", width_, text.c_str(), done == total ? "\n" : "");
         else
             std::fprintf(stderr, "%s\n", text.c_str());
+        pending_ = terminal_ && done < total;
         std::fflush(stderr);
+    }
+    /// Ends a line left open on a terminal (the work stopped before its last step), so that what follows starts on its own.
+    void finish() {
+        if (pending_) std::fprintf(stderr, "\n");
+        pending_ = false;
     }
     double elapsedSeconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
 
@@ -261,6 +269,8 @@ private:
     int width_;
     std::function<std::string(int64_t, int64_t, double)> text_;
     bool terminal_;
+    bool pending_ = false;  ///< a terminal line was written without its newline
+    int64_t shownDone_ = -1;  ///< the step last shown
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point lastShown_ = started_ - std::chrono::seconds(2);
 };
@@ -1086,22 +1096,29 @@ int featuresDashboard(const Model& model, const AttachedDictionary& attached, Da
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &gPreviousSigint);
     o.cancel = &gDashboardInterrupt;
-    o.progress = [](const DashboardProgress& p) {
-        std::fprintf(stderr, "\rnnscope: documents %lld/%lld, %lld tokens, %.0f tokens/s   ", static_cast<long long>(p.documentsDone),
-                     static_cast<long long>(p.documentsTotal), static_cast<long long>(p.tokensDone),
-                     p.seconds > 0 ? static_cast<double>(p.tokensThisRun) / p.seconds : 0.0);
-        std::fflush(stderr);
+    // "documents D/N, T tokens, R tokens/s" on stderr: one line redrawn on a terminal, one line a second otherwise
+    DashboardProgress last;
+    StderrProgress shown(60, [&last](int64_t, int64_t, double) {
+        char text[160];
+        std::snprintf(text, sizeof text, "documents %lld/%lld, %lld tokens, %.0f tokens/s", static_cast<long long>(last.documentsDone),
+                      static_cast<long long>(last.documentsTotal), static_cast<long long>(last.tokensDone),
+                      last.seconds > 0 ? static_cast<double>(last.tokensThisRun) / last.seconds : 0.0);
+        return std::string(text);
+    });
+    o.progress = [&](const DashboardProgress& p) {
+        last = p;
+        shown(p.documentsDone, p.documentsTotal);
     };
     DashboardRun run;
     try {
         run = makeDashboard(model, attached, o);
     } catch (...) {
         sigaction(SIGINT, &gPreviousSigint, nullptr);
-        std::fprintf(stderr, "\n");
+        shown.finish();
         throw;
     }
     sigaction(SIGINT, &gPreviousSigint, nullptr);
-    std::fprintf(stderr, "\n");
+    shown.finish();
     const DashboardProgress& p = run.progress;
     const double rate = p.seconds > 0 ? static_cast<double>(p.tokensThisRun) / p.seconds : 0.0;
     if (json) {

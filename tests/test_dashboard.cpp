@@ -18,6 +18,7 @@
 #include "testsuite.h"
 
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -102,6 +103,7 @@ private slots:
         QCOMPARE(d.dSae(), F);
         QCOMPARE(d.metadata.at("complete"), std::string("true"));
         QCOMPARE(d.metadata.at("documents_done"), std::to_string(lines.size()));
+        QCOMPARE(d.metadata.at("dtype"), dtypeName(model->dtype()));  // "float32", as nnscope spells it everywhere (not c10's "Float")
 
         // the direct computation: windows of 15 tokens after their own BOS, each traced alone
         const Tokenizer& tok = *model->tokenizer();
@@ -356,7 +358,12 @@ private slots:
                                  QString::fromStdString(demoDir() + "/" + kDemoDictionaryFolder), "--dataset", data, "--out", out,
                                  "--context-size", "16", "--batch", "4", "--max-documents", "5", "--json"});
         QVERIFY(p.waitForFinished(120000));
-        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        const QString progress = QString::fromUtf8(p.readAllStandardError());
+        QVERIFY2(p.exitCode() == 0, qPrintable(progress));
+        // stderr is no terminal here: the progress is whole lines, not carriage returns run into one line prefixed
+        // "nnscope:" as an error is, and the last step is said once
+        QVERIFY2(!progress.contains('\r') && !progress.contains("nnscope:") && progress.endsWith("\n"), qPrintable(progress));
+        QCOMPARE(progress.count(QRegularExpression("^documents 5/5, \\d+ tokens, \\d+ tokens/s$", QRegularExpression::MultilineOption)), 1);
         const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
         QCOMPARE(j["documents_done"].get<int64_t>(), int64_t(5));
         QCOMPARE(j["complete"].get<bool>(), false);

@@ -232,7 +232,7 @@ DashboardRun makeDashboard(const Model& model, const AttachedDictionary& attache
                       (std::filesystem::path(f).extension() == ".json" ? fileSha256(f) : fileFingerprint(f));
     std::map<std::string, std::string> identity{
         {"model_fingerprint", modelPrint},
-        {"dtype", std::string(c10::toString(model.dtype()))},
+        {"dtype", dtypeName(model.dtype())},
         {"dictionary_sha256", filesSha256(dict.weightFiles)},
         {"site", valuePath(model.family(), attached.site)},
         {"dataset_sha256", datasetSha},
@@ -250,7 +250,9 @@ DashboardRun makeDashboard(const Model& model, const AttachedDictionary& attache
         for (const auto& [key, value] : identity) {
             const auto it = old.metadata.find(key);
             const std::string was = it == old.metadata.end() ? std::string("(none)") : it->second;
-            if (was != value)
+            // files written before the dtype was spelled as everywhere else ("float32") named it as c10 does ("Float")
+            const bool sameDtype = key == "dtype" && ((was == "Float" && value == "float32") || (was == "BFloat16" && value == "bfloat16"));
+            if (was != value && !sameDtype)
                 throw Error(o.out + " was made with another " + identityNames.at(key) + ": " + was + ", not " + value +
                             ", so it cannot be resumed; give another --out, or remove the file to start over.");
         }
