@@ -741,6 +741,15 @@ private slots:
 
     // A folder that is not a dictionary says what it is: missing, a file, one level too high (the dictionaries inside
     // named), a format not read yet.
+    void describedOnce() {  // "saelens transcoder", not "saelens transcoder transcoder"
+        const auto plain = loadDictionary(dictionariesDir() + "/saelens-transcoder-llama-l0");
+        QVERIFY2(plain->describe().rfind("saelens transcoder, 64 → 64 features → 64 (", 0) == 0, plain->describe().c_str());
+        const auto skip = loadDictionary(dictionariesDir() + "/saelens-jumprelu-skip-transcoder-llama-l1");
+        QVERIFY2(skip->describe().rfind("saelens jumprelu_skip_transcoder, 64 → 64 features → 64 (", 0) == 0, skip->describe().c_str());
+        const auto sae = loadDictionary(dictionariesDir() + "/saelens-gated-llama-resid-post");
+        QVERIFY2(sae->describe().rfind("saelens gated SAE, 64 → 64 features (", 0) == 0, sae->describe().c_str());
+    }
+
     void foldersThatAreNotDictionaries() {
         auto refused = [](const std::string& dir, const std::string& mentions) {
             try {

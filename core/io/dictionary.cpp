@@ -352,7 +352,10 @@ std::string Dictionary::describe() const {
     if (encoderOnly)
         return format + " " + architecture + " cross-layer transcoder's layer encoder, " + std::to_string(dIn) + " → " + std::to_string(dSae) +
                " features (" + dir + ")";
-    return format + " " + architecture + (transcoder ? " transcoder, " : " SAE, ") + std::to_string(dIn) + " → " +
+    // SAELens' architectures "transcoder" and "jumprelu_skip_transcoder" say it already ("saelens transcoder transcoder")
+    const bool named = architecture.size() >= 10 && architecture.compare(architecture.size() - 10, 10, "transcoder") == 0;
+    const std::string kind = transcoder ? (named ? "" : " transcoder") : " SAE";
+    return format + " " + architecture + kind + ", " + std::to_string(dIn) + " → " +
            std::to_string(dSae) + " features" + (transcoder ? " → " + std::to_string(dOut) : "") + " (" + dir + ")";
 }
 
