@@ -168,17 +168,32 @@ protected:
         }
         // each position's column and its token under the bottom row
         const double bottom = toScreen({0, rowY(0)}).y();
+        // a label is drawn where it clears the one before it: in narrow columns every second or third, never run together
+        // ("1011121314" and "tothep…" at 1400 px)
+        const QFontMetrics fm = p.fontMetrics();
+        const double gap = fm.horizontalAdvance(QLatin1Char(' '));
+        double tokenRight = -1e9, numberRight = -1e9;
         for (size_t c = 0; c < columnX_.size(); ++c) {
             const double x0 = toScreen({columnX_[c], 0}).x(), x1 = toScreen({columnX_[c] + columnW_[c], 0}).x();
             if (x1 < kLeft || x0 > width()) continue;
             p.setPen(grid);
             p.drawLine(QPointF(x0, kTop / 2.0), QPointF(x0, height() - 4));
+            const double centre = (x0 + x1) / 2;
             const QString token = c < graph_->tokenStrings.size() ? QString::fromStdString(graph_->tokenStrings[c]).replace('\n', "⏎") : QString();
-            p.setPen(text);
-            const QRectF box(x0, bottom + 12, std::max(20.0, x1 - x0), 16);
-            p.drawText(box, Qt::AlignHCenter | Qt::AlignTop, p.fontMetrics().elidedText(token, Qt::ElideRight, static_cast<int>(box.width())));
-            p.setPen(mix(text, palette().base().color(), 0.5));
-            p.drawText(box.translated(0, 14), Qt::AlignHCenter | Qt::AlignTop, QString::number(c));
+            const QString shown = fm.elidedText(token, Qt::ElideRight, static_cast<int>(std::max(x1 - x0 - gap, 0.0)));
+            const double tokenWidth = fm.horizontalAdvance(shown);
+            if (!shown.isEmpty() && shown != QStringLiteral("…") && centre - tokenWidth / 2 >= tokenRight + gap) {
+                p.setPen(text);
+                p.drawText(QRectF(centre - tokenWidth / 2 - 1, bottom + 12, tokenWidth + 2, 16), Qt::AlignHCenter | Qt::AlignTop, shown);
+                tokenRight = centre + tokenWidth / 2;
+            }
+            const QString number = QString::number(c);
+            const double numberWidth = fm.horizontalAdvance(number);
+            if (centre - numberWidth / 2 >= numberRight + gap) {
+                p.setPen(mix(text, palette().base().color(), 0.5));
+                p.drawText(QRectF(centre - numberWidth / 2 - 1, bottom + 26, numberWidth + 2, 16), Qt::AlignHCenter | Qt::AlignTop, number);
+                numberRight = centre + numberWidth / 2;
+            }
         }
         // edges: those crossing the visible area, strongest first, up to the budget
         const QRectF visible = QRectF(rect()).adjusted(-2, -2, 2, 2);

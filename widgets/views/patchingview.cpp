@@ -95,8 +95,10 @@ PatchingView::PatchingView(QWidget* parent) : TraceView(parent) {
     form->addRow(tr("Clean"), clean_);
     form->addRow(tr("Corrupted"), corrupted_);
     auto* tokens = new QHBoxLayout;
-    tokens->addWidget(answer_);
-    tokens->addWidget(wrong_);
+    // the token fields take the row's spare width (the site box took it, leaving "zqqq" of "zzzqqq"), not more of
+    // the window's minimum width
+    tokens->addWidget(answer_, 1);
+    tokens->addWidget(wrong_, 1);
     tokens->addWidget(new QLabel(tr("patch"), content));
     tokens->addWidget(site_);
     tokens->addWidget(head_);
@@ -377,7 +379,7 @@ void PatchingView::refresh() {
         estimateModel_->setMatrix(matrixOf(r.estimate, tr("attribution patching estimate")));
         estimateHeatmap_->show();
         const double rho = gridCorrelation(r.grid, r.estimate);
-        estimateHeatmap_->setTitle(tr("attribution patching (first-order)\ncorrelation with the exact grid %1").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
+        estimateHeatmap_->setTitle(tr("attribution patching (first-order)\nr = %1 with the exact grid").arg(std::isnan(rho) ? tr("n/a") : QString::number(rho, 'f', 3)));
         correlation = tr(" Right: attribution patching's first-order estimate from one backward pass (Nanda 2023; Syed, Rager "
                          "and Conmy 2023); correlation with the exact grid %1.").arg(std::isnan(rho) ? tr("undefined (a constant grid)") : QString::number(rho, 'f', 3));
     } else {
