@@ -123,7 +123,9 @@ CompareView::CompareView(QWidget* parent) : TraceView(parent) {
     lensAfter_->setPen(QPen(kAfter, 2));
     lensAfter_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
     lensAfter_->setName(tr("after"));
-    lensPlot_->xAxis->setLabel(tr("block (layer_output through norm and lm_head)"));
+    lensPlot_->xAxis->setLabel(tr("block"));  // its layer_output through the final norm and lm_head: the title says logit lens
+    // the legend top left: the probability of the final prediction rises with the blocks, to the top right
+    lensPlot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     lensPlot_->yAxis->setLabel(tr("probability"));
     lensPlot_->yAxis->setRange(0, 1);
     lensTable_ = table(content, {tr("block"), tr("top token before"), tr("p before"), tr("top token after"), tr("p after")});
@@ -263,7 +265,7 @@ void CompareView::refresh() {
         barsPlot_->yAxis->setRange(0, std::max(0.05, top * 1.1));
         for (QCPBars* bars : {beforeBars_, afterBars_}) bars->setBaseValue(0);
     }
-    setTitle(barsPlot_, tr("next token after prompt %1, before and after").arg(row + 1));
+    setTitle(barsPlot_, tr("next token after prompt %1,\nbefore and after").arg(row + 1));
     barsPlot_->replot();
 
     // The logit lens at the last position: the target's probability per block, and each block's top token.
@@ -275,7 +277,7 @@ void CompareView::refresh() {
         lensBefore_->data()->clear();
         lensAfter_->data()->clear();
         lensTable_->setRowCount(0);
-        setTitle(lensPlot_, tr("logit lens at the last position: computing…"));
+        setTitle(lensPlot_, tr("logit lens at the last position:\ncomputing…"));
         lensPlot_->replot();
         return;
     }
@@ -303,7 +305,7 @@ void CompareView::refresh() {
     QSharedPointer<QCPAxisTickerFixed> every(new QCPAxisTickerFixed);
     every->setTickStep(layers > 24 ? 4 : 1);
     lensPlot_->xAxis->setTicker(every);
-    setTitle(lensPlot_, tr("logit lens at the last position: p(“%1”) by block").arg(label(m, target)));
+    setTitle(lensPlot_, tr("logit lens at the last position:\np(“%1”) by block").arg(label(m, target)));
     lensPlot_->replot();
 }
 
