@@ -1860,6 +1860,7 @@ void MainWindow::onTraceFinished(SnapshotPtr snapshot) {
 // Every view of a trace, for a trace run here (onTraceFinished) and for a trace file (onTraceFileOpened).
 void MainWindow::showSnapshot(const SnapshotPtr& snapshot) {
     updateNonFiniteBanner(snapshot);
+    updateDemoCaption();
     text_->setPinnedKeys(pinned_->keys());  // before its snapshot: it colours by a pinned value's norm
     for (TraceView* v : traceViews(ViewSpec::ShowsTrace)) v->setSnapshot(snapshot);
     for (int i = fixedViews(); i < views_->count(); ++i)
@@ -2204,7 +2205,9 @@ private:
 }  // namespace
 
 void MainWindow::updateDemoCaption() {
-    if (demoCaption_) demoCaption_->setVisible(demoCaptionWanted_ && views_ && views_->currentWidget() == attention_);
+    // it speaks of the demo sentence said twice: shown while that is the trace in view (another prompt has no such stripe)
+    const bool demoTrace = !snapshot_ || (snapshot_->numPrompts() == 1 && snapshot_->prompt(0) == demoPrompt());
+    if (demoCaption_) demoCaption_->setVisible(demoCaptionWanted_ && demoTrace && views_ && views_->currentWidget() == attention_);
 }
 
 MainWindow::SessionEdits MainWindow::captureEdits() const {

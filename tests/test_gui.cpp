@@ -4606,6 +4606,11 @@ void TestGui::demoCaptionOnFirstRun() {
     QVERIFY(!w->demoCaption()->isVisible());
     QVERIFY(w->showView("attention"));
     QVERIFY(w->demoCaption()->isVisible());
+    // it speaks of the demo sentence said twice: another prompt's trace hides it, the demo sentence brings it back
+    QVERIFY(runFromPanel(*w, {"tom saw a red ball"}));
+    QVERIFY(!w->demoCaption()->isVisible());
+    QVERIFY(runFromPanel(*w, {demoPrompt()}));
+    QVERIFY(w->demoCaption()->isVisible());
     QSignalSpy opened(w.get(), &MainWindow::modelOpened);
     w->openModel(modelDir("tiny-llama"));
     QVERIFY(opened.wait(60000));
