@@ -1248,6 +1248,14 @@ int cmdFeatures(QCommandLineParser& p, const Common& c, const QStringList& args)
         for (size_t i = 0; i < reports.size(); ++i)
             for (const auto& [name, t] : reports[i].tensors) tensors.emplace_back((several ? "layer" + std::to_string(i) + "." : "") + name, t);
         std::map<std::string, std::string> meta = exportMetadata(*model, result, {});
+        // the layouts of the tensors the file holds (the traced sites' entries speak of values it does not hold)
+        for (auto it = meta.begin(); it != meta.end();)
+            it = it->first.rfind("layout:", 0) == 0 || it->first.rfind("axes:", 0) == 0 ? meta.erase(it) : std::next(it);
+        for (const auto& [name, t] : tensors) {
+            const bool features = name.size() >= 9 && name.compare(name.size() - 9, 9, ".features") == 0;
+            meta["layout:" + name] = features ? "Features" : "Reconstruction";
+            meta["axes:" + name] = features ? "seq d_sae" : "seq d_out";
+        }
         meta["dictionary"] = path;
         meta["dictionary_format"] = several ? "circuit-tracer " + set->modelKind
                                             : reports.front().doc["dictionary"]["format"].get<std::string>() + " " +

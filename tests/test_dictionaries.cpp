@@ -404,6 +404,27 @@ private slots:
                     QVERIFY(std::abs(f["activation"].get<double>() - want[f["feature"].get<int64_t>()].item<double>()) < 1e-4);
             }
         }
+        // --out: each tensor's layout and axes in the metadata, and none for values the file does not hold
+        QTemporaryDir tmp;
+        const QString out = tmp.filePath("features.safetensors");
+        QProcess p;
+        p.start(NNSCOPE_BINARY, {"features", "--model", QString::fromStdString(test::fixture("tiny-llama")), "--dtype", "float32",
+                                 "--dictionary", QString::fromStdString(dictionariesDir() + "/circuittracer-plt-llama"), "--prompt",
+                                 QString::fromStdString(kPrompt), "--out", out});
+        QVERIFY(p.waitForFinished(60000));
+        QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        SafetensorsFile file(out.toStdString());
+        const std::map<std::string, std::string>& md = file.metadata();
+        int described = 0;
+        for (const auto& [name, entry] : file.entries()) {
+            const bool features = name.find(".features") != std::string::npos;
+            QCOMPARE(md.at("axes:" + name), std::string(features ? "seq d_sae" : "seq d_out"));
+            QCOMPARE(md.at("layout:" + name), std::string(features ? "Features" : "Reconstruction"));
+            ++described;
+        }
+        QCOMPARE(described, 2 * 3);  // two layers, features / reconstruction / error of the one prompt
+        for (const auto& [key, value] : md)
+            if (key.rfind("axes:", 0) == 0) QVERIFY2(file.contains(key.substr(5)), key.c_str());
     }
 
     // Feature edits during the pass: moving a feature by d adds d times its decoder row to the site at every position,
