@@ -5353,6 +5353,11 @@ void TestGui::tokensShownAsText() {
     fv->selectFeature(silent);
     QVERIFY2(fv->featureTitleLabel()->text().endsWith("active on 0 of 10 tokens, largest 0"), qPrintable(fv->featureTitleLabel()->text()));
     QCOMPARE(fv->activationPlot()->yAxis->range().upper, 1.1);
+    // the quality line of a prompt of the BOS alone says it is measured there (the BOS is left out otherwise)
+    QVERIFY(!featureQualityText(*fv->currentRun()).contains("first position alone"));
+    FeatureRun bosOnly = *fv->currentRun();
+    bosOnly.features = bosOnly.features.narrow(0, 0, 1);
+    QVERIFY(featureQualityText(bosOnly).endsWith("(on the first position alone: the prompt has no other)"));
 
     // the attention heatmap's tooltip on the key "<s>"
     QVERIFY(w->showView("attention"));

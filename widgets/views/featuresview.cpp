@@ -151,7 +151,13 @@ QString featureQualityText(const FeatureRun& run) {
     if (std::isnan(run.mse))
         return QObject::tr("mean L0 %1 (the trace file holds no error term: MSE and explained variance unknown)").arg(run.meanL0, 0, 'f', 1);
     const QString ev = std::isnan(run.explainedVariance) ? QObject::tr("undefined (one position)") : QString::number(run.explainedVariance, 'f', 4);
-    return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3").arg(run.mse, 0, 'g', 4).arg(ev).arg(run.meanL0, 0, 'f', 1);
+    // the first position (the BOS) is left out, except where the prompt has no other (an empty prompt): say so
+    const bool firstOnly = run.features.defined() && run.features.size(0) == 1;
+    return QObject::tr("MSE %1 · explained variance %2 · mean L0 %3%4")
+        .arg(run.mse, 0, 'g', 4)
+        .arg(ev)
+        .arg(run.meanL0, 0, 'f', 1)
+        .arg(firstOnly ? QObject::tr(" (on the first position alone: the prompt has no other)") : QString());
 }
 
 FeaturesView::FeaturesView(QWidget* parent) : TraceView(parent) {
