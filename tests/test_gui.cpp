@@ -804,6 +804,13 @@ void TestGui::tablesAndDiagramSelectEachOther() {
     const int probsRow = support->rowOf(Value::AttentionProbabilities);
     QCOMPARE(support->data(support->index(probsRow, SupportTableModel::LayoutColumn), Qt::DisplayRole).toString(),
              QString("Pattern [batch num_heads query key]"));
+    // any cell's tooltip holds the whole row (the dock is narrow: the description and read-at columns sit off-screen)
+    const QString tip = support->data(support->index(probsRow, SupportTableModel::NameColumn), Qt::ToolTipRole).toString();
+    for (int c : {int(SupportTableModel::LayoutColumn), int(SupportTableModel::WhatColumn)})
+        QVERIFY2(tip.contains(support->data(support->index(probsRow, c), Qt::DisplayRole).toString()), qPrintable(tip));
+    QVERIFY2(tip.contains("read at: " + support->data(support->index(probsRow, SupportTableModel::ReadAtColumn), Qt::DisplayRole).toString()),
+             qPrintable(tip));
+    QCOMPARE(support->data(support->index(probsRow, SupportTableModel::ReadAtColumn), Qt::ToolTipRole).toString(), tip);
     // table -> diagram
     w->supportView()->setCurrentIndex(support->index(probsRow, 0));
     QCOMPARE(d->highlightedPart(), QString("softmax"));

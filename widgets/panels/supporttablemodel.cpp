@@ -70,11 +70,13 @@ QVariant SupportTableModel::data(const QModelIndex& index, int role) const {
                 case ReadAtColumn: return QString::fromStdString(r.readAt);
             }
             return {};
-        case Qt::ToolTipRole:
-            if (index.column() == NameColumn && r.eagerOnly)
-                return tr("transformers has this value only under attn_implementation=\"eager\"; nnscope always computes it.");
-            if (index.column() == NameColumn && r.readOnly) return tr("Derived and read-only.");
-            return data(index, Qt::DisplayRole);
+        case Qt::ToolTipRole: {
+            // the whole row on any cell: in the narrow dock the description and where it is read sit off to the right
+            QString tip = QString::fromStdString(r.name + "  " + r.layout + "\n" + r.description) + "\n" + tr("read at: %1").arg(QString::fromStdString(r.readAt));
+            if (r.eagerOnly) tip += "\n" + tr("transformers has this value only under attn_implementation=\"eager\"; nnscope always computes it.");
+            if (r.readOnly) tip += "\n" + tr("Derived and read-only.");
+            return tip;
+        }
         case Qt::FontRole:
             if (index.column() == NameColumn || index.column() == LayoutColumn) {
                 QFont f("monospace");
