@@ -1295,9 +1295,15 @@ int cmdTokenize(QCommandLineParser& p, const Common& c, const QStringList& args)
     auto tok = Tokenizer::load(s(p.value(c.model)));
     auto ids = tok->encode(s(p.value(text)), !p.isSet(noSpecial));
     if (p.isSet(c.json)) {
-        nlohmann::json toks = nlohmann::json::array();
-        for (int64_t id : ids) toks.push_back(tok->tokenString(id));
-        std::cout << nlohmann::json{{"ids", ids}, {"tokens", toks}}.dump() << std::endl;
+        // tokens: the vocabulary's strings, as transformers' convert_ids_to_tokens ("▁Once"); labels: each token as nnscope
+        // prints it everywhere else, trace --json included ("␣Once")
+        nlohmann::json toks = nlohmann::json::array(), labels = nlohmann::json::array();
+        for (int64_t id : ids) {
+            toks.push_back(tok->tokenString(id));
+            labels.push_back(tok->tokenLabel(id));
+        }
+        std::cout << nlohmann::json{{"ids", ids}, {"tokens", toks}, {"labels", labels}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << std::endl;
     } else {
         std::cout << nlohmann::json(ids).dump() << "\n";
         for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << tok->tokenLabel(ids[i]);

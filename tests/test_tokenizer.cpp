@@ -494,8 +494,16 @@ private slots:
             const QJsonObject out = QJsonDocument::fromJson(p.readAllStandardOutput(), &parseError).object();
             QVERIFY2(parseError.error == QJsonParseError::NoError, qPrintable(parseError.errorString()));
             QCOMPARE(idsText(out.value("ids").toArray()), specials ? expected : withoutSpecials);
-            if (specials)
+            if (specials) {
                 QCOMPARE(stringsOf(out.value("tokens").toArray()), tokens);
+                // and each token as nnscope prints it elsewhere (trace --json), which --target and --answer take back
+                const QStringList labels = stringsOf(out.value("labels").toArray());
+                QCOMPARE(labels.size(), tokens.size());
+                const auto tok = Tokenizer::load(folderOf(name).toStdString());
+                const QJsonArray ids = out.value("ids").toArray();
+                for (qsizetype i = 0; i < labels.size(); ++i)
+                    QCOMPARE(labels[i], QString::fromStdString(tok->tokenLabel(ids[i].toInteger())));
+            }
         }
     }
 
