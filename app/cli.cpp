@@ -218,6 +218,21 @@ std::shared_ptr<EditList> interventionsFromLines(const Model& m, const QStringLi
 /// runs (transformers' does too), but the model was not trained on such contexts and its values there are no guide.
 Batch encodePrompts(const Model& m, const std::vector<std::string>& prompts) {
     Batch b = encodeBatch(m, prompts);
+    // words the vocabulary lacks become the unknown token (a word-level vocabulary such as the demo's): say so, the
+    // pass reads "<unk>" there, not the word
+    if (const Tokenizer* tok = m.tokenizer())
+        for (size_t i = 0; i < b.ids.size(); ++i) {
+            int unknown = 0;
+            std::string piece;
+            for (int64_t id : b.ids[i]) {
+                const std::string s = tok->knows(id) ? tok->tokenString(id) : std::string();
+                if ((s == "<unk>" || s == "[UNK]") && prompts[i].find(s) == std::string::npos) ++unknown, piece = s;
+            }
+            if (unknown > 0)
+                std::cerr << "nnscope: warning: " << (b.ids.size() > 1 ? "prompt " + std::to_string(i) + " has " : "the prompt has ") << unknown
+                          << " word(s) the tokenizer does not know, each read as the unknown token " << piece
+                          << " (`nnscope tokenize` shows where)." << std::endl;
+        }
     const int64_t context = m.config().maxPositionEmbeddings;
     for (size_t i = 0; i < b.ids.size(); ++i)
         if (context > 0 && static_cast<int64_t>(b.ids[i].size()) > context)

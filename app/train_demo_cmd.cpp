@@ -121,6 +121,7 @@ int runTrainDemoSaeCommand(const QStringList& arguments) {
     o.threads = static_cast<int>(integerOption(p, threads, 0));
     o.seed = p.value(seed).toULongLong(&ok);
     if (!ok) throw UsageError("--seed must be a non-negative integer.");
+    requireDemoVocabulary(o.modelDir, "train-demo-sae");  // before the banner: another model is refused, nothing said trained
     std::printf("training a %lld-feature TopK (k = %lld) SAE on %s, layers.%d.layer_output, %d steps\n",
                 static_cast<long long>(o.width), static_cast<long long>(o.k), o.modelDir.c_str(), o.layer, o.steps);
     std::fflush(stdout);
@@ -162,6 +163,7 @@ int runTrainDemoTranscodersCommand(const QStringList& arguments) {
     if (!ok || o.l1 < 0) throw UsageError("--l1 must be a number of at least 0, not \"" + p.value(l1).toStdString() + "\".");
     o.seed = p.value(seed).toULongLong(&ok);
     if (!ok) throw UsageError("--seed must be a non-negative integer.");
+    requireDemoVocabulary(o.modelDir, "train-demo-transcoders");
     std::printf("training %lld-feature ReLU transcoders (L1 %g) on every block of %s, %d steps\n", static_cast<long long>(o.width), o.l1,
                 o.modelDir.c_str(), o.steps);
     std::fflush(stdout);

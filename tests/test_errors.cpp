@@ -729,6 +729,19 @@ private slots:
         QVERIFY2(m.find("holds checkpoints in its subfolders (a-model, b-model): give one of them, e.g. " +
                         tmp.filePath("a-model").toStdString()) != std::string::npos, m.c_str());
     }
+    // train-demo-sae on another model is refused before it says it trains (and writes nothing)
+    void trainDemoSaeRefusesAnotherModel() {
+        QTemporaryDir tmp;
+        const QString out = tmp.filePath("sae");
+        QProcess p;
+        p.start(QString::fromUtf8(NNSCOPE_BINARY), {"train-demo-sae", "--model", QString::fromStdString(test::sharedModels() + "/stories260K-llama"),
+                                                    "--out", out, "--steps", "1"});
+        QVERIFY(p.waitForFinished(60000));
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(QString::fromUtf8(p.readAllStandardError()).contains("not the demo model"), "no refusal");
+        QCOMPARE(p.readAllStandardOutput(), QByteArray());
+        QVERIFY(!QFileInfo::exists(out));
+    }
     // A prompt past max_position_embeddings runs (as transformers' does) with a warning naming the limit and the file
     // (generate refused such a context while trace said nothing).
     void promptPastTheContextWarns() {
@@ -741,6 +754,11 @@ private slots:
                      r.err.contains("config.json"), qPrintable(r.err));
         const RunResult shortPrompt = runCli({"trace", "--model", demo, "--prompt", "tom saw a"});
         QVERIFY2(shortPrompt.exitCode == 0 && !shortPrompt.err.contains("max_position_embeddings"), qPrintable(shortPrompt.err));
+        QVERIFY2(!shortPrompt.err.contains("does not know"), qPrintable(shortPrompt.err));
+        // words outside the demo's vocabulary are read as <unk>: said on stderr
+        const RunResult unknown = runCli({"trace", "--model", demo, "--prompt", "tom and zzz qqq"});
+        QVERIFY2(unknown.exitCode == 0 && unknown.err.contains("warning: the prompt has 2 word(s) the tokenizer does not know, each read as "
+                                                                "the unknown token <unk>"), qPrintable(unknown.err));
     }
     void commandHelpNamesTheCommand() {
         // `nnscope trace --help` begins with the command's own usage line, not the program's path

@@ -715,10 +715,6 @@ TraceResult traceTrainingRows(const Model& model, Rng& rng, const std::vector<in
 }
 }  // namespace
 
-namespace {
-/// Refuses a checkpoint whose tokenizer is not the demo's: the demo's dictionaries train on the demo's own data (random
-/// runs of the demo vocabulary's ids), which are no text of another model's (they trained anyway, and were labelled as
-/// the demo's). Throws nnscope::Error naming the folder, the first id that differs and what to use instead.
 void requireDemoVocabulary(const std::string& modelDir, const std::string& command) {
     const std::string hint = ": " + command + " trains on the demo model's own data (random runs of its vocabulary's words), so it takes the "
                              "demo model (nnscope train-demo) alone; for another model, train a dictionary with SAELens, sparsify "
@@ -738,7 +734,6 @@ void requireDemoVocabulary(const std::string& modelDir, const std::string& comma
             throw Error(modelDir + ": not the demo model (token " + std::to_string(id) + " is \"" + tok->tokenString(id) +
                         "\", the demo's \"" + vocab[static_cast<size_t>(id)] + "\")" + hint);
 }
-}  // namespace
 
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();

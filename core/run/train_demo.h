@@ -156,6 +156,11 @@ struct DemoDictionaryResult {
 /// (its tokenizer's vocabulary is not demoVocabulary(): the training data are ids of that vocabulary) or the folder
 /// cannot be written.
 DemoDictionaryResult trainDemoDictionary(const DemoDictionaryOptions& options);
+/// Refuses a checkpoint whose tokenizer is not the demo's (demoVocabulary()): the demo's dictionaries train on the demo's
+/// own data, random runs of its vocabulary's ids, which are no text of another model's (they trained anyway, labelled
+/// as the demo's). `command` names the caller in the message. Throws nnscope::Error naming the folder, the first token
+/// that differs (or the vocabulary sizes) and what to use instead; trainDemoDictionary and trainDemoTranscoders call it.
+void requireDemoVocabulary(const std::string& modelDir, const std::string& command);
 /// How to train the demo's transcoders (trainDemoTranscoders).
 struct DemoTranscoderOptions {
     std::string modelDir;  ///< the demo model's folder (read)
