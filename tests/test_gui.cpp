@@ -450,6 +450,7 @@ private slots:
     void symmetricLogScale();
     void routingView();
     void tokensShownAsText();
+    void prunedGraphFileHasNoScores();
 
 private:
     QTemporaryDir tmp_;
@@ -5409,4 +5410,32 @@ void TestGui::tokensShownAsText() {
     // and plainToolTip keeps every character and line of any text
     const QString tricky = "head 1\nkey “<s>” & <b>bold</b> &lt;\n  indented";
     QCOMPARE(shownText(plainToolTip(tricky)), tricky);
+}
+
+void TestGui::prunedGraphFileHasNoScores() {
+    // The replacement and completeness scores are the full graph's: a pruned graph file (what `nnscope circuit` writes by
+    // default) has lost most error nodes and scored 1.000 / 1.000 in the Circuit view where the command printed 0.964 /
+    // 0.983; it shows none, and an unpruned file shows the command's.
+    const QString demo = demoModelDir();
+    const QString prompt = "tom and lily went to the park with a red ball . tom and lily went to the park with";
+    auto write = [&](const QString& file, bool prune) {
+        QProcess p;
+        QStringList args{"circuit", "--model", demo, "--transcoders", demo + "/transcoders", "--prompt", prompt, "--out", file, "--json"};
+        if (!prune) args << "--no-prune";
+        p.start(kBinary, args);
+        p.waitForFinished(120000);
+        return p.exitCode() == 0 ? nlohmann::json::parse(p.readAllStandardOutput().toStdString()) : nlohmann::json();
+    };
+    const QString pruned = tmp_.filePath("pruned-graph.json"), full = tmp_.filePath("full-graph.json");
+    const nlohmann::json a = write(pruned, true), b = write(full, false);
+    QVERIFY(!a.is_null() && !b.is_null());
+    CircuitView view;
+    QCOMPARE(view.openGraph(pruned), QString());
+    QVERIFY2(!view.statusLabel()->text().contains("replacement score") && view.statusLabel()->text().contains("a pruned graph"),
+             qPrintable(view.statusLabel()->text()));
+    QCOMPARE(view.openGraph(full), QString());
+    const QString expected = QString(" · replacement score %1 · completeness %2")
+                                 .arg(b["replacement_score"].get<double>(), 0, 'f', 3)
+                                 .arg(b["completeness_score"].get<double>(), 0, 'f', 3);
+    QVERIFY2(view.statusLabel()->text().contains(expected), qPrintable(view.statusLabel()->text() + " / " + expected));
 }

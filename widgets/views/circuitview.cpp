@@ -687,12 +687,22 @@ void CircuitView::setGraph(AttributionGraph graph) {
     full_ = std::move(graph);
     hasGraph_ = true;
     selected_.clear();
-    try {
-        scores_ = graphScores(full_);
-    } catch (const Error&) {
-        scores_.reset();
-    }
     const bool computed = !full_.modelDir.empty();
+    // The replacement and completeness scores are the full graph's: a pruned file has lost most error nodes (every block
+    // has one at every position in the full graph) and would score 1.000. Such a file shows none.
+    int64_t errors = 0, layers = -1;
+    for (const GraphNode& n : full_.nodes) {
+        errors += n.kind == GraphNode::Kind::Error;
+        if (n.kind == GraphNode::Kind::Logit) layers = n.layer - 1;  // a logit's layer is the number of layers + 1
+    }
+    prunedFile_ = !computed && layers > 0 && errors < layers * static_cast<int64_t>(full_.tokenStrings.size());
+    scores_.reset();
+    if (!prunedFile_) {
+        try {
+            scores_ = graphScores(full_);
+        } catch (const Error&) {
+        }
+    }
     const QSignalBlocker a(nodeSlider_), b(edgeSlider_);
     nodeSlider_->setValue(computed ? static_cast<int>(std::lround(full_.nodeThreshold * 1000)) : 1000);
     edgeSlider_->setValue(computed ? static_cast<int>(std::lround(full_.edgeThreshold * 1000)) : 1000);
@@ -933,6 +943,7 @@ void CircuitView::updateStatus() {
     QString text = tr("%1 of %2 nodes, %3 of %4 edges shown")
                        .arg(visibleNodeCount()).arg(full_.nodes.size()).arg(visibleEdgeCount()).arg(full_.edgeCount());
     if (scores_) text += tr(" · replacement score %1 · completeness %2").arg(scores_->replacement, 0, 'f', 3).arg(scores_->completeness, 0, 'f', 3);
+    else if (prunedFile_) text += tr(" · a pruned graph: its scores are the full graph's (nnscope circuit prints them)");
     if (!full_.prompt.empty()) text += tr(" · “%1”").arg(QString::fromStdString(full_.prompt).left(80));
     if (!file_.isEmpty()) text += QStringLiteral(" · ") + QFileInfo(file_).fileName();
     status_->setText(text);

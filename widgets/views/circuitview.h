@@ -119,7 +119,8 @@ private:
 
     AttributionGraph full_, shown_;
     bool hasGraph_ = false;
-    std::optional<GraphScores> scores_;
+    std::optional<GraphScores> scores_;  ///< of the full graph; none for a pruned graph read from a file
+    bool prunedFile_ = false;            ///< the graph was read from a file that holds a pruned graph
     QString file_;
     std::string selected_;
     QSlider* nodeSlider_;
