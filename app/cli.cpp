@@ -620,6 +620,9 @@ int cmdGenerate(QCommandLineParser& p, const Common& c, const QStringList& args)
     const Generation g = generate(*model, batch.ids[0], o);
     std::optional<Generation> baseline;
     if (p.isSet(compare) && o.intervention) baseline = generate(*model, batch.ids[0], plain);
+    if (p.isSet(compare) && !o.intervention)
+        std::cerr << "nnscope: note: --compare prints the continuation without the interventions beside the one with them, "
+                     "and none was given (--edit, --skip, --steer): one continuation." << std::endl;
     const std::string text = model->tokenizer()->decodeShowingUnknown(g.ids, true);
     if (p.isSet(c.json)) {
         nlohmann::json j{{"ids", g.ids}, {"text", text}, {"prompt_tokens", g.promptLength}, {"stop", g.stopReason},

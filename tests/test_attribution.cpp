@@ -420,6 +420,12 @@ private slots:
         QCOMPARE(edited["interventions"].size(), size_t(1));
         QVERIFY(run({"--sample", "--greedy"}).contains("error"));
         QVERIFY(run({"--top-p", "0"}).contains("error"));
+        // --compare without an intervention says there is nothing to compare (it printed one continuation silently)
+        QProcess alone;
+        alone.start(NNSCOPE_BINARY, {"generate", "--model", NNSCOPE_DEMO_MODEL_DIR, "--prompt", "the cat", "--max-new-tokens", "2", "--compare"});
+        QVERIFY(alone.waitForFinished(60000));
+        QCOMPARE(alone.exitCode(), 0);
+        QVERIFY(alone.readAllStandardError().contains("note: --compare prints the continuation without the interventions"));
     }
 
     // ---- head scores ----
