@@ -4969,6 +4969,7 @@ void TestGui::attributionShowsEveryHead() {
     // the legend is outside the bars' axis rect
     QCustomPlot* bars = av->blockPlot();
     QVERIFY(!bars->axisRect()->rect().intersects(bars->legend->outerRect()));
+    QCOMPARE(bars->legend->borderPen().style(), Qt::NoPen);  // its row has no frame (the palette gave it one, past the edge)
     // the sorted list: largest |share| first, the largest component the same as the largest head or bar
     const QStringList top = av->topComponents();
     QVERIFY(top.size() >= 10);

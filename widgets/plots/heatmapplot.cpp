@@ -208,7 +208,8 @@ void followPalette(QCustomPlot* plot) {
     if (plot->legend) {
         plot->legend->setBrush(base);
         plot->legend->setTextColor(text);
-        plot->legend->setBorderPen(QPen(text, 0));
+        // a legend drawn without a frame keeps none (the Attribution view's legend row ran its frame past the plot's edge)
+        if (plot->legend->borderPen().style() != Qt::NoPen) plot->legend->setBorderPen(QPen(text, 0));
     }
     if (!plot->property("nnscope.followsPalette").toBool()) {
         plot->setProperty("nnscope.followsPalette", true);
