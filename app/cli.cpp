@@ -224,10 +224,8 @@ Batch encodePrompts(const Model& m, const std::vector<std::string>& prompts) {
         for (size_t i = 0; i < b.ids.size(); ++i) {
             int unknown = 0;
             std::string piece;
-            for (int64_t id : b.ids[i]) {
-                const std::string s = tok->knows(id) ? tok->tokenString(id) : std::string();
-                if ((s == "<unk>" || s == "[UNK]") && prompts[i].find(s) == std::string::npos) ++unknown, piece = s;
-            }
+            for (int64_t id : b.ids[i])
+                if (tok->isUnknownToken(id) && prompts[i].find(tok->tokenString(id)) == std::string::npos) ++unknown, piece = tok->tokenString(id);
             if (unknown > 0)
                 std::cerr << "nnscope: warning: " << (b.ids.size() > 1 ? "prompt " + std::to_string(i) + " has " : "the prompt has ") << unknown
                           << " word(s) the tokenizer does not know, each read as the unknown token " << piece

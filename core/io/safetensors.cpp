@@ -356,7 +356,7 @@ size_t WeightStore::renamePrefixes(const std::vector<std::pair<std::string, std:
 torch::Tensor WeightStore::get(const std::string& name, const std::vector<int64_t>& shape) const {
     torch::Tensor t = get(name);
     if (t.sizes().vec() != shape)
-        throw Error(fileOf(name) + ": tensor '" + storedName(name) + "' has shape " + shapeString(t.sizes().vec()) + " but config.json implies " +
+        throw TensorShapeMismatch(fileOf(name) + ": tensor '" + storedName(name) + "' has shape " + shapeString(t.sizes().vec()) + " but config.json implies " +
                     shapeString(shape) + ".");
     if (!c10::isFloatingType(t.scalar_type()))
         throw Error(fileOf(name) + ": tensor '" + storedName(name) + "' is stored as " + safetensorsDtypeName(t.scalar_type()) +

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
+#include "core/model/error.h"
+
 #include <torch/types.h>
 
 #include <functional>
@@ -142,6 +144,13 @@ torch::Tensor readNpy(const std::string& path);
 /// name without ".npy". Throws nnscope::Error naming the file: not a zip, a compressed member (np.savez_compressed),
 /// a member that is not a .npy file.
 std::map<std::string, torch::Tensor> readNpz(const std::string& path);
+
+/// A stored tensor whose shape is not the one the config implies (WeightStore::get with a shape): Model::load adds
+/// which size key config.json left out, where one did.
+class TensorShapeMismatch : public Error {
+public:
+    using Error::Error;
+};
 
 /// Writes `data` to `path` atomically (temporary file + rename). Throws nnscope::Error naming the path.
 void writeFileAtomically(const std::string& path, const std::string& data);

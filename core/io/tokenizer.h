@@ -63,6 +63,13 @@ public:
     /// not give that one token (SentencePiece adds a word-start mark: "," becomes "▁" + ","). The first call indexes
     /// the whole vocabulary (every id's string and label: under a second for 256k ids); thread-safe.
     std::optional<int64_t> idOfToken(const std::string& text) const;
+    /// Whether `id` is the unknown token, what a word outside the vocabulary becomes: its string is "<unk>" (SentencePiece,
+    /// BPE, word-level vocabularies) or "[UNK]" (WordPiece). False for an id the tokenizer does not know.
+    bool isUnknownToken(int64_t id) const {
+        if (!knows(id)) return false;
+        const std::string s = tokenString(id);
+        return s == "<unk>" || s == "[UNK]";
+    }
     /// Whether `id` is one the tokenizer has a token for: 0 <= id < vocabSize().
     bool knows(int64_t id) const { return id >= 0 && id < vocabSize(); }
     /// Number of ids the tokenizer knows (including added tokens).

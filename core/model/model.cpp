@@ -297,18 +297,16 @@ std::shared_ptr<const Model> Model::load(const std::string& dir, const LoadOptio
     std::shared_ptr<Model> m;
     try {
         m = build(std::move(config), *family, raw, dir + "/config.json", std::make_unique<WeightStore>(dir), options);
-    } catch (const Error& e) {
+    } catch (const TensorShapeMismatch& e) {
         // A tensor of another shape than config.json implies, where a size key is missing and transformers' class default
         // stood in for it (hidden_size 4096 for llama): name the key, not only the shapes.
-        std::string message = e.what();
-        if (message.find("but config.json implies") == std::string::npos) throw;
         std::string missing;
         for (const char* key : {"hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
                                 "vocab_size", "num_hidden_layers"})
             if (!raw.contains(key) && family->configDefaults.contains(key))
                 missing += std::string(missing.empty() ? "" : ", ") + key + " (default " + family->configDefaults[key].dump() + ")";
         if (missing.empty()) throw;
-        throw Error(message + " config.json gives no " + missing + ": transformers' " + family->modelType +
+        throw Error(std::string(e.what()) + " config.json gives no " + missing + ": transformers' " + family->modelType +
                     " config class default was used for it, as transformers does; add the checkpoint's own value.");
     }
     m->dir_ = dir;

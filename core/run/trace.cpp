@@ -364,7 +364,7 @@ int64_t parseTokenArgument(const Model& m, const std::string& text, const std::s
                     "), not one; give a single token, or #ID for a token id (`nnscope tokenize` shows the pieces).");
     }
     const std::string piece = m.tokenizer()->tokenString(ids[0]);
-    if ((piece == "<unk>" || piece == "[UNK]") && text != piece)
+    if (m.tokenizer()->isUnknownToken(ids[0]) && text != piece)
         throw Error(what + ": '" + text + "' is not in the vocabulary (it becomes the unknown token " + piece + ").");
     return ids[0];
 }

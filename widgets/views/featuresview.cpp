@@ -430,10 +430,11 @@ void FeaturesView::labelTokens() {
     if (!snapshot_ || prompt() < 0 || prompt() >= snapshot_->numPrompts()) return;
     const QStringList& tokens = snapshot_->tokens.at(static_cast<size_t>(prompt()));
     const int n = static_cast<int>(bars_->data()->size());
-    // a rotated label needs about a line of the axis; the axis rect is the plot less its margins (about 60 px before
-    // the first layout)
+    // a rotated label needs about a line of its font along the axis; the axis rect is the plot less its margins (about
+    // 60 px before the first layout)
     const int room = std::max(1, plot_->axisRect()->width() > 0 ? plot_->axisRect()->width() : plot_->width() - 60);
-    const int step = std::max(1, static_cast<int>(std::ceil(n * 1.15 * plot_->xAxis->tickLabelFont().pointSizeF() * 1.4 / room)));
+    const int line = QFontMetrics(plot_->xAxis->tickLabelFont()).height();
+    const int step = std::max(1, (n * line + room - 1) / room);
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     for (int t = 0; t < n; ++t)
         if (t % step == 0 || t == token_) ticker->addTick(t, tokens.value(t));
